@@ -1,0 +1,215 @@
+#include "engine/graph.h"
+
+#include <type_traits>
+
+namespace gpen {
+
+namespace {
+template <class... Ts>
+struct overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+overloaded(Ts...) -> overloaded<Ts...>;
+
+Shape nhwc(int64_t n, int64_t h, int64_t w, int64_t c) { return Shape{n, h, w, c}; }
+}  // namespace
+
+const char* op_name(const OpParams& p) {
+  return std::visit(overloaded{
+                        [](const Conv2dParams& c) { return c.groups > 1 ? "conv2d_grouped" : "conv2d"; },
+                        [](const DenseParams&) { return "dense"; },
+                        [](const BiasActParams&) { return "bias_act"; },
+                        [](const AddParams&) { return "add"; },
+                        [](const ResizeNearestParams&) { return "resize_nearest"; },
+                        [](const UpFirDn2dParams&) { return "upfirdn2d"; },
+                        [](const SoftmaxParams&) { return "softmax"; },
+                    },
+                    p);
+}
+
+int Graph::add_tensor(TensorDesc d) {
+  if (d.kind != TensorKind::View) d.strides = dense_strides(d.shape);
+  tensors_.push_back(std::move(d));
+  return static_cast<int>(tensors_.size()) - 1;
+}
+
+std::string Graph::auto_name(const std::string& name, const char* op) {
+  return name.empty() ? std::string(op) + "_" + std::to_string(nodes_.size()) : name;
+}
+
+int Graph::input(const std::string& name, DType dt, const Shape& s) {
+  return add_tensor({name, dt, s, {}, TensorKind::Input});
+}
+int Graph::weight(const std::string& name, DType dt, const Shape& s) {
+  return add_tensor({name, dt, s, {}, TensorKind::Weight});
+}
+int Graph::buffer(const std::string& name, DType dt, const Shape& s) {
+  return add_tensor({name, dt, s, {}, TensorKind::Intermediate});
+}
+int Graph::new_intermediate(const std::string& name, DType dt, const Shape& s) {
+  return add_tensor({name, dt, s, {}, TensorKind::Intermediate});
+}
+
+int Graph::slice_channels(int t, int64_t c0, int64_t c, const std::string& name) {
+  const TensorDesc& src = tensor(t);
+  int last = src.shape.rank - 1;
+  GPEN_CHECK(last >= 0 && c0 >= 0 && c > 0 && c0 + c <= src.shape[last],
+             "slice_channels: [" + std::to_string(c0) + ", " + std::to_string(c0 + c) + ") outside " +
+                 src.shape.str() + " of " + src.name);
+  GPEN_CHECK(src.strides[last] == 1, "slice_channels: channel axis of " + src.name + " is not contiguous");
+  TensorDesc v{name.empty() ? src.name + "[c" + std::to_string(c0) + ":" + std::to_string(c0 + c) + "]" : name,
+               src.dtype, src.shape, src.strides, TensorKind::View};
+  v.shape[last] = c;
+  v.base = t;
+  v.offset = c0;
+  return add_tensor(v);
+}
+
+int Graph::reshape(int t, const Shape& s, const std::string& name) {
+  const TensorDesc& src = tensor(t);
+  GPEN_CHECK(s.numel() == src.shape.numel(),
+             "reshape of " + src.name + " from " + src.shape.str() + " to " + s.str() + " changes the size");
+  GPEN_CHECK(src.strides == dense_strides(src.shape), "reshape of a strided view " + src.name);
+  TensorDesc v{name.empty() ? src.name + "_reshaped" : name, src.dtype, s, dense_strides(s), TensorKind::View};
+  v.base = t;
+  return add_tensor(v);
+}
+
+void Graph::mark_output(int t) { tensors_.at(t).is_output = true; }
+
+int Graph::output_for(int out, const std::string& name, const Shape& s, DType dt) {
+  if (out < 0) return new_intermediate(name, dt, s);
+  const TensorDesc& o = tensor(out);
+  GPEN_CHECK(o.shape == s, "output view " + o.name + " has shape " + o.shape.str() + ", op " + name +
+                               " produces " + s.str());
+  return out;
+}
+
+int Graph::add_node(Node n) {
+  for (int t : n.inputs) GPEN_CHECK(t < static_cast<int>(tensors_.size()), "node input out of range");
+  nodes_.push_back(std::move(n));
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+int Graph::conv2d(int x, int w, int bias, const Conv2dParams& p, int residual, int out, const std::string& name) {
+  const Shape& xs = tensor(x).shape;
+  const Shape& ws = tensor(w).shape;
+  std::string nm = auto_name(name, "conv2d");
+  GPEN_CHECK(xs.rank == 4, nm + ": input must be NHWC, got " + xs.str());
+  GPEN_CHECK(ws.rank == 4 && ws[0] == p.kh && ws[1] == p.kw, nm + ": weight must be HWIO " +
+                                                                  std::to_string(p.kh) + "x" + std::to_string(p.kw) +
+                                                                  ", got " + ws.str());
+  GPEN_CHECK(p.groups >= 1 && xs[3] % p.groups == 0 && ws[2] == xs[3] / p.groups,
+             nm + ": weight " + ws.str() + " does not fit input channels " + std::to_string(xs[3]));
+  int64_t ho = (xs[1] + p.pad_top + p.pad_bottom - p.kh) / p.stride_h + 1;
+  int64_t wo = (xs[2] + p.pad_left + p.pad_right - p.kw) / p.stride_w + 1;
+  GPEN_CHECK(ho > 0 && wo > 0, nm + ": output would be empty for input " + xs.str());
+  Conv2dParams q = p;
+  q.has_bias = bias >= 0;
+  q.has_residual = residual >= 0;
+  int y = output_for(out, nm, nhwc(xs[0], ho, wo, ws[3]), act_dtype_);
+  add_node({nm, q, {x, w, bias, residual}, {y}});
+  return y;
+}
+
+int Graph::dense(int x, int w, int bias, const DenseParams& p, const std::string& name) {
+  const Shape& xs = tensor(x).shape;
+  const Shape& ws = tensor(w).shape;
+  std::string nm = auto_name(name, "dense");
+  GPEN_CHECK(xs.rank == 2 && ws.rank == 2 && ws[1] == xs[1],
+             nm + ": dense of " + xs.str() + " with weight " + ws.str());
+  DenseParams q = p;
+  q.has_bias = bias >= 0;
+  int y = new_intermediate(nm, act_dtype_, Shape{xs[0], ws[0]});
+  add_node({nm, q, {x, w, bias}, {y}});
+  return y;
+}
+
+int Graph::bias_act(int x, int bias, const BiasActParams& p, int out, const std::string& name) {
+  std::string nm = auto_name(name, "bias_act");
+  BiasActParams q = p;
+  q.has_bias = bias >= 0;
+  int y = output_for(out, nm, tensor(x).shape, act_dtype_);
+  Node n{nm, q, {x, bias}, {y}};
+  if (out < 0) n.inplace_input = 0;
+  add_node(std::move(n));
+  return y;
+}
+
+int Graph::add(int a, int b, const AddParams& p, int out, const std::string& name) {
+  std::string nm = auto_name(name, "add");
+  GPEN_CHECK(tensor(a).shape == tensor(b).shape,
+             nm + ": add of " + tensor(a).shape.str() + " and " + tensor(b).shape.str());
+  int y = output_for(out, nm, tensor(a).shape, act_dtype_);
+  Node n{nm, p, {a, b}, {y}};
+  if (out < 0) n.inplace_input = 0;
+  add_node(std::move(n));
+  return y;
+}
+
+int Graph::resize_nearest(int x, int out_h, int out_w, const std::string& name) {
+  const Shape& xs = tensor(x).shape;
+  std::string nm = auto_name(name, "resize_nearest");
+  GPEN_CHECK(xs.rank == 4 && out_h > 0 && out_w > 0, nm + ": bad resize of " + xs.str());
+  int y = new_intermediate(nm, act_dtype_, nhwc(xs[0], out_h, out_w, xs[3]));
+  add_node({nm, ResizeNearestParams{out_h, out_w}, {x}, {y}});
+  return y;
+}
+
+int Graph::upfirdn2d(int x, const UpFirDn2dParams& p, int out, const std::string& name) {
+  const Shape& xs = tensor(x).shape;
+  std::string nm = auto_name(name, "upfirdn2d");
+  GPEN_CHECK(xs.rank == 4, nm + ": input must be NHWC");
+  GPEN_CHECK(static_cast<int>(p.kernel.size()) == p.kh * p.kw, nm + ": kernel size mismatch");
+  int64_t ho = (xs[1] * p.up_y + p.pad_y0 + p.pad_y1 - p.kh) / p.down_y + 1;
+  int64_t wo = (xs[2] * p.up_x + p.pad_x0 + p.pad_x1 - p.kw) / p.down_x + 1;
+  GPEN_CHECK(ho > 0 && wo > 0, nm + ": empty output");
+  int y = output_for(out, nm, nhwc(xs[0], ho, wo, xs[3]), act_dtype_);
+  add_node({nm, p, {x}, {y}});
+  return y;
+}
+
+int Graph::softmax(int x, const std::string& name) {
+  std::string nm = auto_name(name, "softmax");
+  int y = new_intermediate(nm, act_dtype_, tensor(x).shape);
+  Node n{nm, SoftmaxParams{}, {x}, {y}};
+  n.inplace_input = 0;
+  add_node(std::move(n));
+  return y;
+}
+
+std::vector<int> Graph::inputs() const {
+  std::vector<int> r;
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    if (tensors_[i].kind == TensorKind::Input) r.push_back(static_cast<int>(i));
+  return r;
+}
+std::vector<int> Graph::outputs() const {
+  std::vector<int> r;
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    if (tensors_[i].is_output) r.push_back(static_cast<int>(i));
+  return r;
+}
+
+int Graph::root_of(int t) const {
+  while (tensors_.at(t).kind == TensorKind::View) t = tensors_[t].base;
+  return t;
+}
+int64_t Graph::offset_in_root(int t) const {
+  int64_t off = 0;
+  while (tensors_.at(t).kind == TensorKind::View) {
+    off += tensors_[t].offset;
+    t = tensors_[t].base;
+  }
+  return off;
+}
+
+size_t Graph::weights_bytes() const {
+  size_t b = 0;
+  for (const auto& t : tensors_)
+    if (t.kind == TensorKind::Weight) b += t.bytes();
+  return b;
+}
+
+}  // namespace gpen

@@ -1,0 +1,39 @@
+#pragma once
+// CPU reference kernels. Each is the numerical reference for its CUDA twin and is tested against
+// PyTorch-computed fixtures (tests/reference/). Kernels never allocate: scratch memory comes in as
+// `workspace`, sized by the matching *_workspace_bytes function, which the planner reports.
+// All kernels honour the strides of their views (channel slices in and out).
+#include <cstddef>
+
+#include "engine/tensor.h"
+#include "kernels/params.h"
+
+namespace gpen::cpu {
+
+// Number of threads the CPU kernels use (OpenMP); 0 means all cores.
+void set_num_threads(int n);
+int num_threads();
+
+// conv2d: x [N,H,W,Cin] f32, w HWIO, bias [Cout], residual like y; y [N,Ho,Wo,Cout].
+size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape& y, int threads);
+void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+            const TensorView* residual, const TensorView& y, void* workspace);
+
+// dense: x [N, in], w [out, in], bias [out]; y [N, out].
+void dense(const DenseParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+           const TensorView& y);
+
+// bias_act over the last axis; x and y may be the same memory.
+void bias_act(const BiasActParams& p, const TensorView& x, const TensorView* bias, const TensorView& y);
+
+// add; a (or b) and y may be the same memory.
+void add(const AddParams& p, const TensorView& a, const TensorView& b, const TensorView& y);
+
+void resize_nearest(const ResizeNearestParams& p, const TensorView& x, const TensorView& y);
+
+size_t upfirdn2d_workspace_bytes(const UpFirDn2dParams& p, const Shape& x, const Shape& y, int threads);
+void upfirdn2d(const UpFirDn2dParams& p, const TensorView& x, const TensorView& y, void* workspace);
+
+void softmax(const SoftmaxParams& p, const TensorView& x, const TensorView& y);
+
+}  // namespace gpen::cpu

@@ -1,0 +1,76 @@
+#pragma once
+// Backend-independent attributes of every op. The CPU kernels (kernels/cpu/) and their CUDA
+// twins (kernels/cuda/) take the same structs, so a graph runs unchanged on either backend.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace gpen {
+
+// y = gain * (x >= 0 ? x : slope * x). One formula covers identity (slope 1, gain 1), relu
+// (slope 0), leaky relu (slope a) and StyleGAN's scaled leaky relu (slope 0.2, gain sqrt 2).
+struct Activation {
+  float slope = 1.0f;
+  float gain = 1.0f;
+  static Activation none() { return {1.0f, 1.0f}; }
+  static Activation relu() { return {0.0f, 1.0f}; }
+  static Activation leaky(float a) { return {a, 1.0f}; }
+  static Activation scaled_leaky() { return {0.2f, static_cast<float>(M_SQRT2)}; }
+  bool is_identity() const { return slope == 1.0f && gain == 1.0f; }
+  float operator()(float x) const { return gain * (x >= 0.0f ? x : slope * x); }
+};
+
+// NHWC convolution. Weight layout HWIO: [kh][kw][cin/groups][cout]; a depthwise conv has
+// groups == cin == cout and weight [kh][kw][1][c]. Optional inputs, in order after x and w:
+// bias [cout] (has_bias), residual NHWC of the output shape (has_residual) added after the
+// activation. Output may be a channel slice of a larger buffer (its strides say so).
+struct Conv2dParams {
+  int kh = 1, kw = 1;
+  int stride_h = 1, stride_w = 1;
+  int pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int groups = 1;
+  bool has_bias = false;
+  bool has_residual = false;
+  Activation act;
+};
+
+// y[n, o] = act(sum_i x[n, i] * w[o, i] * w_scale + b[o] * b_scale). Weight layout [out][in]
+// as in PyTorch; the scales let equalized-lr layers run on unscaled weights when needed.
+struct DenseParams {
+  bool has_bias = false;
+  float w_scale = 1.0f;
+  float b_scale = 1.0f;
+  Activation act;
+};
+
+// y = act(x + bias[c]) over the last axis (c); bias optional. Elementwise, may run in place.
+struct BiasActParams {
+  bool has_bias = false;
+  Activation act;
+};
+
+// y = act(a + b), same shapes. Elementwise, may run in place on a.
+struct AddParams {
+  Activation act;
+};
+
+// NHWC nearest resize to an explicit size: src = floor(dst * in / out) (PyTorch 'nearest').
+struct ResizeNearestParams {
+  int out_h = 0, out_w = 0;
+};
+
+// NHWC upfirdn2d: zero-insert (up), pad (negative pad crops), true 2-D convolution with the FIR
+// kernel (row-major kh x kw, flipped as convolution requires), keep every down-th sample.
+// out = (in * up + pad0 + pad1 - k) / down + 1 on each axis.
+struct UpFirDn2dParams {
+  int up_x = 1, up_y = 1;
+  int down_x = 1, down_y = 1;
+  int pad_x0 = 0, pad_x1 = 0, pad_y0 = 0, pad_y1 = 0;
+  int kh = 1, kw = 1;
+  std::vector<float> kernel;  // kh * kw taps
+};
+
+// Softmax over the last axis.
+struct SoftmaxParams {};
+
+}  // namespace gpen

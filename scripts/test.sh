@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds (CUDA compiled in where nvcc exists), runs
+# the whole suite, then the same suite once more under AddressSanitizer + UBSan.
+# GPEN_SKIP_ASAN=1 skips the sanitizer pass (for quick local runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+(cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+if [ "${GPEN_SKIP_ASAN:-0}" != 1 ]; then
+  # The sanitizer build checks host code; CUDA device code is already built above.
+  GPEN_BUILD_DIR=build-asan GPEN_BUILD_TYPE=RelWithDebInfo scripts/build.sh -DGPEN_SANITIZE=ON -DGPEN_CUDA=OFF
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     ctest --output-on-failure -j "$(nproc)" --timeout 1800 -LE slow)
+fi
+if [ -x scripts/fuzz.sh ] && [ "${CI:-}" = true ]; then
+  scripts/fuzz.sh
+fi
