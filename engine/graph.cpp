@@ -24,6 +24,9 @@ const char* op_name(const OpParams& p) {
                         [](const ResizeNearestParams&) { return "resize_nearest"; },
                         [](const UpFirDn2dParams&) { return "upfirdn2d"; },
                         [](const SoftmaxParams&) { return "softmax"; },
+                        [](const PixelNormParams&) { return "pixel_norm"; },
+                        [](const DemodParams&) { return "demod"; },
+                        [](const ModConvParams& m) { return m.up ? "modconv_up" : "modconv"; },
                     },
                     p);
 }
@@ -157,7 +160,7 @@ int Graph::resize_nearest(int x, int out_h, int out_w, const std::string& name) 
   return y;
 }
 
-int Graph::upfirdn2d(int x, const UpFirDn2dParams& p, int out, const std::string& name) {
+int Graph::upfirdn2d(int x, const UpFirDn2dParams& p, int out, const std::string& name, int out_scale, int bias) {
   const Shape& xs = tensor(x).shape;
   std::string nm = auto_name(name, "upfirdn2d");
   GPEN_CHECK(xs.rank == 4, nm + ": input must be NHWC");
@@ -165,8 +168,14 @@ int Graph::upfirdn2d(int x, const UpFirDn2dParams& p, int out, const std::string
   int64_t ho = (xs[1] * p.up_y + p.pad_y0 + p.pad_y1 - p.kh) / p.down_y + 1;
   int64_t wo = (xs[2] * p.up_x + p.pad_x0 + p.pad_x1 - p.kw) / p.down_x + 1;
   GPEN_CHECK(ho > 0 && wo > 0, nm + ": empty output");
+  UpFirDn2dParams q = p;
+  q.has_out_scale = out_scale >= 0;
+  q.has_bias = bias >= 0;
+  if (q.has_out_scale)
+    GPEN_CHECK(tensor(out_scale).shape == (Shape{xs[0], xs[3]}), nm + ": out_scale must be [N, C]");
+  if (q.has_bias) GPEN_CHECK(tensor(bias).shape.numel() == xs[3], nm + ": bias must have C values");
   int y = output_for(out, nm, nhwc(xs[0], ho, wo, xs[3]), act_dtype_);
-  add_node({nm, p, {x}, {y}});
+  add_node({nm, q, {x, out_scale, bias}, {y}});
   return y;
 }
 
@@ -176,6 +185,66 @@ int Graph::softmax(int x, const std::string& name) {
   Node n{nm, SoftmaxParams{}, {x}, {y}};
   n.inplace_input = 0;
   add_node(std::move(n));
+  return y;
+}
+
+int Graph::pixel_norm(int x, const std::string& name) {
+  std::string nm = auto_name(name, "pixel_norm");
+  int y = new_intermediate(nm, act_dtype_, tensor(x).shape);
+  Node n{nm, PixelNormParams{}, {x}, {y}};
+  n.inplace_input = 0;
+  add_node(std::move(n));
+  return y;
+}
+
+int Graph::demod(int s, int q, const std::string& name) {
+  std::string nm = auto_name(name, "demod");
+  const Shape& ss = tensor(s).shape;
+  const Shape& qs = tensor(q).shape;
+  GPEN_CHECK(ss.rank == 2 && qs.rank == 2 && qs[1] == ss[1],
+             nm + ": demod of style " + ss.str() + " with table " + qs.str());
+  int d = new_intermediate(nm, DType::f32, Shape{ss[0], qs[0]});
+  add_node({nm, DemodParams{}, {s, q}, {d}});
+  return d;
+}
+
+int Graph::modconv(const ModConvInputs& in, const ModConvParams& p, int out, const std::string& name) {
+  std::string nm = auto_name(name, "modconv");
+  const Shape& xs = tensor(in.x).shape;
+  const Shape& ws = tensor(in.w).shape;
+  GPEN_CHECK(xs.rank == 4, nm + ": input must be NHWC, got " + xs.str());
+  int64_t cin = xs[3];
+  int64_t n = xs[0];
+  ModConvParams q = p;
+  q.has_x2 = in.x2 >= 0;
+  q.has_demod = in.d >= 0;
+  q.has_bias = in.bias >= 0;
+  q.has_residual = in.residual >= 0;
+  if (q.has_x2) {
+    const Shape& x2s = tensor(in.x2).shape;
+    GPEN_CHECK(x2s.rank == 4 && x2s[1] == xs[1] && x2s[2] == xs[2],
+               nm + ": second source " + x2s.str() + " does not match " + xs.str());
+    GPEN_CHECK(in.x2_scale >= 0 && in.x2_bias >= 0 && tensor(in.x2_bias).shape.numel() == x2s[3],
+               nm + ": second source needs a scale and " + std::to_string(x2s[3]) + " biases");
+    cin += x2s[3];
+    n = std::max(n, x2s[0]);
+  }
+  const Shape& ss = tensor(in.s).shape;
+  GPEN_CHECK(ss.rank == 2 && ss[1] == cin, nm + ": style " + ss.str() + " for " + std::to_string(cin) + " channels");
+  n = std::max(n, ss[0]);
+  GPEN_CHECK(xs[0] == n || xs[0] == 1, nm + ": batch of input " + xs.str() + " vs " + std::to_string(n));
+  GPEN_CHECK(ws.rank == 4 && ws[0] == p.k && ws[1] == p.k && ws[2] == cin,
+             nm + ": weight " + ws.str() + " for " + std::to_string(cin) + " input channels, k=" + std::to_string(p.k));
+  int64_t cout = ws[3];
+  if (q.has_demod) GPEN_CHECK(tensor(in.d).shape == (Shape{n, cout}), nm + ": demod must be [N, Cout]");
+  if (q.has_bias) GPEN_CHECK(tensor(in.bias).shape.numel() == cout, nm + ": bias must have Cout values");
+  if (p.up)
+    GPEN_CHECK(!q.has_demod && !q.has_bias && !q.has_residual && p.act.is_identity(),
+               nm + ": the upsampling conv has no epilogue (the blur after it applies it)");
+  Shape ys = p.up ? nhwc(n, 2 * xs[1] + 1, 2 * xs[2] + 1, cout) : nhwc(n, xs[1], xs[2], cout);
+  if (q.has_residual) GPEN_CHECK(tensor(in.residual).shape == ys, nm + ": residual must be " + ys.str());
+  int y = output_for(out, nm, ys, act_dtype_);
+  add_node({nm, q, {in.x, in.x2, in.x2_scale, in.x2_bias, in.w, in.s, in.d, in.bias, in.residual}, {y}});
   return y;
 }
 

@@ -32,7 +32,7 @@ struct TensorDesc {
 };
 
 using OpParams = std::variant<Conv2dParams, DenseParams, BiasActParams, AddParams, ResizeNearestParams,
-                              UpFirDn2dParams, SoftmaxParams>;
+                              UpFirDn2dParams, SoftmaxParams, PixelNormParams, DemodParams, ModConvParams>;
 
 const char* op_name(const OpParams& p);
 
@@ -66,8 +66,17 @@ class Graph {
   int bias_act(int x, int bias, const BiasActParams& p, int out = -1, const std::string& name = "");
   int add(int a, int b, const AddParams& p, int out = -1, const std::string& name = "");
   int resize_nearest(int x, int out_h, int out_w, const std::string& name = "");
-  int upfirdn2d(int x, const UpFirDn2dParams& p, int out = -1, const std::string& name = "");
+  // out_scale [N, C] and bias [C] feed the optional epilogue (see UpFirDn2dParams).
+  int upfirdn2d(int x, const UpFirDn2dParams& p, int out = -1, const std::string& name = "",
+                int out_scale = -1, int bias = -1);
   int softmax(int x, const std::string& name = "");
+  int pixel_norm(int x, const std::string& name = "");
+  int demod(int s, int q, const std::string& name = "");
+  // Inputs as in ModConvParams (x, x2, x2_scale, x2_bias, w, s, d, bias, residual); -1 if absent.
+  struct ModConvInputs {
+    int x = -1, x2 = -1, x2_scale = -1, x2_bias = -1, w = -1, s = -1, d = -1, bias = -1, residual = -1;
+  };
+  int modconv(const ModConvInputs& in, const ModConvParams& p, int out = -1, const std::string& name = "");
 
   // ---- generic node insertion for op families defined elsewhere
   int add_node(Node n);  // returns node index

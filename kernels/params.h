@@ -68,9 +68,52 @@ struct UpFirDn2dParams {
   int pad_x0 = 0, pad_x1 = 0, pad_y0 = 0, pad_y1 = 0;
   int kh = 1, kw = 1;
   std::vector<float> kernel;  // kh * kw taps
+  // Optional epilogue: y = act(y * out_scale[n, c] + bias[c]); inputs after x: out_scale [N, C]
+  // (has_out_scale), bias [C] (has_bias). Lets the blur after a modulated transposed conv
+  // finish the layer in one pass.
+  bool has_out_scale = false;
+  bool has_bias = false;
+  Activation act;
 };
 
 // Softmax over the last axis.
 struct SoftmaxParams {};
+
+// ---- GPEN (StyleGAN2 decoder) ops
+
+// y = x * rsqrt(mean over the last axis of x^2 + 1e-8) (StyleGAN's PixelNorm on latent vectors).
+struct PixelNormParams {};
+
+// Demodulation factors of a modulated conv in the decomposed form:
+// d[n, o] = rsqrt(sum_i s[n, i]^2 * Q[o, i] + 1e-8). Inputs: s [N, Cin], Q [Cout, Cin].
+struct DemodParams {};
+
+// StyleGAN2 modulated convolution in the decomposed form, so a batch of faces shares one weight:
+//   acc = conv(x_cat * s[n, :], W) ;  y = act(acc * d[n, o] + bias[o]) + residual
+// Inputs, in order (absent optional ones are -1):
+//   x      NHWC [N or 1, H, W, C1]   (batch 1 is broadcast: the constant input of the decoder)
+//   x2     NHWC [N, H, W, C2]        optional second source concatenated after x on the channel
+//                                   axis and read on the fly as act2(x2 * x2_scale + x2_bias[c]):
+//                                   GPEN's noise injection (the encoder feature) without a copy
+//   x2_scale [1], x2_bias [C2]       with x2
+//   w      HWIO [k][k][C1 + C2][Cout] (equalized-lr scale folded in by the converter)
+//   s      [N, C1 + C2]              style (per-sample input-channel scale)
+//   d      [N, Cout]                 demodulation factors (optional)
+//   bias   [Cout]                    optional
+//   residual NHWC like y             optional, added after the activation (ToRGB's skip)
+// up == false: same-padding conv (k // 2), y has x's spatial size.
+// up == true:  transposed conv, stride 2, padding 0: y is [N, 2H + 1, 2W + 1, Cout] with NO
+//              epilogue (d, bias, act, residual must be absent); the 4x4 blur that follows
+//              (upfirdn2d with its epilogue) brings it to 2H and applies d, bias and act.
+struct ModConvParams {
+  int k = 3;
+  bool up = false;
+  bool has_x2 = false;
+  Activation x2_act;
+  bool has_demod = false;
+  bool has_bias = false;
+  bool has_residual = false;
+  Activation act;
+};
 
 }  // namespace gpen

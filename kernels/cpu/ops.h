@@ -36,4 +36,28 @@ void upfirdn2d(const UpFirDn2dParams& p, const TensorView& x, const TensorView& 
 
 void softmax(const SoftmaxParams& p, const TensorView& x, const TensorView& y);
 
+// ---- GPEN ops (kernels/cpu/latent.cpp, kernels/cpu/modconv.cpp)
+
+void pixel_norm(const PixelNormParams& p, const TensorView& x, const TensorView& y);
+void demod(const DemodParams& p, const TensorView& s, const TensorView& q, const TensorView& d);
+
+// Inputs as documented in ModConvParams; absent optional ones are nullptr.
+struct ModConvArgs {
+  const TensorView* x = nullptr;
+  const TensorView* x2 = nullptr;
+  const TensorView* x2_scale = nullptr;
+  const TensorView* x2_bias = nullptr;
+  const TensorView* w = nullptr;
+  const TensorView* s = nullptr;
+  const TensorView* d = nullptr;
+  const TensorView* bias = nullptr;
+  const TensorView* residual = nullptr;
+};
+size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y, int threads);
+void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
+
+// upfirdn2d followed by the optional epilogue of UpFirDn2dParams (out_scale [N, C], bias [C]).
+void upfirdn2d_epilogue(const UpFirDn2dParams& p, const TensorView* out_scale, const TensorView* bias,
+                        const TensorView& y);
+
 }  // namespace gpen::cpu

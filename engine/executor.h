@@ -1,0 +1,41 @@
+#pragma once
+// Runs a planned graph: one arena and one workspace allocated when the executor is made, every
+// view resolved to an address then, so run() allocates nothing and can repeat any number of times.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/memory_plan.h"
+
+namespace gpen {
+
+// Weight tensors by name, already on the backend's device (host pointers for the CPU backend).
+using WeightMap = std::unordered_map<std::string, TensorView>;
+
+class Executor {
+ public:
+  Executor(const Graph& g, const MemoryPlan& plan, Backend& backend, const WeightMap& weights);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // The arena view of a graph input or output (device memory on a device backend).
+  const TensorView& view(int tensor) const { return views_.at(tensor); }
+  void set_input(int tensor, const void* host_data, size_t bytes);
+  void get_output(int tensor, void* host_data, size_t bytes) const;
+  void run();
+  size_t arena_bytes() const { return plan_.arena_bytes; }
+
+ private:
+  const Graph& g_;
+  MemoryPlan plan_;
+  Backend& backend_;
+  void* arena_ = nullptr;
+  void* workspace_ = nullptr;
+  std::vector<TensorView> views_;                 // per tensor id
+  std::vector<std::vector<TensorView>> node_in_;  // per node, resolved once
+  std::vector<std::vector<TensorView>> node_out_;
+};
+
+}  // namespace gpen

@@ -1,0 +1,32 @@
+#pragma once
+// The GPEN FullGenerator as an engine graph (../shared/reference/gpen-semantics.md), with weight
+// names and layouts as the converter writes them (docs/weights-format.md).
+#include <string>
+
+#include "engine/graph.h"
+
+namespace gpen {
+
+struct GpenConfig {
+  int size = 512;
+  int channel_multiplier = 2;
+  double narrow = 1.0;
+  int batch = 1;
+  DType act_dtype = DType::f32;     // activations in the arena
+  DType weight_dtype = DType::f32;  // conv and linear weights (biases, Q tables stay f32)
+  std::string describe() const;
+};
+
+// Channels at resolution r, exactly as the official int() truncation computes them.
+int gpen_channels(const GpenConfig& c, int r);
+void validate_gpen_config(const GpenConfig& c);  // throws gpen::Error naming the bad value
+
+struct GpenGraph {
+  Graph graph;
+  int input = -1;   // [N, S, S, 3] RGB in [-1, 1]
+  int output = -1;  // [N, S, S, 3] raw generator output (not clipped)
+};
+
+GpenGraph build_gpen_graph(const GpenConfig& c);
+
+}  // namespace gpen

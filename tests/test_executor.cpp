@@ -1,0 +1,123 @@
+// The executor runs a planned graph in one arena; after construction, run() must not allocate.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <random>
+#include <vector>
+
+#include "engine/executor.h"
+#include "engine/memory_plan.h"
+#include "kernels/cpu/ops.h"
+
+using namespace gpen;
+
+static std::atomic<long> g_news{0};
+void* operator new(size_t n) {
+  ++g_news;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+struct Net {
+  Graph g;
+  int x, y;
+  std::vector<float> w1, b1, w2;
+  WeightMap weights;
+};
+
+// x -> conv3x3 (+bias, leaky) -> bias_act (in place) -> conv1x1 into a channel slice of a
+// concat buffer whose other half is a second conv; output = add(concat-based conv, ...).
+void build(Net& n) {
+  Graph& g = n.g;
+  n.x = g.input("x", DType::f32, Shape{2, 8, 8, 4});
+  int w1 = g.weight("w1", DType::f32, Shape{3, 3, 4, 6});
+  int b1 = g.weight("b1", DType::f32, Shape{6});
+  int w2 = g.weight("w2", DType::f32, Shape{1, 1, 6, 3});
+  Conv2dParams p3;
+  p3.kh = p3.kw = 3;
+  p3.pad_top = p3.pad_left = p3.pad_bottom = p3.pad_right = 1;
+  p3.act = Activation::leaky(0.1f);
+  int a = g.conv2d(n.x, w1, b1, p3);
+  int a2 = g.bias_act(a, b1, BiasActParams{false, Activation::scaled_leaky()});
+  int cat = g.buffer("cat", DType::f32, Shape{2, 8, 8, 6});
+  Conv2dParams p1;
+  g.conv2d(a2, w2, -1, p1, -1, g.slice_channels(cat, 0, 3));
+  g.conv2d(a2, w2, -1, p1, -1, g.slice_channels(cat, 3, 3));
+  int w3 = g.weight("w3", DType::f32, Shape{1, 1, 6, 4});
+  int c = g.conv2d(cat, w3, -1, p1);
+  n.y = g.add(c, n.x, AddParams{Activation::relu()});
+  g.mark_output(n.y);
+  n.w1 = random_vec(3 * 3 * 4 * 6, 1);
+  n.b1 = random_vec(6, 2);
+  n.w2 = random_vec(6 * 3, 3);
+  static std::vector<float> w3v = random_vec(6 * 4, 4);
+  n.weights["w1"] = make_view(n.w1.data(), DType::f32, Shape{3, 3, 4, 6});
+  n.weights["b1"] = make_view(n.b1.data(), DType::f32, Shape{6});
+  n.weights["w2"] = make_view(n.w2.data(), DType::f32, Shape{1, 1, 6, 3});
+  n.weights["w3"] = make_view(w3v.data(), DType::f32, Shape{1, 1, 6, 4});
+}
+
+}  // namespace
+
+TEST_CASE("executor: repeated runs allocate nothing and give identical results") {
+  cpu::set_num_threads(2);
+  Net n;
+  build(n);
+  auto backend = make_cpu_backend();
+  WorkspaceFn ws = [&](const Graph& g, const Node& nd) { return backend->workspace_bytes(g, nd); };
+  MemoryPlan plan = plan_memory(n.g, ws);
+  CHECK(plan.inplace_count >= 1);
+  CHECK(plan.arena_bytes >= plan.lower_bound_bytes);
+  CHECK(plan.arena_bytes <= plan.naive_bytes);
+  Executor ex(n.g, plan, *backend, n.weights);
+  CHECK(backend->allocations() <= 2);  // arena + workspace, nothing else
+  std::vector<float> xin = random_vec(2 * 8 * 8 * 4, 5), out1(2 * 8 * 8 * 4), out2(out1.size());
+  ex.set_input(n.x, xin.data(), xin.size() * 4);
+  ex.run();
+  ex.get_output(n.y, out1.data(), out1.size() * 4);
+  size_t allocs = backend->allocations();
+  long news = g_news.load();
+  for (int i = 0; i < 5; ++i) ex.run();
+  CHECK(g_news.load() == news);
+  CHECK(backend->allocations() == allocs);
+  ex.get_output(n.y, out2.data(), out2.size() * 4);
+  CHECK(out1 == out2);
+
+  // The same graph without reuse (naive plan, no in-place) must give the same numbers.
+  MemoryPlan naive = plan_memory(n.g, ws, {"naive", false});
+  CHECK(naive.inplace_count == 0);
+  Executor ex2(n.g, naive, *backend, n.weights);
+  ex2.set_input(n.x, xin.data(), xin.size() * 4);
+  ex2.run();
+  std::vector<float> out3(out1.size());
+  ex2.get_output(n.y, out3.data(), out3.size() * 4);
+  CHECK(out1 == out3);
+}
+
+TEST_CASE("memory plan: views share their root, in-place reuses a dying input") {
+  Net n;
+  build(n);
+  MemoryPlan plan = plan_memory(n.g, [](const Graph&, const Node&) { return size_t(0); });
+  const auto& nodes = n.g.nodes();
+  // bias_act (node 1) runs in place on the conv output it consumes.
+  CHECK(plan.tensor_offset[nodes[1].outputs[0]] == plan.tensor_offset[nodes[1].inputs[0]]);
+  // The two slices of the concat buffer sit 3 floats apart within it.
+  int s0 = nodes[2].outputs[0], s1 = nodes[3].outputs[0];
+  CHECK(plan.tensor_offset[s1] - plan.tensor_offset[s0] == 3 * 4);
+  // Graph inputs are never overwritten in place.
+  CHECK(plan.tensor_offset[n.y] != plan.tensor_offset[n.x]);
+}
