@@ -36,7 +36,7 @@ struct Builder {
     return g.weight(name, big ? c.weight_dtype : DType::f32, s);
   }
   int style(const std::string& prefix, int cin) {
-    int wm = weight(prefix + ".conv.modulation.weight", Shape{cin, 512});
+    int wm = weight(prefix + ".conv.modulation.weight", Shape{cin, c.style_dim});
     int bm = weight(prefix + ".conv.modulation.bias", Shape{cin}, false);
     return g.dense(w_latent, wm, bm, DenseParams{}, prefix + ".style");
   }
@@ -75,6 +75,7 @@ void validate_gpen_config(const GpenConfig& c) {
   GPEN_CHECK(c.channel_multiplier >= 1 && c.channel_multiplier <= 8,
              "GPEN channel multiplier must be 1..8, got " + std::to_string(c.channel_multiplier));
   GPEN_CHECK(c.narrow > 0 && c.narrow <= 4, "GPEN narrow must be in (0, 4], got " + std::to_string(c.narrow));
+  GPEN_CHECK(c.style_dim >= 1 && c.style_dim <= 4096, "GPEN style_dim must be 1..4096");
   GPEN_CHECK(c.batch >= 1 && c.batch <= 4096, "batch must be 1..4096, got " + std::to_string(c.batch));
   for (int r = 4; r <= c.size; r *= 2)
     GPEN_CHECK(gpen_channels(c, r) >= 1, "GPEN narrow " + std::to_string(c.narrow) + " leaves no channels at " +
@@ -119,12 +120,13 @@ GpenGraph build_gpen_graph(const GpenConfig& c) {
   int flat = g.reshape(e[L - 2], Shape{N, 16 * c4}, "ecd_flat");
   DenseParams fl;
   fl.act = Activation::scaled_leaky();
-  int z = g.dense(flat, b.weight("final_linear.0.weight", Shape{512, 16 * c4}),
-                  b.weight("final_linear.0.bias", Shape{512}, false), fl, "final_linear");
+  const int sd = c.style_dim;
+  int z = g.dense(flat, b.weight("final_linear.0.weight", Shape{sd, 16 * c4}),
+                  b.weight("final_linear.0.bias", Shape{sd}, false), fl, "final_linear");
   int w = g.pixel_norm(z, "style.pixel_norm");
   for (int i = 1; i <= 8; ++i) {
     std::string pre = "generator.style." + std::to_string(i);
-    w = g.dense(w, b.weight(pre + ".weight", Shape{512, 512}), b.weight(pre + ".bias", Shape{512}, false), fl, pre);
+    w = g.dense(w, b.weight(pre + ".weight", Shape{sd, sd}), b.weight(pre + ".bias", Shape{sd}, false), fl, pre);
   }
   b.w_latent = w;
 

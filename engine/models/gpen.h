@@ -11,6 +11,7 @@ struct GpenConfig {
   int size = 512;
   int channel_multiplier = 2;
   double narrow = 1.0;
+  int style_dim = 512;  // 512 in every released model; small test models use less
   int batch = 1;
   DType act_dtype = DType::f32;     // activations in the arena
   DType weight_dtype = DType::f32;  // conv and linear weights (biases, Q tables stay f32)

@@ -1,0 +1,84 @@
+#pragma once
+// RetinaFace (phase 'test') as an engine graph, with the mobilenet0.25 or ResNet-50 backbone
+// (../shared/reference/gpen-semantics.md), weight names as the converter writes them: every conv
+// with its BatchNorm folded into "<conv module path>.weight" (HWIO) and ".bias".
+// The graph is built for one input size; RetinaFaceDetector caches one executor per size.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/detect_post.h"
+#include "engine/graph.h"
+#include "engine/image.h"
+
+namespace gpen {
+
+enum class RetinaFaceBackbone { mobilenet025, resnet50 };
+// "mobilenet0.25" / "resnet50" (the converter's config spelling); parse also takes "mnet", "r50".
+const char* retinaface_backbone_name(RetinaFaceBackbone b);
+RetinaFaceBackbone parse_retinaface_backbone(const std::string& s);
+
+struct RetinaFaceGraph {
+  Graph graph;
+  int input = -1;   // [1, H, W, 3] BGR float minus the mean (104, 117, 123)
+  int loc = -1;     // [P, 4] box regressions, prior order (level, y, x, anchor)
+  int conf = -1;    // [P, 2] softmax of the class logits; [:, 1] is the face score
+  int landms = -1;  // [P, 10] landmark regressions
+  // With `trace`: NHWC tensors kept readable after a run, under the reference's trace names
+  // ("body.stage1.0", "body.layer2", "fpn.out1", "ssh1", "head.class1", "conf_logits", ...).
+  std::map<std::string, int> taps;
+};
+
+// h x w is the network input (after any shrink). Throws gpen::Error for sizes out of range.
+RetinaFaceGraph build_retinaface_graph(RetinaFaceBackbone b, int h, int w, bool trace = false);
+
+// The image -> network-input size rule of GPEN's detect(): when the longer side exceeds
+// `max_side`, scale by target / longer side (default: > 1500 -> 1000; the CLI's --det-max-side N
+// means > N -> N). max_side 0 disables. Returns the factor (1 when untouched); out_w / out_h
+// get cv2's rounding of w * factor, h * factor.
+double detect_input_scale(int w, int h, int max_side, int target_side, int* out_w, int* out_h);
+
+struct DetectOptions {
+  DetectParams post;
+  int max_side = 1500;     // 0: never shrink
+  int target_side = 1000;  // the longer side after a shrink
+};
+
+// Loads a converted .gpw (arch "retinaface") and detects faces on BGR images of any size.
+class RetinaFaceDetector {
+ public:
+  explicit RetinaFaceDetector(const std::string& gpw_path);
+  ~RetinaFaceDetector();
+  RetinaFaceDetector(const RetinaFaceDetector&) = delete;
+  RetinaFaceDetector& operator=(const RetinaFaceDetector&) = delete;
+
+  RetinaFaceBackbone backbone() const { return backbone_; }
+  // Faces in the pixel coordinates of `bgr`, sorted by descending score.
+  std::vector<Face> detect(const Image& bgr, const DetectOptions& opt = {});
+  // Runs the network on an already prepared input ([h, w, 3] BGR minus mean, HWC float) and
+  // returns the raw head outputs (loc, conf, landms as in RetinaFaceGraph).
+  struct Raw {
+    std::vector<float> loc, conf, landms;
+  };
+  Raw run(const float* input_hwc, int h, int w);
+  // Arena bytes of the executor cached for an h x w input (0 when not built yet).
+  size_t arena_bytes(int h, int w) const;
+
+ private:
+  struct Model;
+  struct Cached;
+  Cached& executor_for(int h, int w);
+
+  RetinaFaceBackbone backbone_ = RetinaFaceBackbone::mobilenet025;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Backend> backend_;
+  // One executor per input size (each owns its arena): photos of one size, the common case in a
+  // batch, plan and allocate once. Bounded so a folder of odd sizes cannot pile up arenas; the
+  // least recently used is dropped.
+  std::vector<std::unique_ptr<Cached>> cache_;
+  static constexpr size_t kMaxCached = 4;
+};
+
+}  // namespace gpen
