@@ -1,149 +1,308 @@
-// gpen plan: the memory plan of a model for a concrete (size, batch, precision), from the
-// architecture alone; no weights are read.
+// gpen plan: the memory plan of a model for concrete (size, batch, precision) choices, from the
+// architecture alone (no weights are read), as one report, a sweep table, CSV, JSON or a chart.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "apps/cli.h"
 #include "apps/format.h"
+#include "apps/svg.h"
 #include "engine/backend.h"
 #include "engine/memory_plan.h"
 #include "engine/models/gpen.h"
+#include "engine/models/gpen_model.h"
 
 namespace gpen::cli {
 namespace {
 
 struct PlanArgs {
   std::string arch = "gpen";
+  std::string model;
   int size = 512;
+  std::vector<int> sizes;
+  bool sweep = false;
   int channel_multiplier = 2;
   double narrow = 1.0;
   int batch = 1;
+  std::vector<int> batches;
   std::string precision = "fp32";
+  std::vector<std::string> precisions;
   std::string strategy;
   bool json = false;
+  bool csv = false;
   bool official = false;
   bool tensors = false;
+  std::string max_batch_for;
+  std::string plot;
+  std::string plot_lifetimes;
 };
 
-GpenConfig gpen_config(const PlanArgs& a, int size, int cm, double narrow, int batch, DType dt) {
-  GpenConfig c;
-  c.size = size;
-  c.channel_multiplier = cm;
-  c.narrow = narrow;
-  c.batch = batch;
-  c.act_dtype = dt;
-  c.weight_dtype = dt;
-  (void)a;
-  return c;
-}
+struct Row {
+  std::string model;
+  GpenConfig cfg;
+  std::string precision;
+  MemoryPlan plan;
+  size_t ops = 0, tensors = 0;
+};
 
-nlohmann::json plan_json(const Graph& g, const MemoryPlan& p, bool with_tensors) {
-  nlohmann::json j;
-  j["strategy"] = p.strategy;
-  j["weights_bytes"] = p.weights_bytes;
-  j["arena_bytes"] = p.arena_bytes;
-  j["lower_bound_bytes"] = p.lower_bound_bytes;
-  j["naive_bytes"] = p.naive_bytes;
-  j["workspace_bytes"] = p.workspace_bytes;
-  j["total_bytes"] = p.total_bytes();
-  j["arena_over_lower_bound"] = p.lower_bound_bytes ? double(p.arena_bytes) / double(p.lower_bound_bytes) : 1.0;
-  j["ops"] = g.nodes().size();
-  j["tensors"] = g.tensors().size();
-  j["buffers"] = p.buffers.size();
-  j["inplace_ops"] = p.inplace_count;
-  j["plan_ms"] = p.plan_ms;
-  if (with_tensors) {
-    nlohmann::json list = nlohmann::json::array();
-    for (size_t t = 0; t < g.tensors().size(); ++t) {
-      const TensorDesc& d = g.tensor(static_cast<int>(t));
-      if (p.tensor_offset[t] < 0) continue;
-      list.push_back({{"name", d.name}, {"shape", std::vector<int64_t>(d.shape.d.begin(), d.shape.d.begin() + d.shape.rank)},
-                      {"dtype", dtype_name(d.dtype)}, {"bytes", d.bytes()}, {"offset", p.tensor_offset[t]}});
-    }
-    j["tensor_offsets"] = list;
+class Planner {
+ public:
+  Planner() : backend_(make_cpu_backend()) {}
+  Row plan(const std::string& name, GpenConfig c, const std::string& prec, const std::string& strategy) {
+    c.act_dtype = c.weight_dtype = parse_dtype(prec);
+    GpenGraph gg = build_gpen_graph(c);
+    WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend_->workspace_bytes(g, n); };
+    Row r{name, c, prec, plan_memory(gg.graph, ws, {strategy}), gg.graph.nodes().size(), gg.graph.tensors().size()};
+    last_graph_ = std::move(gg);
+    return r;
+  }
+  const Graph& last_graph() const { return last_graph_.graph; }
+  const char* device() const { return backend_->name(); }
+
+ private:
+  std::unique_ptr<Backend> backend_;
+  GpenGraph last_graph_;
+};
+
+double ratio(const MemoryPlan& p) { return p.lower_bound_bytes ? double(p.arena_bytes) / p.lower_bound_bytes : 1.0; }
+
+nlohmann::json row_json(const Row& r, bool brief = true) {
+  const MemoryPlan& p = r.plan;
+  nlohmann::json j = {{"model", r.model},
+                      {"arch", "gpen"},
+                      {"config",
+                       {{"size", r.cfg.size}, {"channel_multiplier", r.cfg.channel_multiplier}, {"narrow", r.cfg.narrow}}},
+                      {"batch", r.cfg.batch},
+                      {"precision", r.precision},
+                      {"strategy", p.strategy},
+                      {"weights_bytes", p.weights_bytes},
+                      {"arena_bytes", p.arena_bytes},
+                      {"lower_bound_bytes", p.lower_bound_bytes},
+                      {"naive_bytes", p.naive_bytes},
+                      {"workspace_bytes", p.workspace_bytes},
+                      {"total_bytes", p.total_bytes()},
+                      {"arena_over_lower_bound", ratio(p)},
+                      {"plan_ms", p.plan_ms}};
+  if (!brief) {
+    j["ops"] = r.ops;
+    j["tensors"] = r.tensors;
+    j["buffers"] = p.buffers.size();
+    j["inplace_ops"] = p.inplace_count;
   }
   return j;
 }
 
-void run_plan(const PlanArgs& a) {
-  DType dt = parse_dtype(a.precision);
-  GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen)");
-  auto backend = make_cpu_backend();
-  WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend->workspace_bytes(g, n); };
+void print_table(const std::vector<Row>& rows) {
+  std::printf("%-14s %5s %5s %5s %-14s %10s %10s %10s %10s %10s %10s %7s\n", "model", "size", "batch", "prec",
+              "strategy", "weights", "arena", "workspace", "lower bnd", "naive", "total", "ratio");
+  for (const Row& r : rows) {
+    const MemoryPlan& p = r.plan;
+    std::printf("%-14s %5d %5d %5s %-14s %10s %10s %10s %10s %10s %10s %7.4f\n", r.model.c_str(), r.cfg.size,
+                r.cfg.batch, r.precision.c_str(), p.strategy.c_str(), human_bytes(p.weights_bytes).c_str(),
+                human_bytes(p.arena_bytes).c_str(), human_bytes(p.workspace_bytes).c_str(),
+                human_bytes(p.lower_bound_bytes).c_str(), human_bytes(p.naive_bytes).c_str(),
+                human_bytes(p.total_bytes()).c_str(), ratio(p));
+  }
+}
 
+void print_csv(const std::vector<Row>& rows) {
+  std::printf(
+      "model,size,channel_multiplier,narrow,batch,precision,strategy,weights_bytes,arena_bytes,workspace_bytes,"
+      "lower_bound_bytes,naive_bytes,total_bytes,arena_over_lower_bound\n");
+  for (const Row& r : rows) {
+    const MemoryPlan& p = r.plan;
+    std::printf("%s,%d,%d,%g,%d,%s,%s,%zu,%zu,%zu,%zu,%zu,%zu,%.6f\n", r.model.c_str(), r.cfg.size,
+                r.cfg.channel_multiplier, r.cfg.narrow, r.cfg.batch, r.precision.c_str(), p.strategy.c_str(),
+                p.weights_bytes, p.arena_bytes, p.workspace_bytes, p.lower_bound_bytes, p.naive_bytes, p.total_bytes(),
+                ratio(p));
+  }
+}
+
+void print_single(const Row& r, const std::vector<Row>& strategies, const char* device) {
+  const MemoryPlan& p = r.plan;
+  std::printf("%s\n", r.cfg.describe().c_str());
+  std::printf("  ops %zu, tensors %zu, arena buffers %zu, in-place ops %d\n", r.ops, r.tensors, p.buffers.size(),
+              p.inplace_count);
+  std::printf("  weights      %12zu  (%s)\n", p.weights_bytes, human_bytes(p.weights_bytes).c_str());
+  std::printf("  arena        %12zu  (%s, strategy %s)\n", p.arena_bytes, human_bytes(p.arena_bytes).c_str(),
+              p.strategy.c_str());
+  std::printf("  lower bound  %12zu  (%s, arena/lower bound %.4f)\n", p.lower_bound_bytes,
+              human_bytes(p.lower_bound_bytes).c_str(), ratio(p));
+  std::printf("  naive        %12zu  (%s)\n", p.naive_bytes, human_bytes(p.naive_bytes).c_str());
+  std::printf("  workspace    %12zu  (%s, %s backend)\n", p.workspace_bytes, human_bytes(p.workspace_bytes).c_str(),
+              device);
+  std::printf("  total        %12zu  (%s)\n", p.total_bytes(), human_bytes(p.total_bytes()).c_str());
+  for (const Row& s : strategies)
+    std::printf("  strategy %-14s arena %12zu  ratio %.4f  %.2f ms\n", s.plan.strategy.c_str(), s.plan.arena_bytes,
+                ratio(s.plan), s.plan.plan_ms);
+}
+
+void run_plan(PlanArgs a) {
+  Planner planner;
+  GpenConfig base;
+  std::string name = "gpen";
+  if (!a.model.empty()) {
+    GpwFile f = GpwFile::open(a.model);
+    base = gpen_config_from_gpw(f);
+    name = f.path();
+  } else {
+    GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen)");
+    base.size = a.size;
+    base.channel_multiplier = a.channel_multiplier;
+    base.narrow = a.narrow;
+  }
+  base.batch = a.batch;
+
+  struct Model { std::string name; GpenConfig cfg; };
+  std::vector<Model> models;
   if (a.official) {
-    struct Off { const char* name; int size, cm; double n; };
-    const Off models[] = {{"GPEN-BFR-256", 256, 1, 0.5}, {"GPEN-BFR-512", 512, 2, 1.0}, {"GPEN-BFR-1024", 1024, 2, 1.0}};
-    nlohmann::json rows = nlohmann::json::array();
-    if (!a.json) {
-      std::printf("Planned memory of the released GPEN models (strategy: %s; workspace for the CPU backend)\n",
-                  a.strategy.empty() ? all_strategies().front()->name() : a.strategy.c_str());
-      std::printf("%-14s %5s %6s %11s %11s %11s %11s %11s %7s\n", "model", "batch", "prec", "weights", "arena",
-                  "lower bound", "naive", "total", "ratio");
+    auto off = [](int s, int cm, double n) {
+      GpenConfig c;
+      c.size = s;
+      c.channel_multiplier = cm;
+      c.narrow = n;
+      return c;
+    };
+    models = {{"GPEN-BFR-256", off(256, 1, 0.5)}, {"GPEN-BFR-512", off(512, 2, 1)}, {"GPEN-BFR-1024", off(1024, 2, 1)}};
+    if (a.batches.empty()) a.batches = {1, 4, 8};
+    if (a.precisions.empty()) a.precisions = {"fp32", "fp16"};
+  } else {
+    std::vector<int> sizes = a.sizes;
+    if (a.sweep)
+      for (int s = 16; s <= 2048; s *= 2) sizes.push_back(s);
+    if (sizes.empty()) sizes = {base.size};
+    for (int s : sizes) {
+      GpenConfig c = base;
+      c.size = s;
+      models.push_back({name, c});
     }
-    for (const Off& m : models)
-      for (const char* prec : {"fp32", "fp16"})
-        for (int batch : {1, 4, 8}) {
-          GpenGraph gg = build_gpen_graph(gpen_config(a, m.size, m.cm, m.n, batch, parse_dtype(prec)));
-          MemoryPlan p = plan_memory(gg.graph, ws, {a.strategy});
-          if (a.json) {
-            nlohmann::json j = plan_json(gg.graph, p, false);
-            j["model"] = m.name;
-            j["batch"] = batch;
-            j["precision"] = prec;
-            rows.push_back(j);
-          } else {
-            std::printf("%-14s %5d %6s %11s %11s %11s %11s %11s %7.3f\n", m.name, batch, prec,
-                        human_bytes(p.weights_bytes).c_str(), human_bytes(p.arena_bytes).c_str(),
-                        human_bytes(p.lower_bound_bytes).c_str(), human_bytes(p.naive_bytes).c_str(),
-                        human_bytes(p.total_bytes()).c_str(), double(p.arena_bytes) / p.lower_bound_bytes);
-          }
+  }
+  if (a.batches.empty()) a.batches = {a.batch};
+  if (a.precisions.empty()) a.precisions = {a.precision};
+  std::vector<std::string> strategies;
+  if (a.strategy == "all")
+    strategies = strategy_names();
+  else
+    strategies = {a.strategy};
+
+  if (!a.max_batch_for.empty()) {
+    size_t budget = parse_bytes(a.max_batch_for);
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& m : models)
+      for (const auto& prec : a.precisions) {
+        // Total memory grows with the batch (arena linearly), so a doubling then bisection finds it.
+        auto total = [&](int b) {
+          GpenConfig c = m.cfg;
+          c.batch = b;
+          return planner.plan(m.name, c, prec, a.strategy == "all" ? "" : a.strategy).plan.total_bytes();
+        };
+        int lo = 0, hi = 1;
+        while (hi <= 4096 && total(hi) <= budget) {
+          lo = hi;
+          hi *= 2;
         }
-    if (a.json) std::cout << rows.dump(2) << "\n";
+        hi = std::min(hi, 4097);
+        while (hi - lo > 1) {
+          int mid = (lo + hi) / 2;
+          (total(mid) <= budget ? lo : hi) = mid;
+        }
+        out.push_back({{"model", m.name}, {"size", m.cfg.size}, {"precision", prec}, {"budget_bytes", budget},
+                       {"max_batch", lo}, {"total_bytes_at_max", lo ? total(lo) : 0}});
+        if (!a.json)
+          std::printf("%s size %d %s: largest batch within %s is %d%s\n", m.name.c_str(), m.cfg.size, prec.c_str(),
+                      human_bytes(double(budget)).c_str(), lo,
+                      lo ? (" (total " + human_bytes(double(total(lo))) + ")").c_str() : " (not even one face fits)");
+      }
+    if (a.json) std::cout << out.dump(2) << "\n";
     return;
   }
 
-  GpenGraph gg = build_gpen_graph(gpen_config(a, a.size, a.channel_multiplier, a.narrow, a.batch, dt));
-  const Graph& g = gg.graph;
-  bool all = a.strategy == "all";
-  MemoryPlan best = plan_memory(g, ws, {all ? "" : a.strategy});
-  nlohmann::json j = plan_json(g, best, a.tensors);
-  j["arch"] = a.arch;
-  j["config"] = {{"size", a.size}, {"channel_multiplier", a.channel_multiplier}, {"narrow", a.narrow}};
-  j["batch"] = a.batch;
-  j["precision"] = a.precision;
-  j["device"] = backend->name();
-  if (all) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& s : all_strategies()) {
-      MemoryPlan p = plan_memory(g, ws, {s->name()});
-      list.push_back({{"name", s->name()}, {"arena_bytes", p.arena_bytes}, {"plan_ms", p.plan_ms},
-                      {"arena_over_lower_bound", double(p.arena_bytes) / double(p.lower_bound_bytes)}});
+  std::vector<Row> rows;
+  for (const auto& m : models)
+    for (int b : a.batches)
+      for (const auto& prec : a.precisions)
+        for (const auto& s : strategies) {
+          GpenConfig c = m.cfg;
+          c.batch = b;
+          rows.push_back(planner.plan(m.name, c, prec, s));
+        }
+
+  if (!a.plot.empty()) {
+    std::vector<Series> series;
+    for (const auto& s : a.strategy == "all" ? strategy_names() : std::vector<std::string>{a.strategy}) {
+      Series ser{s.empty() ? "best" : s, {}, {}};
+      Series lb{"lower bound", {}, {}};
+      for (int sz = 16; sz <= 2048; sz *= 2) {
+        GpenConfig c = base;
+        c.size = sz;
+        c.batch = a.batches.front();
+        Row r = planner.plan(name, c, a.precisions.front(), s);
+        ser.x.push_back(sz);
+        ser.y.push_back(double(r.plan.arena_bytes));
+        lb.x.push_back(sz);
+        lb.y.push_back(double(r.plan.lower_bound_bytes));
+        if (&s == &a.strategy) break;
+      }
+      series.push_back(ser);
+      if (series.size() == 1) series.insert(series.begin(), lb);
     }
-    j["strategies"] = list;
+    write_text_file(a.plot, svg_line_chart("GPEN arena per resolution (batch " + std::to_string(a.batches.front()) +
+                                               ", " + a.precisions.front() + ")",
+                                           "resolution", series));
+    std::fprintf(stderr, "wrote %s\n", a.plot.c_str());
+  }
+  if (!a.plot_lifetimes.empty()) {
+    const Row& r = rows.front();
+    Row again = planner.plan(r.model, r.cfg, r.precision, strategies.front());
+    write_text_file(a.plot_lifetimes, svg_lifetimes(r.cfg.describe() + ", " + again.plan.strategy, again.plan));
+    std::fprintf(stderr, "wrote %s\n", a.plot_lifetimes.c_str());
+  }
+
+  const bool single = models.size() == 1 && a.batches.size() == 1 && a.precisions.size() == 1;
+  if (a.csv) return print_csv(rows);
+  if (single) {
+    // One configuration: the detailed report, with every strategy when asked for "all".
+    Row best = a.strategy == "all" ? planner.plan(models[0].name, rows[0].cfg, a.precisions[0], "") : rows[0];
+    if (a.json) {
+      nlohmann::json j = row_json(best, false);
+      j["device"] = planner.device();
+      if (a.strategy == "all") {
+        nlohmann::json list = nlohmann::json::array();
+        for (const Row& r : rows)
+          list.push_back({{"name", r.plan.strategy}, {"arena_bytes", r.plan.arena_bytes}, {"plan_ms", r.plan.plan_ms},
+                          {"arena_over_lower_bound", ratio(r.plan)}});
+        j["strategies"] = list;
+      }
+      if (a.tensors) {
+        planner.plan(models[0].name, rows[0].cfg, a.precisions[0], a.strategy == "all" ? "" : a.strategy);
+        const Graph& g = planner.last_graph();
+        nlohmann::json list = nlohmann::json::array();
+        for (size_t t = 0; t < g.tensors().size(); ++t) {
+          const TensorDesc& d = g.tensor(static_cast<int>(t));
+          if (best.plan.tensor_offset[t] < 0) continue;
+          list.push_back({{"name", d.name},
+                          {"shape", std::vector<int64_t>(d.shape.d.begin(), d.shape.d.begin() + d.shape.rank)},
+                          {"dtype", dtype_name(d.dtype)},
+                          {"bytes", d.bytes()},
+                          {"offset", best.plan.tensor_offset[t]}});
+        }
+        j["tensor_offsets"] = list;
+      }
+      std::cout << j.dump(2) << "\n";
+    } else {
+      print_single(best, a.strategy == "all" ? rows : std::vector<Row>{}, planner.device());
+    }
+    return;
   }
   if (a.json) {
-    std::cout << j.dump(2) << "\n";
+    nlohmann::json list = nlohmann::json::array();
+    for (const Row& r : rows) list.push_back(row_json(r));
+    std::cout << list.dump(2) << "\n";
     return;
   }
-  GpenConfig c = gpen_config(a, a.size, a.channel_multiplier, a.narrow, a.batch, dt);
-  std::printf("%s\n", c.describe().c_str());
-  std::printf("  ops %zu, tensors %zu, arena buffers %zu, in-place ops %d\n", g.nodes().size(), g.tensors().size(),
-              best.buffers.size(), best.inplace_count);
-  std::printf("  weights      %12zu  (%s)\n", best.weights_bytes, human_bytes(best.weights_bytes).c_str());
-  std::printf("  arena        %12zu  (%s, strategy %s)\n", best.arena_bytes, human_bytes(best.arena_bytes).c_str(),
-              best.strategy.c_str());
-  std::printf("  lower bound  %12zu  (%s, arena/lower bound %.4f)\n", best.lower_bound_bytes,
-              human_bytes(best.lower_bound_bytes).c_str(), double(best.arena_bytes) / best.lower_bound_bytes);
-  std::printf("  naive        %12zu  (%s)\n", best.naive_bytes, human_bytes(best.naive_bytes).c_str());
-  std::printf("  workspace    %12zu  (%s, %s backend)\n", best.workspace_bytes, human_bytes(best.workspace_bytes).c_str(),
-              backend->name());
-  std::printf("  total        %12zu  (%s)\n", best.total_bytes(), human_bytes(best.total_bytes()).c_str());
-  if (all)
-    for (const auto& s : j["strategies"])
-      std::printf("  strategy %-14s arena %12zu  ratio %.4f  %.2f ms\n", s["name"].get<std::string>().c_str(),
-                  s["arena_bytes"].get<size_t>(), s["arena_over_lower_bound"].get<double>(), s["plan_ms"].get<double>());
+  std::printf("Planned memory (workspace for the %s backend)\n", planner.device());
+  print_table(rows);
 }
 
 PlanArgs g_args;
@@ -152,17 +311,29 @@ Command reg(
     "plan", "Memory plan of a model (weights, arena, workspace, lower bound) without running it",
     [](CLI::App& sub) {
       sub.add_option("--arch", g_args.arch, "Architecture: gpen")->capture_default_str();
+      sub.add_option("-m,--model", g_args.model, "Take the configuration from a converted model (.gpw)")
+          ->check(CLI::ExistingFile);
       sub.add_option("--size", g_args.size, "GPEN resolution (power of two, 16..2048)")->capture_default_str();
+      sub.add_option("--sizes", g_args.sizes, "Several resolutions (sweep table)")->delimiter(',');
+      sub.add_flag("--sweep", g_args.sweep, "All resolutions 16..2048");
       sub.add_option("--channel-multiplier", g_args.channel_multiplier, "GPEN channel multiplier")->capture_default_str();
       sub.add_option("--narrow", g_args.narrow, "GPEN narrow factor")->capture_default_str();
       sub.add_option("--batch", g_args.batch, "Faces per run")->capture_default_str()->check(CLI::PositiveNumber);
+      sub.add_option("--batches", g_args.batches, "Several batch sizes (sweep table)")->delimiter(',');
       sub.add_option("--precision", g_args.precision, "Activation and weight precision: fp32, fp16, bf16")
           ->capture_default_str();
+      sub.add_option("--precisions", g_args.precisions, "Several precisions (sweep table)")->delimiter(',');
       sub.add_option("--strategy", g_args.strategy, "Planner strategy, or 'all' to compare them (default: the best)");
       sub.add_flag("--json", g_args.json, "Print JSON");
+      sub.add_flag("--csv", g_args.csv, "Print CSV (one row per configuration and strategy)");
       sub.add_flag("--tensors", g_args.tensors, "With --json: list every arena tensor with its offset");
       sub.add_flag("--official", g_args.official,
                    "Table of the released GPEN-BFR-256/512/1024 at batch 1, 4, 8 in fp32 and fp16");
+      sub.add_option("--max-batch-for", g_args.max_batch_for,
+                     "Largest batch whose total (weights + arena + workspace) fits this much memory, e.g. 8GiB");
+      sub.add_option("--plot", g_args.plot, "Write an SVG chart of arena versus resolution per strategy");
+      sub.add_option("--plot-lifetimes", g_args.plot_lifetimes,
+                     "Write an SVG chart of the plan's tensor lifetimes and offsets");
       sub.callback([] { run_plan(g_args); });
     },
     10);

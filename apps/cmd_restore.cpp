@@ -1,18 +1,28 @@
-// gpen restore --aligned: GPEN on face crops that are already aligned (images of any size, or
-// .npy batches already in model space). Every input is read and checked before anything runs,
-// and every output is written atomically, so a bad input leaves no partial output behind.
+// gpen restore: GPEN on photos (detect, align, restore, paste back) or, with --aligned, on face
+// crops that are already aligned (images of any size, or .npy batches in model space).
+// Inputs are checked before work starts where that is cheap; every output is written atomically
+// and never over an input; in a folder run a bad file is reported and skipped, and the exit
+// status says that something failed.
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "apps/cli.h"
+#include "apps/format.h"
+#include "apps/svg.h"
 #include "engine/face_io.h"
 #include "engine/image.h"
 #include "engine/models/gpen_model.h"
 #include "engine/npy.h"
+#include "engine/pipeline.h"
 #include "kernels/cpu/ops.h"
 
 namespace fs = std::filesystem;
@@ -27,8 +37,16 @@ struct RestoreArgs {
   std::string output;
   bool aligned = false;
   std::string device = "cpu";
+  std::string precision = "fp32";
   std::string save_raw;
+  std::string save_faces;
+  std::string report;
+  std::string vram_budget;
   int batch = 0;
+  double alpha = 1.0;
+  float threshold = 0.9f;
+  int det_max_side = -1;
+  int jpeg_quality = 95;
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -36,15 +54,43 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return std::equal(suffix.rbegin(), suffix.rend(), s.rbegin(),
                     [](char a, char b) { return std::tolower(a) == std::tolower(b); });
 }
+bool is_image_name(const std::string& p) {
+  for (const char* e : {".jpg", ".jpeg", ".png", ".bmp"})
+    if (ends_with(p, e)) return true;
+  return false;
+}
 
-struct Face {
-  std::string source;  // input path
-  std::string stem;    // output name without extension
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+double peak_rss_mib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;
+}
+size_t available_ram() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  size_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return size_t{4} << 30;
+}
+
+void check_device(const RestoreArgs& a) {
+  GPEN_CHECK(a.device == "cpu" || a.device == "auto",
+             "--device " + a.device + ": only the CPU backend runs GPEN in this build (see docs/status.md)");
+  GPEN_CHECK(a.precision == "fp32", "--precision " + a.precision + ": the CPU backend runs fp32 only");
+}
+
+// ---------------------------------------------------------------- aligned crops
+struct AlignedFace {
+  std::string stem;
   std::vector<float> x;  // S * S * 3, NHWC model space
 };
 
-// Reads one input into one or more faces in model space.
-void load_input(const std::string& path, int S, std::vector<Face>& faces) {
+void load_aligned(const std::string& path, int S, std::vector<AlignedFace>& faces) {
   GPEN_CHECK(fs::exists(path), path + ": no such file");
   std::string stem = fs::path(path).stem().string();
   if (ends_with(path, ".npy")) {
@@ -56,7 +102,7 @@ void load_input(const std::string& path, int S, std::vector<Face>& faces) {
     const float* d = a.data<float>();
     const size_t plane = static_cast<size_t>(S) * S;
     for (int64_t n = 0; n < a.shape[0]; ++n) {
-      Face f{path, a.shape[0] == 1 ? stem : stem + "_" + std::to_string(n), std::vector<float>(plane * 3)};
+      AlignedFace f{a.shape[0] == 1 ? stem : stem + "_" + std::to_string(n), std::vector<float>(plane * 3)};
       for (size_t i = 0; i < plane; ++i)
         for (int c = 0; c < 3; ++c) f.x[i * 3 + c] = d[(n * 3 + c) * plane + i];
       faces.push_back(std::move(f));
@@ -64,27 +110,24 @@ void load_input(const std::string& path, int S, std::vector<Face>& faces) {
     return;
   }
   Image img = read_image(path);
-  Face f{path, stem, std::vector<float>(static_cast<size_t>(S) * S * 3)};
+  AlignedFace f{stem, std::vector<float>(static_cast<size_t>(S) * S * 3)};
   face_to_model(img, S, f.x.data());
   faces.push_back(std::move(f));
 }
 
 void run_aligned(const RestoreArgs& a) {
-  GPEN_CHECK(a.device == "cpu" || a.device == "auto",
-             "--device " + a.device + ": only the CPU backend runs GPEN in this build (see docs/status.md)");
-  GPEN_CHECK(!a.inputs.empty(), "no input given");
+  check_device(a);
   auto backend = make_cpu_backend();
   auto model = GpenModel::open(a.model, *backend);
   const int S = model->size();
 
-  std::vector<Face> faces;
-  for (const auto& in : a.inputs) load_input(in, S, faces);
+  std::vector<AlignedFace> faces;
+  for (const auto& in : a.inputs) load_aligned(in, S, faces);
   const bool to_dir = faces.size() > 1 || fs::is_directory(a.output) || a.output.back() == '/';
   std::vector<std::string> out_paths;
-  for (const Face& f : faces) {
+  for (const AlignedFace& f : faces) {
     std::string p = to_dir ? (fs::path(a.output) / (f.stem + ".png")).string() : a.output;
-    GPEN_CHECK(to_dir || ends_with(p, ".png") || ends_with(p, ".jpg") || ends_with(p, ".jpeg"),
-               p + ": the output must end in .png, .jpg or .jpeg (or be a directory)");
+    GPEN_CHECK(to_dir || is_image_name(p), p + ": the output must end in .png, .jpg or .jpeg (or be a directory)");
     for (const auto& in : a.inputs)
       GPEN_CHECK(!fs::exists(p) || !fs::equivalent(p, in), p + ": refusing to overwrite an input");
     GPEN_CHECK(std::find(out_paths.begin(), out_paths.end(), p) == out_paths.end(),
@@ -101,14 +144,14 @@ void run_aligned(const RestoreArgs& a) {
   if (!a.save_raw.empty()) raw.resize(face_floats * total);
   for (int start = 0; start < total; start += batch) {
     int n = std::min(batch, total - start);
-    std::fill(in.begin(), in.end(), 0.0f);
-    for (int i = 0; i < n; ++i) std::copy(faces[start + i].x.begin(), faces[start + i].x.end(), in.begin() + i * face_floats);
+    for (int i = 0; i < n; ++i)
+      std::copy(faces[start + i].x.begin(), faces[start + i].x.end(), in.begin() + i * face_floats);
     auto t0 = std::chrono::steady_clock::now();
-    model->run(in.data(), out.data());
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    model->run(n, in.data(), out.data());
+    double ms = ms_since(t0);
     for (int i = 0; i < n; ++i) {
       const float* y = out.data() + i * face_floats;
-      write_image(out_paths[start + i], model_to_face(y, S));
+      write_image(out_paths[start + i], model_to_face(y, S), a.jpeg_quality);
       if (!raw.empty()) {
         // NHWC -> NCHW for the .npy, matching the official tensor layout.
         const size_t plane = static_cast<size_t>(S) * S;
@@ -126,23 +169,197 @@ void run_aligned(const RestoreArgs& a) {
   }
 }
 
+// ---------------------------------------------------------------- photos
+struct Job {
+  std::string input;
+  std::string output;
+};
+
+// Files and directories (recursively, image extensions) -> (input, output) pairs. One file in:
+// OUT is a file unless it names a directory; otherwise OUT is a directory that mirrors the
+// inputs' names (relative to each input directory).
+std::vector<Job> collect_jobs(const RestoreArgs& a) {
+  std::vector<Job> jobs;
+  bool single = a.inputs.size() == 1 && !fs::is_directory(a.inputs[0]);
+  bool out_is_dir = !single || fs::is_directory(a.output) || a.output.back() == '/';
+  for (const auto& in : a.inputs) {
+    GPEN_CHECK(fs::exists(in), in + ": no such file or directory");
+    if (fs::is_directory(in)) {
+      std::vector<fs::path> found;
+      for (const auto& e : fs::recursive_directory_iterator(in, fs::directory_options::skip_permission_denied))
+        if (e.is_regular_file() && is_image_name(e.path().string())) found.push_back(e.path());
+      std::sort(found.begin(), found.end());
+      for (const auto& p : found) {
+        fs::path rel = fs::relative(p, in);
+        if (a.inputs.size() > 1) rel = fs::path(in).filename() / rel;
+        jobs.push_back({p.string(), (fs::path(a.output) / rel).string()});
+      }
+    } else {
+      jobs.push_back({in, out_is_dir ? (fs::path(a.output) / fs::path(in).filename()).string() : a.output});
+    }
+  }
+  for (auto& j : jobs) {
+    if (ends_with(j.output, ".bmp")) j.output = fs::path(j.output).replace_extension(".png").string();
+    if (!out_is_dir) GPEN_CHECK(is_image_name(j.output), j.output + ": the output must end in .png or .jpg");
+    for (const auto& in : a.inputs)
+      GPEN_CHECK(!fs::exists(j.output) || !fs::equivalent(j.output, j.input),
+                 j.output + ": refusing to overwrite an input");
+  }
+  return jobs;
+}
+
+void progress(size_t done, size_t total, const std::string& name) {
+  if (!isatty(fileno(stderr)) || total < 2) return;
+  const int width = 30;
+  int fill = static_cast<int>(width * done / total);
+  std::fprintf(stderr, "\r[%.*s%*s] %zu/%zu %-40.40s", fill, "==============================", width - fill, "", done,
+               total, name.c_str());
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+void run_photos(const RestoreArgs& a) {
+  check_device(a);
+  GPEN_CHECK(!a.detector.empty(), "restore needs a detector (-d RETINAFACE.gpw), or --aligned for face crops");
+  std::vector<Job> jobs = collect_jobs(a);
+  GPEN_CHECK(!jobs.empty(), "no images found in the inputs (extensions .jpg, .jpeg, .png, .bmp)");
+
+  auto backend = make_cpu_backend();
+  auto model = GpenModel::open(a.model, *backend);
+  RetinaFaceDetector detector(a.detector);
+  RestoreOptions opt;
+  opt.alpha = a.alpha;
+  opt.min_score = a.threshold;
+  opt.detect.post.threshold = a.threshold;
+  if (a.det_max_side >= 0) {
+    opt.detect.max_side = a.det_max_side;
+    opt.detect.target_side = a.det_max_side;
+  }
+  if (a.batch > 0) {
+    opt.batch = a.batch;
+  } else {
+    size_t budget = a.vram_budget.empty() ? available_ram() / 2 : parse_bytes(a.vram_budget);
+    opt.batch = choose_batch(model->config(), *backend, budget, 16);
+  }
+  FaceRestorer restorer(*model, detector, opt);
+  const MemoryPlan& plan = model->plan();
+  std::fprintf(stderr, "GPEN %dx%d, batch %d: weights %s, arena %s, workspace %s\n", model->size(), model->size(),
+               opt.batch, human_bytes(double(plan.weights_bytes)).c_str(), human_bytes(double(plan.arena_bytes)).c_str(),
+               human_bytes(double(plan.workspace_bytes)).c_str());
+
+  nlohmann::json images = nlohmann::json::array();
+  StageTimes sum;
+  int failed = 0, faces_total = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& job = jobs[i];
+    progress(i, jobs.size(), job.input);
+    nlohmann::json rep = {{"image", job.input}, {"output", job.output}};
+    try {
+      auto t0 = std::chrono::steady_clock::now();
+      Image photo = read_image(job.input);
+      double decode_ms = ms_since(t0);
+      PhotoResult r = restorer.process(photo);
+      r.times.decode_ms = decode_ms;
+      t0 = std::chrono::steady_clock::now();
+      fs::create_directories(fs::absolute(job.output).parent_path());
+      write_image(job.output, r.image, a.jpeg_quality);
+      if (!a.save_faces.empty()) {
+        fs::create_directories(a.save_faces);
+        std::string stem = fs::path(job.output).stem().string();
+        for (size_t k = 0; k < r.restored_faces.size(); ++k)
+          write_image((fs::path(a.save_faces) / (stem + "_face" + std::to_string(k) + ".png")).string(),
+                      r.restored_faces[k]);
+      }
+      r.times.encode_ms = ms_since(t0);
+      faces_total += r.restored;
+      sum.decode_ms += r.times.decode_ms;
+      sum.detect_ms += r.times.detect_ms;
+      sum.align_ms += r.times.align_ms;
+      sum.restore_ms += r.times.restore_ms;
+      sum.paste_ms += r.times.paste_ms;
+      sum.encode_ms += r.times.encode_ms;
+      rep["width"] = photo.width;
+      rep["height"] = photo.height;
+      rep["faces_found"] = r.faces.size();
+      rep["faces_restored"] = r.restored;
+      rep["times_ms"] = {{"decode", r.times.decode_ms}, {"detect", r.times.detect_ms}, {"align", r.times.align_ms},
+                         {"restore", r.times.restore_ms}, {"paste", r.times.paste_ms}, {"encode", r.times.encode_ms}};
+      if (jobs.size() == 1 || !isatty(fileno(stderr)))
+        std::fprintf(stderr, "%s: %zu faces found, %d restored -> %s (%.0f ms)\n", job.input.c_str(), r.faces.size(),
+                     r.restored, job.output.c_str(),
+                     r.times.decode_ms + r.times.detect_ms + r.times.align_ms + r.times.restore_ms + r.times.paste_ms +
+                         r.times.encode_ms);
+    } catch (const std::exception& e) {
+      ++failed;
+      rep["error"] = e.what();
+      std::fprintf(stderr, "%sgpen: error: %s\n", isatty(fileno(stderr)) ? "\n" : "", e.what());
+    }
+    images.push_back(rep);
+  }
+  progress(jobs.size(), jobs.size(), "");
+  if (!a.report.empty()) {
+    nlohmann::json report = {
+        {"images", images},
+        {"totals",
+         {{"images", jobs.size()},
+          {"failed", failed},
+          {"faces_restored", faces_total},
+          {"times_ms",
+           {{"decode", sum.decode_ms}, {"detect", sum.detect_ms}, {"align", sum.align_ms}, {"restore", sum.restore_ms},
+            {"paste", sum.paste_ms}, {"encode", sum.encode_ms}}}}},
+        {"memory",
+         {{"device", backend->name()},
+          {"gpen_batch", opt.batch},
+          {"weights_bytes", plan.weights_bytes},
+          {"arena_bytes", plan.arena_bytes},
+          {"workspace_bytes", plan.workspace_bytes},
+          {"detector_arena_bytes", detector.arena_capacity()},
+          {"peak_rss_mib", peak_rss_mib()}}}};
+    write_text_file(a.report, report.dump(2) + "\n");
+  }
+  std::fprintf(stderr, "%zu photos, %d faces restored, %d failed; peak RSS %.0f MiB\n", jobs.size(), faces_total,
+               failed, peak_rss_mib());
+  GPEN_CHECK(failed == 0, std::to_string(failed) + " of " + std::to_string(jobs.size()) +
+                              " photos could not be restored (see the messages above)");
+}
+
 RestoreArgs g_args;
 
 Command reg(
-    "restore", "Restore faces with GPEN (--aligned: inputs are aligned face crops or model-space .npy)",
+    "restore", "Restore faces in photos (detect, align, GPEN, paste back), or aligned crops with --aligned",
     [](CLI::App& sub) {
       sub.add_option("-m,--model", g_args.model, "Converted GPEN model (.gpw)")->required()->check(CLI::ExistingFile);
-      sub.add_option("inputs", g_args.inputs, "Input images (any size) or .npy float32 N x 3 x S x S in [-1, 1]")
+      sub.add_option("-d,--detector", g_args.detector, "Converted RetinaFace model (.gpw); not used with --aligned")
+          ->check(CLI::ExistingFile);
+      sub.add_option("inputs", g_args.inputs,
+                     "Photos or directories (recursive; .jpg .jpeg .png .bmp); with --aligned: face crops of any size "
+                     "or .npy float32 N x 3 x S x S in [-1, 1]")
           ->required();
-      sub.add_option("-o,--output", g_args.output, "Output file (one face) or directory")->required();
+      sub.add_option("-o,--output", g_args.output, "Output file (one input) or directory")->required();
       sub.add_flag("--aligned", g_args.aligned, "Inputs are aligned face crops (no detection)");
-      sub.add_option("--device", g_args.device, "cpu or auto")->capture_default_str();
-      sub.add_option("--save-raw", g_args.save_raw, "Also write the raw generator output (float32 NCHW .npy)");
-      sub.add_option("--batch", g_args.batch, "Faces per generator run (default: up to 8)");
+      sub.add_option("--device", g_args.device, "cpu or auto (cuda: see docs/status.md)")->capture_default_str();
+      sub.add_option("--precision", g_args.precision, "fp32 (fp16/bf16 need the CUDA backend)")->capture_default_str();
+      sub.add_option("--batch", g_args.batch, "Faces per GPEN run (default: from --vram-budget)");
+      sub.add_option("--vram-budget", g_args.vram_budget,
+                     "Memory for GPEN (weights + arena + workspace), e.g. 2GiB; the batch is the largest that fits "
+                     "(default: half the free RAM on CPU)");
+      sub.add_option("--alpha", g_args.alpha, "Blend: restored * alpha + original crop * (1 - alpha)")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 1.0));
+      sub.add_option("--threshold", g_args.threshold, "Detection score threshold")->capture_default_str();
+      sub.add_option("--det-max-side", g_args.det_max_side,
+                     "Shrink photos whose longer side exceeds N to N for detection (default: > 1500 -> 1000; 0: never)");
+      sub.add_option("--save-faces", g_args.save_faces, "Also write every restored face crop into this directory");
+      sub.add_option("--save-raw", g_args.save_raw, "--aligned: also write the raw generator output (float32 NCHW .npy)");
+      sub.add_option("--jpeg-quality", g_args.jpeg_quality, "JPEG quality of .jpg outputs")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 100));
+      sub.add_option("--report", g_args.report, "Write a JSON report: faces, per-stage times, memory");
       sub.callback([] {
-        GPEN_CHECK(g_args.aligned, "restore without --aligned needs the detector pipeline, which is not built yet "
-                                   "(see docs/status.md); pass --aligned for face crops");
-        run_aligned(g_args);
+        if (g_args.aligned)
+          run_aligned(g_args);
+        else
+          run_photos(g_args);
       });
     },
     30);

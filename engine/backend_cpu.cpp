@@ -63,6 +63,8 @@ class CpuBackend final : public Backend {
           }
           else if constexpr (std::is_same_v<P, SoftmaxParams>)
             cpu::softmax(p, in[0], out[0]);
+          else if constexpr (std::is_same_v<P, MaxPool2dParams>)
+            cpu::max_pool2d(p, in[0], out[0]);
           else if constexpr (std::is_same_v<P, PixelNormParams>)
             cpu::pixel_norm(p, in[0], out[0]);
           else if constexpr (std::is_same_v<P, DemodParams>)

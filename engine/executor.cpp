@@ -6,6 +6,17 @@ Executor::Executor(const Graph& g, const MemoryPlan& plan, Backend& backend, con
     : g_(g), plan_(plan), backend_(backend) {
   arena_ = backend_.allocate(plan_.arena_bytes);
   if (plan_.workspace_bytes) workspace_ = backend_.allocate(plan_.workspace_bytes);
+  bind(weights);
+}
+
+Executor::Executor(const Graph& g, const MemoryPlan& plan, Backend& backend, const WeightMap& weights, void* arena,
+                   void* workspace)
+    : g_(g), plan_(plan), backend_(backend), owns_memory_(false), arena_(arena), workspace_(workspace) {
+  GPEN_CHECK(arena_ && (workspace_ || plan_.workspace_bytes == 0), "executor given no memory to run in");
+  bind(weights);
+}
+
+void Executor::bind(const WeightMap& weights) {
   const auto& ts = g_.tensors();
   views_.resize(ts.size());
   for (size_t t = 0; t < ts.size(); ++t) {
@@ -42,6 +53,7 @@ Executor::Executor(const Graph& g, const MemoryPlan& plan, Backend& backend, con
 }
 
 Executor::~Executor() {
+  if (!owns_memory_) return;
   if (workspace_) backend_.release(workspace_);
   backend_.release(arena_);
 }
@@ -61,6 +73,11 @@ void Executor::get_output(int tensor, void* host_data, size_t bytes) const {
 
 void Executor::run() {
   const auto& nodes = g_.nodes();
+  // A kernel's scratch need can depend on run-time settings (CPU thread count); a plan made under
+  // other settings must fail here rather than let a kernel overrun its workspace.
+  for (const Node& n : nodes)
+    GPEN_CHECK(backend_.workspace_bytes(g_, n) <= plan_.workspace_bytes,
+               "op " + n.name + " needs more workspace than planned (was the thread count raised after planning?)");
   for (size_t i = 0; i < nodes.size(); ++i) backend_.run(nodes[i], node_in_[i], node_out_[i], workspace_);
   backend_.synchronize();
 }

@@ -16,6 +16,10 @@ using WeightMap = std::unordered_map<std::string, TensorView>;
 class Executor {
  public:
   Executor(const Graph& g, const MemoryPlan& plan, Backend& backend, const WeightMap& weights);
+  // Runs inside memory another executor owns (a smaller plan sharing a larger arena): nothing is
+  // allocated; the caller guarantees the sizes (arena >= plan.arena_bytes, likewise workspace).
+  Executor(const Graph& g, const MemoryPlan& plan, Backend& backend, const WeightMap& weights, void* arena,
+           void* workspace);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -26,11 +30,15 @@ class Executor {
   void get_output(int tensor, void* host_data, size_t bytes) const;
   void run();
   size_t arena_bytes() const { return plan_.arena_bytes; }
+  void* arena() const { return arena_; }
+  void* workspace() const { return workspace_; }
 
  private:
   const Graph& g_;
   MemoryPlan plan_;
   Backend& backend_;
+  void bind(const WeightMap& weights);
+  bool owns_memory_ = true;
   void* arena_ = nullptr;
   void* workspace_ = nullptr;
   std::vector<TensorView> views_;                 // per tensor id

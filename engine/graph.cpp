@@ -27,6 +27,7 @@ const char* op_name(const OpParams& p) {
                         [](const PixelNormParams&) { return "pixel_norm"; },
                         [](const DemodParams&) { return "demod"; },
                         [](const ModConvParams& m) { return m.up ? "modconv_up" : "modconv"; },
+                        [](const MaxPool2dParams&) { return "max_pool2d"; },
                     },
                     p);
 }
@@ -185,6 +186,21 @@ int Graph::softmax(int x, const std::string& name) {
   Node n{nm, SoftmaxParams{}, {x}, {y}};
   n.inplace_input = 0;
   add_node(std::move(n));
+  return y;
+}
+
+int Graph::max_pool2d(int x, const MaxPool2dParams& p, const std::string& name) {
+  const Shape& xs = tensor(x).shape;
+  std::string nm = auto_name(name, "max_pool2d");
+  GPEN_CHECK(xs.rank == 4, nm + ": input must be NHWC, got " + xs.str());
+  GPEN_CHECK(p.kh >= 1 && p.kw >= 1 && p.stride_h >= 1 && p.stride_w >= 1 && p.pad_top < p.kh &&
+                 p.pad_bottom < p.kh && p.pad_left < p.kw && p.pad_right < p.kw,
+             nm + ": bad pooling window");
+  int64_t ho = (xs[1] + p.pad_top + p.pad_bottom - p.kh) / p.stride_h + 1;
+  int64_t wo = (xs[2] + p.pad_left + p.pad_right - p.kw) / p.stride_w + 1;
+  GPEN_CHECK(ho > 0 && wo > 0, nm + ": output would be empty for input " + xs.str());
+  int y = new_intermediate(nm, act_dtype_, nhwc(xs[0], ho, wo, xs[3]));
+  add_node({nm, p, {x}, {y}});
   return y;
 }
 

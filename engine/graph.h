@@ -32,7 +32,8 @@ struct TensorDesc {
 };
 
 using OpParams = std::variant<Conv2dParams, DenseParams, BiasActParams, AddParams, ResizeNearestParams,
-                              UpFirDn2dParams, SoftmaxParams, PixelNormParams, DemodParams, ModConvParams>;
+                              UpFirDn2dParams, SoftmaxParams, PixelNormParams, DemodParams, ModConvParams,
+                              MaxPool2dParams>;
 
 const char* op_name(const OpParams& p);
 
@@ -70,6 +71,7 @@ class Graph {
   int upfirdn2d(int x, const UpFirDn2dParams& p, int out = -1, const std::string& name = "",
                 int out_scale = -1, int bias = -1);
   int softmax(int x, const std::string& name = "");
+  int max_pool2d(int x, const MaxPool2dParams& p, const std::string& name = "");
   int pixel_norm(int x, const std::string& name = "");
   int demod(int s, int q, const std::string& name = "");
   // Inputs as in ModConvParams (x, x2, x2_scale, x2_bias, w, s, d, bias, residual); -1 if absent.

@@ -49,4 +49,19 @@ std::vector<std::unique_ptr<PlanStrategy>> all_strategies();
 std::unique_ptr<PlanStrategy> make_strategy(std::string_view name);  // throws gpen::Error
 std::vector<std::string> strategy_names();
 
+// Pieces shared by the strategy files (engine/planner*.cpp); callers use make_strategy().
+namespace planner_detail {
+// Aligned sizes after checking the input: alignment > 0, first <= last, no overflow of their sum.
+std::vector<size_t> checked_aligned_sizes(const std::vector<LiveBuffer>& buffers, size_t alignment);
+// Branch and bound over canonical placements; improves `best` (a valid placement on entry) and
+// returns true when it proved `best` optimal within `max_nodes`. Only for small problems.
+bool exact_search(const std::vector<LiveBuffer>& buffers, const std::vector<size_t>& aligned,
+                  Placement& best, long max_nodes);
+std::unique_ptr<PlanStrategy> make_naive();
+std::unique_ptr<PlanStrategy> make_greedy_size();
+std::unique_ptr<PlanStrategy> make_greedy_breadth();
+std::unique_ptr<PlanStrategy> make_best_fit();
+std::unique_ptr<PlanStrategy> make_exact();
+}  // namespace planner_detail
+
 }  // namespace gpen

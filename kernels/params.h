@@ -79,6 +79,13 @@ struct UpFirDn2dParams {
 // Softmax over the last axis.
 struct SoftmaxParams {};
 
+// NHWC max pooling; padded positions never win (PyTorch pads with -inf). ResNet's stem pool.
+struct MaxPool2dParams {
+  int kh = 3, kw = 3;
+  int stride_h = 2, stride_w = 2;
+  int pad_top = 1, pad_left = 1, pad_bottom = 1, pad_right = 1;
+};
+
 // ---- GPEN (StyleGAN2 decoder) ops
 
 // y = x * rsqrt(mean over the last axis of x^2 + 1e-8) (StyleGAN's PixelNorm on latent vectors).

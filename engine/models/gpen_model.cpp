@@ -83,6 +83,7 @@ void GpenModel::prepare(int batch, const std::string& strategy, bool allow_inpla
   std::string key = strategy + (allow_inplace ? "+inplace" : "");
   if (batch == batch_ && exec_ && key == plan_key_) return;
   plan_key_ = key;
+  smaller_.clear();
   exec_.reset();
   GpenConfig c = config_;
   c.batch = batch;
@@ -107,6 +108,31 @@ const TensorView& GpenModel::view(const std::string& name) const {
   for (size_t t = 0; t < ts.size(); ++t)
     if (ts[t].name == name) return exec_->view(static_cast<int>(t));
   throw Error("no tensor named '" + name + "' in the GPEN graph");
+}
+
+void GpenModel::run(int n, const float* in, float* out) {
+  GPEN_CHECK(exec_ && n >= 1 && n <= batch_, "GpenModel::run with " + std::to_string(n) + " faces, prepared for " +
+                                                 std::to_string(batch_));
+  if (n == batch_) return run(in, out);
+  auto it = smaller_.find(n);
+  if (it == smaller_.end()) {
+    Smaller s;
+    GpenConfig c = config_;
+    c.batch = n;
+    s.graph = std::make_unique<GpenGraph>(build_gpen_graph(c));
+    WorkspaceFn ws = [this](const Graph& g, const Node& nd) { return backend_.workspace_bytes(g, nd); };
+    s.plan = std::make_unique<MemoryPlan>(plan_memory(s.graph->graph, ws, {plan_->strategy}));
+    // Every tensor scales with the batch, so the smaller plan fits; checked all the same.
+    GPEN_CHECK(s.plan->arena_bytes <= plan_->arena_bytes && s.plan->workspace_bytes <= plan_->workspace_bytes,
+               "plan for " + std::to_string(n) + " faces does not fit the arena for " + std::to_string(batch_));
+    s.exec = std::make_unique<Executor>(s.graph->graph, *s.plan, backend_, weights_, exec_->arena(), exec_->workspace());
+    it = smaller_.emplace(n, std::move(s)).first;
+  }
+  Smaller& s = it->second;
+  size_t bytes = static_cast<size_t>(n) * config_.size * config_.size * 3 * sizeof(float);
+  s.exec->set_input(s.graph->input, in, bytes);
+  s.exec->run();
+  s.exec->get_output(s.graph->output, out, bytes);
 }
 
 size_t GpenModel::weights_bytes() const { return plan_ ? plan_->weights_bytes : 0; }

@@ -1,6 +1,7 @@
 #pragma once
 // A runnable GPEN: weights (a mapped .gpw, or synthetic ones for benchmarks and plans), the graph
 // for one batch size, its memory plan and an executor. Runs NHWC float batches in model space.
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,9 @@ class GpenModel {
   int batch() const { return batch_; }
   // in: [batch, S, S, 3] RGB in [-1, 1]; out: same shape, the raw generator output.
   void run(const float* in, float* out);
+  // The first n <= batch() faces only: runs a plan for n faces inside the arena made for batch()
+  // (planned once per n, no new memory), so a short last batch costs only its own faces.
+  void run(int n, const float* in, float* out);
   size_t weights_bytes() const;
 
  private:
@@ -51,6 +55,12 @@ class GpenModel {
   std::unique_ptr<GpenGraph> graph_;
   std::unique_ptr<MemoryPlan> plan_;
   std::unique_ptr<Executor> exec_;
+  struct Smaller {
+    std::unique_ptr<GpenGraph> graph;
+    std::unique_ptr<MemoryPlan> plan;
+    std::unique_ptr<Executor> exec;
+  };
+  std::map<int, Smaller> smaller_;
 };
 
 }  // namespace gpen

@@ -210,6 +210,67 @@ double detect_input_scale(int w, int h, int max_side, int target_side, int* out_
 
 // ---------------------------------------------------------------------------------- detector
 
+// Lets every cached executor run in one arena and one workspace: the detector runs one executor
+// at a time, so they can share them. Executor asks for its arena and then its workspace; the
+// sizes are announced beforehand, and the shared blocks only grow (dropping the executors that
+// point into the old ones) when a plan needs more.
+class SharedArenaBackend final : public Backend {
+ public:
+  explicit SharedArenaBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  ~SharedArenaBackend() override {
+    if (arena_) inner_->release(arena_);
+    if (ws_) inner_->release(ws_);
+  }
+  // True when a plan does not fit: reserve() will move the blocks, so every executor built on
+  // them must be destroyed first.
+  bool must_grow(size_t arena, size_t ws) const { return !arena_ || arena > arena_cap_ || ws > ws_cap_; }
+  // Makes room for a plan and arms allocate() for the executor built next.
+  void reserve(size_t arena, size_t ws) {
+    if (!arena_ || arena > arena_cap_) {
+      if (arena_) inner_->release(arena_);
+      arena_ = nullptr;
+      arena_ = inner_->allocate(std::max<size_t>(arena, 1));
+      arena_cap_ = arena;
+    }
+    if (ws > ws_cap_) {
+      if (ws_) inner_->release(ws_);
+      ws_ = nullptr;
+      ws_ = inner_->allocate(ws);
+      ws_cap_ = ws;
+    }
+    next_ = 0;
+  }
+  size_t arena_capacity() const { return arena_cap_; }
+  size_t workspace_capacity() const { return ws_cap_; }
+
+  const char* name() const override { return inner_->name(); }
+  size_t workspace_bytes(const Graph& g, const Node& n) const override { return inner_->workspace_bytes(g, n); }
+  void* allocate(size_t bytes) override {
+    // First request after reserve(): the arena; second: the workspace.
+    const int k = next_++;
+    if (k == 0 && bytes <= arena_cap_) return arena_;
+    if (k == 1 && bytes <= ws_cap_) return ws_;
+    ++allocations_;
+    return inner_->allocate(bytes);
+  }
+  void release(void* p) override {
+    if (p != arena_ && p != ws_) inner_->release(p);
+  }
+  void upload(void* dst, const void* src, size_t bytes) override { inner_->upload(dst, src, bytes); }
+  void download(void* dst, const void* src, size_t bytes) override { inner_->download(dst, src, bytes); }
+  void run(const Node& n, std::span<const TensorView> in, std::span<const TensorView> out, void* ws) override {
+    inner_->run(n, in, out, ws);
+  }
+  void synchronize() override { inner_->synchronize(); }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  void* arena_ = nullptr;
+  void* ws_ = nullptr;
+  size_t arena_cap_ = 0, ws_cap_ = 0;
+  int next_ = 0;
+};
+
 struct RetinaFaceDetector::Model {
   GpwFile file;
   std::vector<std::vector<float>> widened;  // f32 copies of weights stored in f16 / bf16
@@ -222,7 +283,8 @@ struct RetinaFaceDetector::Cached {
   std::unique_ptr<Executor> ex;
 };
 
-RetinaFaceDetector::RetinaFaceDetector(const std::string& path) : backend_(make_cpu_backend()) {
+RetinaFaceDetector::RetinaFaceDetector(const std::string& path)
+    : backend_(std::make_unique<SharedArenaBackend>(make_cpu_backend())) {
   model_ = std::unique_ptr<Model>(new Model{GpwFile::open(path), {}, {}});
   const GpwFile& f = model_->file;
   GPEN_CHECK(f.arch() == "retinaface", path + ": not a RetinaFace model (arch '" + f.arch() + "')");
@@ -262,8 +324,11 @@ RetinaFaceDetector::Cached& RetinaFaceDetector::executor_for(int h, int w) {
   c->h = h;
   c->w = w;
   c->rg = build_retinaface_graph(backbone_, h, w);
-  Backend& be = *backend_;
+  auto& be = static_cast<SharedArenaBackend&>(*backend_);
   MemoryPlan plan = plan_memory(c->rg.graph, [&be](const Graph& g, const Node& n) { return be.workspace_bytes(g, n); });
+  // Executors hold addresses in the shared blocks: when these move, the cached ones go.
+  if (be.must_grow(plan.arena_bytes, plan.workspace_bytes)) cache_.clear();
+  be.reserve(plan.arena_bytes, plan.workspace_bytes);
   c->ex = std::make_unique<Executor>(c->rg.graph, plan, be, model_->weights);
   cache_.push_back(std::move(c));
   return *cache_.back();
@@ -273,6 +338,10 @@ size_t RetinaFaceDetector::arena_bytes(int h, int w) const {
   for (const auto& c : cache_)
     if (c->h == h && c->w == w) return c->ex->arena_bytes();
   return 0;
+}
+
+size_t RetinaFaceDetector::arena_capacity() const {
+  return static_cast<const SharedArenaBackend&>(*backend_).arena_capacity();
 }
 
 RetinaFaceDetector::Raw RetinaFaceDetector::run(const float* input, int h, int w) {

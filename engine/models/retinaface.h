@@ -63,8 +63,11 @@ class RetinaFaceDetector {
     std::vector<float> loc, conf, landms;
   };
   Raw run(const float* input_hwc, int h, int w);
-  // Arena bytes of the executor cached for an h x w input (0 when not built yet).
+  // Arena bytes the plan for an h x w input needs (0 when not cached), and the bytes of the one
+  // arena all cached executors share (the largest plan seen since it last grew).
   size_t arena_bytes(int h, int w) const;
+  size_t arena_capacity() const;
+  size_t cached_sizes() const { return cache_.size(); }
 
  private:
   struct Model;
@@ -74,11 +77,12 @@ class RetinaFaceDetector {
   RetinaFaceBackbone backbone_ = RetinaFaceBackbone::mobilenet025;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Backend> backend_;
-  // One executor per input size (each owns its arena): photos of one size, the common case in a
-  // batch, plan and allocate once. Bounded so a folder of odd sizes cannot pile up arenas; the
-  // least recently used is dropped.
+  // One executor per input size, all sharing one arena and one workspace that grow only when a
+  // larger plan needs them (growing drops the cached executors, which point into the old ones).
+  // Photos of one size, the common case in a batch, build and plan once. Bounded (LRU) so a
+  // folder of odd sizes cannot pile up graphs.
   std::vector<std::unique_ptr<Cached>> cache_;
-  static constexpr size_t kMaxCached = 4;
+  static constexpr size_t kMaxCached = 8;
 };
 
 }  // namespace gpen

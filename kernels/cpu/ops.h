@@ -3,6 +3,9 @@
 // PyTorch-computed fixtures (tests/reference/). Kernels never allocate: scratch memory comes in as
 // `workspace`, sized by the matching *_workspace_bytes function, which the planner reports.
 // All kernels honour the strides of their views (channel slices in and out).
+// Workspace sizes depend on the thread count: a kernel must run with at most the `threads` its
+// workspace was sized for (the executor checks this before every run). Outputs must not overlap
+// inputs, except the elementwise ops (in place allowed) and a residual, which may be the output.
 #include <cstddef>
 
 #include "engine/tensor.h"
@@ -36,7 +39,10 @@ void upfirdn2d(const UpFirDn2dParams& p, const TensorView& x, const TensorView& 
 
 void softmax(const SoftmaxParams& p, const TensorView& x, const TensorView& y);
 
-// ---- GPEN ops (kernels/cpu/latent.cpp, kernels/cpu/modconv.cpp)
+// max_pool2d: x [N,H,W,C] f32; y [N,Ho,Wo,C] (kernels/cpu/pool.cpp).
+void max_pool2d(const MaxPool2dParams& p, const TensorView& x, const TensorView& y);
+
+// ---- GPEN ops (kernels/cpu/latent.cpp, kernels/cpu/modconv.cpp, kernels/cpu/epilogue.cpp)
 
 void pixel_norm(const PixelNormParams& p, const TensorView& x, const TensorView& y);
 void demod(const DemodParams& p, const TensorView& s, const TensorView& q, const TensorView& d);

@@ -1,0 +1,66 @@
+// gpen convert IN.(pth|safetensors) -o OUT.gpw: checkpoint -> engine weight file.
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include <unistd.h>
+
+#include "apps/cli.h"
+#include "converter/convert.h"
+#include "engine/error.h"
+
+namespace {
+
+struct ConvertArgs {
+  std::string in, out, arch = "auto", key, dtype = "fp32";
+};
+
+void run_convert(const ConvertArgs& a) {
+  using namespace gpen::conv;
+  ConvertOptions opt;
+  opt.arch = parse_arch(a.arch);
+  opt.key = a.key;
+  opt.dtype = gpen::parse_dtype(a.dtype);
+  const bool tty = ::isatty(STDERR_FILENO);
+  int last_decile = -1;
+  opt.progress = [&](uint64_t done, uint64_t total) {
+    if (total < (uint64_t{64} << 20)) return;  // small files finish before progress matters
+    int decile = static_cast<int>(done * 10 / total);
+    if (decile == last_decile) return;
+    last_decile = decile;
+    std::fprintf(stderr, "%swriting %s: %3d%% (%.0f / %.0f MB)%s", tty ? "\r" : "", a.out.c_str(), decile * 10,
+                 done / 1e6, total / 1e6, tty ? (done == total ? "\n" : "") : "\n");
+    std::fflush(stderr);
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  OpenOptions oo;
+  oo.key = a.key;
+  auto ck = Checkpoint::open(a.in, oo);
+  ConvertResult r = convert(*ck, a.out, opt);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!r.ignored.empty())
+    std::fprintf(stderr, "gpen: warning: ignored %zu tensor(s) the model does not use (first: %s)\n", r.ignored.size(),
+                 r.ignored.front().c_str());
+  std::printf("%s (%s%s%s) -> %s: %s %s, %zu tensors, %lld parameters, %llu bytes, %s storage, %.2f s\n",
+              a.in.c_str(), r.source_format.c_str(), r.selected_key.empty() ? "" : ", key ",
+              r.selected_key.c_str(), a.out.c_str(), arch_name(r.arch), r.config.dump().c_str(), r.tensors,
+              static_cast<long long>(r.parameters), static_cast<unsigned long long>(r.bytes),
+              gpen::dtype_name(opt.dtype), secs);
+}
+
+gpen::cli::Command reg(
+    "convert", "Convert a PyTorch (.pth) or safetensors checkpoint of GPEN or RetinaFace into a .gpw weight file",
+    [](CLI::App& sub) {
+      auto a = std::make_shared<ConvertArgs>();
+      sub.add_option("input", a->in, "Checkpoint (.pth zip or legacy format, or .safetensors)")->required();
+      sub.add_option("-o,--output", a->out, "Output .gpw file (written atomically)")->required();
+      sub.add_option("--arch", a->arch, "Model: auto, gpen or retinaface")
+          ->check(CLI::IsMember({"auto", "gpen", "retinaface"}));
+      sub.add_option("--key", a->key, "Nested dict holding the weights (e.g. g_ema, params_ema, state_dict)");
+      sub.add_option("--dtype", a->dtype, "Storage of weight matrices and conv kernels: fp32, fp16 or bf16")
+          ->check(CLI::IsMember({"fp32", "fp16", "bf16", "f32", "f16"}));
+      sub.callback([a] { run_convert(*a); });
+    },
+    20);
+
+}  // namespace

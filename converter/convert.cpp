@@ -1,0 +1,293 @@
+#include "converter/convert.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "engine/error.h"
+
+namespace gpen::conv {
+
+std::string demod_q_name(const std::string& prefix) { return prefix + ".conv.demod_q"; }
+
+namespace {
+
+bool ends_with(const std::string& s, const char* suf) {
+  size_t n = std::strlen(suf);
+  return s.size() >= n && s.compare(s.size() - n, n, suf) == 0;
+}
+
+Shape to_shape(std::initializer_list<int64_t> d) { return Shape(d); }
+
+// OIHW [O][I][K][K] -> HWIO [K][K][I][O], times `scale` (per output channel when `per_out` is set).
+std::vector<float> to_hwio(const std::vector<float>& w, int64_t O, int64_t I, int64_t K, float scale,
+                           const std::vector<double>* per_out = nullptr) {
+  std::vector<float> r(w.size());
+  for (int64_t o = 0; o < O; ++o) {
+    const float so = per_out ? static_cast<float>((*per_out)[static_cast<size_t>(o)]) : scale;
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t y = 0; y < K; ++y)
+        for (int64_t x = 0; x < K; ++x) {
+          float v = w[static_cast<size_t>(((o * I + i) * K + y) * K + x)];
+          r[static_cast<size_t>(((y * K + x) * I + i) * O + o)] = per_out ? static_cast<float>(v * (*per_out)[o]) : v * so;
+        }
+  }
+  return r;
+}
+
+// Collects the checkpoint's tensors by name for the fillers, which run later, during write().
+struct Src {
+  const Checkpoint& ck;
+  const SourceTensor& operator[](const std::string& n) const {
+    const SourceTensor* t = ck.find(n);
+    if (!t) throw Error(ck.name() + ": missing tensor '" + n + "'");
+    return *t;
+  }
+  std::vector<float> f32(const std::string& n) const { return ck.read_f32((*this)[n]); }
+};
+
+ShapeMap shapes_of(const Checkpoint& ck) {
+  ShapeMap m;
+  for (const auto& t : ck.tensors()) m[t.name] = t.shape;
+  return m;
+}
+
+void check_float(const Checkpoint& ck, const std::vector<TensorSpec>& layout) {
+  for (const TensorSpec& s : layout) {
+    if (s.integer) continue;
+    const SourceTensor* t = ck.find(s.name);
+    if (t && !src_dtype_is_float(t->dtype))
+      throw Error("tensor '" + s.name + "' is " + src_dtype_name(t->dtype) + ", expected floating point");
+  }
+}
+
+std::string describe(const Recognition& r) {
+  if (r.arch == Arch::gpen) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "GPEN size %d (channel_multiplier %g, narrow %g)", r.gpen.size,
+                  r.gpen.channel_multiplier, r.gpen.narrow);
+    return buf;
+  }
+  return std::string("RetinaFace ") + backbone_name(r.backbone);
+}
+
+// Output-side helper: a float tensor computed by `make` and stored as `dt`.
+void add_computed(GpwWriter& w, const std::string& name, DType dt, const Shape& shape,
+                  std::function<std::vector<float>()> make) {
+  w.add(name, dt, shape, [name, dt, shape, make = std::move(make)](void* dst, size_t bytes) {
+    std::vector<float> v = make();
+    if (static_cast<int64_t>(v.size()) != shape.numel() || v.size() * dtype_size(dt) != bytes)
+      throw Error("internal: size mismatch converting '" + name + "'");
+    store_f32_as(dt, v.data(), v.size(), dst);
+  });
+}
+
+void plan_gpen(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWriter& w) {
+  const GpenConfig& c = rec.gpen;
+  const double D = c.style_dim;
+  const Checkpoint* ckp = &ck;
+  for (const TensorSpec& s : rec.layout) {
+    const std::string& n = s.name;
+    if (ends_with(n, ".kernel")) continue;  // FIR buffers: the engine uses the constant [1,3,3,1] FIR
+    const std::vector<int64_t>& sh = s.shape;
+    if (n.rfind("generator.style.", 0) == 0) {
+      // EqualLinear(lr_mul 0.01): W * (1/sqrt(in)) * lr_mul, b * lr_mul.
+      if (ends_with(n, ".weight")) {
+        float scale = static_cast<float>((1.0 / std::sqrt(D)) * 0.01);
+        add_computed(w, n, wdt, to_shape({sh[0], sh[1]}), [ckp, n, scale] {
+          auto v = Src{*ckp}.f32(n);
+          for (float& x : v) x *= scale;
+          return v;
+        });
+      } else {
+        add_computed(w, n, DType::f32, to_shape({sh[0]}), [ckp, n] {
+          auto v = Src{*ckp}.f32(n);
+          for (float& x : v) x *= 0.01f;
+          return v;
+        });
+      }
+    } else if (n == "generator.input.input") {
+      const int64_t C = sh[1];
+      add_computed(w, n, DType::f32, to_shape({1, 4, 4, C}), [ckp, n, C] {
+        auto v = Src{*ckp}.f32(n);
+        std::vector<float> r(v.size());
+        for (int64_t ch = 0; ch < C; ++ch)
+          for (int64_t p = 0; p < 16; ++p) r[static_cast<size_t>(p * C + ch)] = v[static_cast<size_t>(ch * 16 + p)];
+        return r;
+      });
+    } else if (ends_with(n, ".conv.weight")) {
+      // Modulated conv (1, out, in, k, k): W / sqrt(in k k) as HWIO, plus Q for demodulation.
+      const int64_t O = sh[1], I = sh[2], K = sh[3];
+      const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(I * K * K)));
+      add_computed(w, n, wdt, to_shape({K, K, I, O}), [ckp, n, O, I, K, scale] {
+        return to_hwio(Src{*ckp}.f32(n), O, I, K, scale);
+      });
+      const std::string prefix = n.substr(0, n.size() - std::strlen(".conv.weight"));
+      if (prefix.find("to_rgb") == std::string::npos) {
+        add_computed(w, demod_q_name(prefix), DType::f32, to_shape({O, I}), [ckp, n, O, I, K, scale] {
+          auto v = Src{*ckp}.f32(n);
+          std::vector<float> q(static_cast<size_t>(O * I));
+          for (int64_t oi = 0; oi < O * I; ++oi) {
+            double acc = 0;
+            for (int64_t k = 0; k < K * K; ++k) {
+              double x = static_cast<double>(v[static_cast<size_t>(oi * K * K + k)] * scale);
+              acc += x * x;
+            }
+            q[static_cast<size_t>(oi)] = static_cast<float>(acc);
+          }
+          return q;
+        });
+      }
+    } else if (ends_with(n, ".conv.modulation.weight")) {
+      const float scale = static_cast<float>(1.0 / std::sqrt(D));
+      add_computed(w, n, wdt, to_shape({sh[0], sh[1]}), [ckp, n, scale] {
+        auto v = Src{*ckp}.f32(n);
+        for (float& x : v) x *= scale;
+        return v;
+      });
+    } else if (n.rfind("generator.to_rgb", 0) == 0 && ends_with(n, ".bias") && sh.size() == 4) {
+      add_computed(w, n, DType::f32, to_shape({3}), [ckp, n] { return Src{*ckp}.f32(n); });
+    } else if (n.rfind("ecd", 0) == 0 && ends_with(n, ".weight")) {
+      const int64_t O = sh[0], I = sh[1], K = sh[2];
+      const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(I * K * K)));
+      add_computed(w, n, wdt, to_shape({K, K, I, O}), [ckp, n, O, I, K, scale] {
+        return to_hwio(Src{*ckp}.f32(n), O, I, K, scale);
+      });
+    } else if (n == "final_linear.0.weight") {
+      // Columns from PyTorch's flatten order (c, y, x) to the engine's NHWC order (y, x, c).
+      const int64_t O = sh[0], In = sh[1], C = In / 16;
+      const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(In)));
+      add_computed(w, n, wdt, to_shape({O, In}), [ckp, n, O, In, C, scale] {
+        auto v = Src{*ckp}.f32(n);
+        std::vector<float> r(v.size());
+        for (int64_t o = 0; o < O; ++o)
+          for (int64_t ch = 0; ch < C; ++ch)
+            for (int64_t p = 0; p < 16; ++p)
+              r[static_cast<size_t>(o * In + p * C + ch)] = v[static_cast<size_t>(o * In + ch * 16 + p)] * scale;
+        return r;
+      });
+    } else {
+      // Biases (modulation, activate, encoder, final_linear) and noise weights: unchanged.
+      Shape shape;
+      for (int64_t d : sh) shape.d[shape.rank++] = d;
+      add_computed(w, n, DType::f32, shape, [ckp, n] { return Src{*ckp}.f32(n); });
+    }
+  }
+}
+
+void plan_retinaface(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWriter& w) {
+  const Checkpoint* ckp = &ck;
+  for (const ConvUnit& u : retinaface_units(rec.backbone)) {
+    const int64_t O = u.out, I = u.in / u.groups, K = u.k;
+    // Per-output-channel scale and bias of the folded BatchNorm (eps 1e-5), in double.
+    auto fold = [ckp, u, O]() {
+      std::pair<std::vector<double>, std::vector<double>> sb;
+      auto& [scale, bias] = sb;
+      scale.assign(static_cast<size_t>(O), 1.0);
+      bias.assign(static_cast<size_t>(O), 0.0);
+      Src src{*ckp};
+      std::vector<float> conv_bias;
+      if (u.conv_bias) conv_bias = src.f32(u.conv + ".bias");
+      if (!u.bn.empty()) {
+        auto g = src.f32(u.bn + ".weight"), b = src.f32(u.bn + ".bias");
+        auto m = src.f32(u.bn + ".running_mean"), v = src.f32(u.bn + ".running_var");
+        for (int64_t o = 0; o < O; ++o) {
+          size_t k = static_cast<size_t>(o);
+          double s = static_cast<double>(g[k]) / std::sqrt(static_cast<double>(v[k]) + 1e-5);
+          scale[k] = s;
+          bias[k] = static_cast<double>(b[k]) - static_cast<double>(m[k]) * s +
+                    (u.conv_bias ? static_cast<double>(conv_bias[k]) * s : 0.0);
+        }
+      } else if (u.conv_bias) {
+        for (int64_t o = 0; o < O; ++o) bias[static_cast<size_t>(o)] = conv_bias[static_cast<size_t>(o)];
+      }
+      return sb;
+    };
+    add_computed(w, u.conv + ".weight", wdt, to_shape({K, K, I, O}), [ckp, u, O, I, K, fold] {
+      auto sb = fold();
+      return to_hwio(Src{*ckp}.f32(u.conv + ".weight"), O, I, K, 1.0f, &sb.first);
+    });
+    add_computed(w, u.conv + ".bias", DType::f32, to_shape({O}), [fold] {
+      auto sb = fold();
+      return std::vector<float>(sb.second.begin(), sb.second.end());
+    });
+  }
+}
+
+}  // namespace
+
+CheckpointSummary summarize(const Checkpoint& ck, Arch want) {
+  CheckpointSummary s;
+  for (const auto& t : ck.tensors()) {
+    ++s.tensors;
+    if (src_dtype_is_float(t.dtype)) s.parameters += static_cast<int64_t>(t.numel);
+    s.bytes += t.nbytes;
+  }
+  try {
+    Recognition r = recognize(shapes_of(ck), want);
+    s.arch = r.arch;
+    s.config = r.config;
+    try {
+      s.ignored = validate_layout(r.layout, shapes_of(ck));
+      check_float(ck, r.layout);
+      s.valid = true;
+    } catch (const Error& e) {
+      s.problem = describe(r) + ": " + e.what();
+    }
+  } catch (const Error& e) {
+    s.problem = e.what();
+  }
+  return s;
+}
+
+ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) {
+  if (opt.dtype != DType::f32 && opt.dtype != DType::f16 && opt.dtype != DType::bf16)
+    throw Error(std::string("--dtype ") + dtype_name(opt.dtype) + " is not a weight storage type (use fp32, fp16 or bf16)");
+  ShapeMap shapes = shapes_of(ck);
+  Recognition rec;
+  try {
+    rec = recognize(shapes, opt.arch);
+  } catch (const Error& e) {
+    throw Error(ck.name() + ": " + e.what());
+  }
+  ConvertResult info;
+  info.arch = rec.arch;
+  info.config = rec.config;
+  info.source_format = ck.format();
+  info.selected_key = ck.selected_key();
+  try {
+    info.ignored = validate_layout(rec.layout, shapes);
+    check_float(ck, rec.layout);
+  } catch (const Error& e) {
+    throw Error(ck.name() + ": " + describe(rec) + ": " + e.what());
+  }
+  GpwWriter w(arch_name(rec.arch), rec.config);
+  w.set_storage_dtype(opt.dtype);
+  if (rec.arch == Arch::gpen) plan_gpen(ck, rec, opt.dtype, w);
+  else plan_retinaface(ck, rec, opt.dtype, w);
+  nlohmann::json src = {{"format", ck.format()}};
+  if (!ck.selected_key().empty()) src["key"] = ck.selected_key();
+  w.set_meta("source", src);
+  w.set_meta("producer", std::string("gpen convert ") + GPEN_VERSION);
+  info.tensors = w.size();
+  info.parameters = w.parameter_count();
+  info.bytes = w.file_bytes();
+  return ConversionPlan{std::move(info), std::move(w)};
+}
+
+ConvertResult convert(const Checkpoint& ck, const std::string& out_path, const ConvertOptions& opt) {
+  ConversionPlan plan = plan_conversion(ck, opt);
+  plan.writer.write(out_path, opt.progress);
+  return plan.info;
+}
+
+ConvertResult convert(const std::string& in_path, const std::string& out_path, const ConvertOptions& opt) {
+  OpenOptions oo;
+  oo.key = opt.key;
+  auto ck = Checkpoint::open(in_path, oo);
+  return convert(*ck, out_path, opt);
+}
+
+}  // namespace gpen::conv

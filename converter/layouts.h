@@ -1,0 +1,83 @@
+#pragma once
+// The tensor layouts of the models the engine runs, as the official PyTorch code names and shapes
+// them: the expected state dict of GPEN's FullGenerator for any configuration, and of RetinaFace
+// with either backbone. Used to recognise a checkpoint, infer its configuration from shapes and
+// report the first missing or misshaped tensor.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpen::conv {
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool optional = false;  // buffers the engine does not need (FIR kernels, BN counters)
+  bool integer = false;   // int64 (BatchNorm num_batches_tracked)
+};
+
+std::string shape_str(const std::vector<int64_t>& s);
+
+// ---- GPEN FullGenerator -------------------------------------------------------------------
+struct GpenConfig {
+  int size = 512;                  // output resolution, a power of two in [16, 2048]
+  double channel_multiplier = 2;   // official: 1 (GPEN-BFR-256) or 2
+  double narrow = 1;               // official: 0.5 (GPEN-BFR-256) or 1
+  int style_dim = 512;             // official: always 512
+  int n_mlp = 8;                   // official: always 8
+
+  int log_size() const;
+  // ch(r) of the official code: int(512 n) for r <= 32, int(256 cm n) at 64, ... int(8 cm n) at 2048.
+  int channels(int res) const;
+  void check() const;  // throws gpen::Error for an impossible configuration
+  nlohmann::json to_json() const;
+  static GpenConfig from_json(const nlohmann::json& j);
+};
+
+std::vector<TensorSpec> gpen_layout(const GpenConfig& c);
+
+// ---- RetinaFace ---------------------------------------------------------------------------
+enum class RetinaBackbone { mobilenet025, resnet50 };
+const char* backbone_name(RetinaBackbone b);  // "mobilenet0.25" / "resnet50"
+RetinaBackbone parse_backbone(const std::string& s);
+
+// One convolution of RetinaFace and the BatchNorm that follows it (folded by the converter).
+struct ConvUnit {
+  std::string conv;  // module path, e.g. "body.stage1.0.0"
+  std::string bn;    // BatchNorm module path, "" for the bias-carrying head convs
+  int64_t out = 0, in = 0, k = 1;
+  int64_t groups = 1;  // depthwise convs: groups == in == out
+  bool conv_bias = false;
+};
+std::vector<ConvUnit> retinaface_units(RetinaBackbone b);
+std::vector<TensorSpec> retinaface_layout(RetinaBackbone b);
+nlohmann::json retinaface_config(RetinaBackbone b);  // {"backbone", "in_channel", "out_channel"}
+
+// ---- Recognition --------------------------------------------------------------------------
+enum class Arch { unknown, gpen, retinaface };
+const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface"
+Arch parse_arch(const std::string& s);
+
+using ShapeMap = std::map<std::string, std::vector<int64_t>>;
+
+struct Recognition {
+  Arch arch = Arch::unknown;
+  GpenConfig gpen;                                  // when arch == gpen
+  RetinaBackbone backbone = RetinaBackbone::mobilenet025;  // when arch == retinaface
+  nlohmann::json config;                            // the configuration as stored in .gpw
+  std::vector<TensorSpec> layout;                   // the expected tensors for that configuration
+};
+
+// Recognises the model from key names and infers its configuration from shapes. `want` forces
+// the architecture (Arch::unknown: auto). Throws gpen::Error when the model is not recognised.
+Recognition recognize(const ShapeMap& shapes, Arch want = Arch::unknown);
+
+// Checks that every required tensor of `layout` is present with its exact shape (and every
+// optional one present has its shape). Throws gpen::Error naming the first missing or misshaped
+// tensor. Returns the names in `shapes` that the layout does not know (extras are not fatal).
+std::vector<std::string> validate_layout(const std::vector<TensorSpec>& layout, const ShapeMap& shapes);
+
+}  // namespace gpen::conv

@@ -1,0 +1,331 @@
+// NHWC upfirdn2d: upsample by zero insertion, pad (negative pads crop), convolve with an FIR
+// kernel (true convolution, so the kernel is applied flipped), keep every down-th sample.
+// Nothing is materialised: output (oy, ox) reads the input sample behind each kernel tap directly,
+// skipping taps that land on inserted zeros or padding (polyphase). Output sample oy, tap ky
+// reads upsampled position u = oy*down + ky - pad0, which is input row u/up when u is a multiple
+// of up inside [0, in*up), and zero otherwise; its weight is kernel[kh-1-ky].
+//
+// Every kernel GPEN uses is an outer product (k = [1,3,3,1]^T [1,3,3,1] / 64), so a rank-1
+// kernel runs separably: each needed input row is filtered horizontally once into a per-thread
+// ring of rows, and output rows combine ring rows vertically (kh + kw instead of kh * kw
+// multiply-adds per sample). Other kernels take the direct 2-D path.
+//
+// Contract: the workspace must be sized by upfirdn2d_workspace_bytes with `threads` at least the
+// num_threads() in effect when upfirdn2d runs (threads <= 0 means num_threads()); the output must
+// not overlap the input. The optional epilogue fields of UpFirDn2dParams are not applied here
+// (upfirdn2d_epilogue does that).
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/strided.h"
+
+namespace gpen::cpu {
+
+namespace {
+
+using detail::round_floats;
+
+constexpr int64_t kMaxRingFloats = int64_t{1} << 20;  // separable path: ring rows per thread (4 MiB)
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Geom {
+  int64_t N = 0, H = 0, W = 0, C = 0, Ho = 0, Wo = 0;
+};
+
+// Rank-1 factorisation K[i][j] = col[i] * row[j], row normalised at the largest tap (r0, c0).
+struct Separable {
+  bool ok = false;
+  int r0 = 0, c0 = 0;
+};
+
+struct Plan {
+  bool separable = false;
+  Separable sep;
+  int64_t ring = 0;        // rows in the separable ring
+  size_t taps_floats = 0;  // shared header: the flipped taps (direct) or factors (separable)
+  size_t tag_floats = 0, row_floats = 0;
+  size_t per_thread_floats = 0;
+};
+
+Geom make_geom(const UpFirDn2dParams& p, const Shape& x, const Shape& y) {
+  GPEN_CHECK(x.rank == 4, "upfirdn2d: input must be NHWC (rank 4), got " + x.str());
+  GPEN_CHECK(y.rank == 4, "upfirdn2d: output must be NHWC (rank 4), got " + y.str());
+  GPEN_CHECK(p.up_x >= 1 && p.up_y >= 1 && p.down_x >= 1 && p.down_y >= 1,
+             "upfirdn2d: up and down factors must be positive");
+  GPEN_CHECK(p.kh >= 1 && p.kw >= 1, "upfirdn2d: kernel size must be positive");
+  GPEN_CHECK(p.kernel.size() == static_cast<size_t>(p.kh) * static_cast<size_t>(p.kw),
+             "upfirdn2d: kernel has " + std::to_string(p.kernel.size()) + " taps, expected " +
+                 std::to_string(p.kh) + "x" + std::to_string(p.kw));
+  Geom g;
+  g.N = x[0], g.H = x[1], g.W = x[2], g.C = x[3];
+  const int64_t span_y = g.H * p.up_y + p.pad_y0 + p.pad_y1 - p.kh;
+  const int64_t span_x = g.W * p.up_x + p.pad_x0 + p.pad_x1 - p.kw;
+  GPEN_CHECK(span_y >= 0 && span_x >= 0, "upfirdn2d: kernel larger than the padded input " + x.str());
+  g.Ho = span_y / p.down_y + 1;
+  g.Wo = span_x / p.down_x + 1;
+  GPEN_CHECK(y[0] == g.N && y[1] == g.Ho && y[2] == g.Wo && y[3] == g.C,
+             "upfirdn2d: output shape " + y.str() + " must be [" + std::to_string(g.N) + ", " + std::to_string(g.Ho) +
+                 ", " + std::to_string(g.Wo) + ", " + std::to_string(g.C) + "]");
+  return g;
+}
+
+// Rank-1 test: K[i][j] == K[i][c0] * K[r0][j] / K[r0][c0] to float precision, (r0, c0) the
+// largest tap.
+Separable factor(const UpFirDn2dParams& p) {
+  Separable s;
+  const auto& k = p.kernel;
+  size_t arg = 0;
+  for (size_t i = 1; i < k.size(); ++i)
+    if (std::fabs(k[i]) > std::fabs(k[arg])) arg = i;
+  const double peak = k[arg];
+  if (peak == 0.0 || !std::isfinite(peak)) return s;
+  s.r0 = static_cast<int>(arg) / p.kw;
+  s.c0 = static_cast<int>(arg) % p.kw;
+  const double tol = 1e-6 * std::fabs(peak);
+  for (int i = 0; i < p.kh; ++i) {
+    const double col = k[static_cast<size_t>(i) * p.kw + s.c0];
+    for (int j = 0; j < p.kw; ++j) {
+      const double row = k[static_cast<size_t>(s.r0) * p.kw + j] / peak;
+      if (!(std::fabs(k[static_cast<size_t>(i) * p.kw + j] - col * row) <= tol)) return s;
+    }
+  }
+  s.ok = true;
+  return s;
+}
+
+Plan make_plan(const UpFirDn2dParams& p, const Geom& g) {
+  Plan pl;
+  if (p.kernel.size() > 1) pl.sep = factor(p);
+  pl.ring = ceil_div(p.kh, p.up_y);  // input rows one output row can touch
+  pl.row_floats = round_floats(static_cast<size_t>(std::max<int64_t>(g.Wo * g.C, 1)));
+  pl.tag_floats = round_floats(static_cast<size_t>(pl.ring) * 2);  // one int64 tag per ring row
+  if (pl.sep.ok && pl.ring * static_cast<int64_t>(pl.row_floats) <= kMaxRingFloats) {
+    pl.separable = true;
+    pl.taps_floats = round_floats(static_cast<size_t>(p.kh) + static_cast<size_t>(p.kw));
+    pl.per_thread_floats = pl.tag_floats + static_cast<size_t>(pl.ring) * pl.row_floats;
+  } else {
+    pl.taps_floats = round_floats(static_cast<size_t>(p.kh) * static_cast<size_t>(p.kw));
+  }
+  return pl;
+}
+
+// Input index behind output index o and tap t along one axis, or -1 for an inserted zero or pad.
+inline int64_t source_index(int64_t o, int64_t t, int down, int up, int pad0, int64_t in) {
+  const int64_t u = o * down + t - pad0;
+  if (u < 0 || u % up != 0) return -1;
+  const int64_t i = u / up;
+  return i < in ? i : -1;
+}
+
+// Eight floats as one value (GCC/Clang vector extension), so the sums below keep their
+// accumulators in registers across taps.
+typedef float v8f __attribute__((vector_size(32)));
+inline v8f load8(const float* p) {
+  v8f v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8(float* p, v8f v) { std::memcpy(p, &v, sizeof v); }
+
+// Taps are gathered into tables of this many (source, weight) pairs; more are summed in batches.
+constexpr int kTapBatch = 32;
+
+// dst[i] = (accumulate ? dst[i] : 0) + sum_t w[t] * src[t][i] for i < len, unit strides.
+void weighted_sum(float* dst, const float* const* src, const float* w, int nt, int64_t len, bool accumulate) {
+  int64_t i = 0;
+  for (; i + 32 <= len; i += 32) {
+    v8f a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    if (accumulate) a0 = load8(dst + i), a1 = load8(dst + i + 8), a2 = load8(dst + i + 16), a3 = load8(dst + i + 24);
+    for (int t = 0; t < nt; ++t) {
+      const float* s = src[t] + i;
+      const float wt = w[t];
+      a0 += wt * load8(s);
+      a1 += wt * load8(s + 8);
+      a2 += wt * load8(s + 16);
+      a3 += wt * load8(s + 24);
+    }
+    store8(dst + i, a0);
+    store8(dst + i + 8, a1);
+    store8(dst + i + 16, a2);
+    store8(dst + i + 24, a3);
+  }
+  for (; i + 8 <= len; i += 8) {
+    v8f a0 = accumulate ? load8(dst + i) : v8f{};
+    for (int t = 0; t < nt; ++t) a0 += w[t] * load8(src[t] + i);
+    store8(dst + i, a0);
+  }
+  for (; i < len; ++i) {
+    float a = accumulate ? dst[i] : 0.0f;
+    for (int t = 0; t < nt; ++t) a += w[t] * src[t][i];
+    dst[i] = a;
+  }
+}
+
+// The same with element strides (channel slices whose channels are not unit-strided).
+void weighted_sum_strided(float* dst, int64_t ds, const float* const* src, int64_t ss, const float* w, int nt,
+                          int64_t len, bool accumulate) {
+  for (int64_t i = 0; i < len; ++i) {
+    float a = accumulate ? dst[i * ds] : 0.0f;
+    for (int t = 0; t < nt; ++t) a += w[t] * src[t][i * ss];
+    dst[i * ds] = a;
+  }
+}
+
+// Collects (source, weight) pairs and sums them into one destination of len elements.
+struct TapSum {
+  float* dst;
+  int64_t ds, ss, len;
+  const float* src[kTapBatch];
+  float w[kTapBatch];
+  int nt = 0;
+  bool started = false;
+
+  TapSum(float* d, int64_t dst_stride, int64_t src_stride, int64_t n) : dst(d), ds(dst_stride), ss(src_stride), len(n) {}
+  void add(const float* s, float weight) {
+    src[nt] = s;
+    w[nt] = weight;
+    if (++nt == kTapBatch) flush();
+  }
+  void flush() {
+    if (ds == 1 && ss == 1) {
+      weighted_sum(dst, src, w, nt, len, started);
+    } else {
+      weighted_sum_strided(dst, ds, src, ss, w, nt, len, started);
+    }
+    started = true;
+    nt = 0;
+  }
+  void finish() {
+    if (nt > 0 || !started) flush();  // no tap at all still writes zeros
+  }
+};
+
+void run_direct(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, const TensorView& x, const TensorView& y,
+                float* base) {
+  (void)pl;
+  const int64_t rows = g.N * g.Ho;
+  const int T = static_cast<int>(std::min<int64_t>(num_threads(), rows));
+  // Flipped taps, row by row: weight of tap (ky, kx) is kernel[kh-1-ky][kw-1-kx].
+  float* flipped = base;
+  std::reverse_copy(p.kernel.begin(), p.kernel.end(), flipped);
+#pragma omp parallel for num_threads(T) if (T > 1) schedule(static)
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t n = row / g.Ho, oy = row % g.Ho;
+    const float* xn = x.f32() + n * x.stride(0);
+    for (int64_t ox = 0; ox < g.Wo; ++ox) {
+      TapSum sum(y.f32() + n * y.stride(0) + oy * y.stride(1) + ox * y.stride(2), y.stride(3), x.stride(3), g.C);
+      for (int64_t ky = 0; ky < p.kh; ++ky) {
+        const int64_t iy = source_index(oy, ky, p.down_y, p.up_y, p.pad_y0, g.H);
+        if (iy < 0) continue;
+        for (int64_t kx = 0; kx < p.kw; ++kx) {
+          const int64_t ix = source_index(ox, kx, p.down_x, p.up_x, p.pad_x0, g.W);
+          if (ix >= 0) sum.add(xn + iy * x.stride(1) + ix * x.stride(2), flipped[ky * p.kw + kx]);
+        }
+      }
+      sum.finish();
+    }
+  }
+}
+
+void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, const TensorView& x, const TensorView& y,
+                   float* base) {
+  const int64_t rows = g.N * g.Ho;
+  const int T = static_cast<int>(std::min<int64_t>(num_threads(), rows));
+  const int64_t C = g.C, RC = g.Wo * g.C;
+  // Flipped factors: vertical tap ky weighs K[kh-1-ky][c0], horizontal tap kx K[r0][kw-1-kx] / peak.
+  float* fy = base;
+  float* fx = base + p.kh;
+  const double peak = p.kernel[static_cast<size_t>(pl.sep.r0) * p.kw + pl.sep.c0];
+  for (int ky = 0; ky < p.kh; ++ky) fy[ky] = p.kernel[static_cast<size_t>(p.kh - 1 - ky) * p.kw + pl.sep.c0];
+  for (int kx = 0; kx < p.kw; ++kx)
+    fx[kx] = static_cast<float>(p.kernel[static_cast<size_t>(pl.sep.r0) * p.kw + (p.kw - 1 - kx)] / peak);
+  float* slices = base + pl.taps_floats;
+  const bool y_rows_dense = y.stride(3) == 1 && y.stride(2) == C;
+  // Static scheduling hands each thread one contiguous band of output rows, so consecutive rows
+  // find most of their horizontally filtered input rows already in the ring.
+#pragma omp parallel num_threads(T) if (T > 1)
+  {
+    float* slice = slices + static_cast<size_t>(omp_get_thread_num()) * pl.per_thread_floats;
+    auto* tags = reinterpret_cast<int64_t*>(slice);
+    float* ring = slice + pl.tag_floats;
+    for (int64_t r = 0; r < pl.ring; ++r) tags[r] = -1;
+    // The horizontally filtered row of input row (n, iy), from the ring or computed into it.
+    auto hrow = [&](int64_t n, int64_t iy) -> const float* {
+      const int64_t slot = iy % pl.ring, tag = n * g.H + iy;
+      float* h = ring + static_cast<size_t>(slot) * pl.row_floats;
+      if (tags[slot] != tag) {
+        const float* xrow = x.f32() + n * x.stride(0) + iy * x.stride(1);
+        for (int64_t ox = 0; ox < g.Wo; ++ox) {
+          TapSum sum(h + ox * C, 1, x.stride(3), C);
+          for (int64_t kx = 0; kx < p.kw; ++kx) {
+            const int64_t ix = source_index(ox, kx, p.down_x, p.up_x, p.pad_x0, g.W);
+            if (ix >= 0) sum.add(xrow + ix * x.stride(2), fx[kx]);
+          }
+          sum.finish();
+        }
+        tags[slot] = tag;
+      }
+      return h;
+    };
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t n = row / g.Ho, oy = row % g.Ho;
+      float* dst = y.f32() + n * y.stride(0) + oy * y.stride(1);
+      if (y_rows_dense) {
+        // The whole output row is one flat weighted sum of ring rows.
+        TapSum sum(dst, 1, 1, RC);
+        for (int64_t ky = 0; ky < p.kh; ++ky) {
+          const int64_t iy = source_index(oy, ky, p.down_y, p.up_y, p.pad_y0, g.H);
+          if (iy >= 0) sum.add(hrow(n, iy), fy[ky]);
+        }
+        sum.finish();
+      } else {
+        // Fill the ring first (at most `ring` distinct rows, so none is evicted below).
+        for (int64_t ky = 0; ky < p.kh; ++ky) {
+          const int64_t iy = source_index(oy, ky, p.down_y, p.up_y, p.pad_y0, g.H);
+          if (iy >= 0) hrow(n, iy);
+        }
+        for (int64_t ox = 0; ox < g.Wo; ++ox) {
+          TapSum sum(dst + ox * y.stride(2), y.stride(3), 1, C);
+          for (int64_t ky = 0; ky < p.kh; ++ky) {
+            const int64_t iy = source_index(oy, ky, p.down_y, p.up_y, p.pad_y0, g.H);
+            if (iy >= 0) sum.add(hrow(n, iy) + ox * C, fy[ky]);
+          }
+          sum.finish();
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+size_t upfirdn2d_workspace_bytes(const UpFirDn2dParams& p, const Shape& x, const Shape& y, int threads) {
+  const Geom g = make_geom(p, x, y);
+  const Plan pl = make_plan(p, g);
+  const int T = threads > 0 ? threads : num_threads();
+  return (pl.taps_floats + pl.per_thread_floats * static_cast<size_t>(T)) * sizeof(float) + detail::kScratchAlign;
+}
+
+void upfirdn2d(const UpFirDn2dParams& p, const TensorView& x, const TensorView& y, void* workspace) {
+  detail::check_f32(x, "upfirdn2d", "input");
+  detail::check_f32(y, "upfirdn2d", "output");
+  const Geom g = make_geom(p, x.shape, y.shape);
+  if (y.numel() == 0) return;
+  GPEN_CHECK(workspace != nullptr, "upfirdn2d: workspace is required (see upfirdn2d_workspace_bytes)");
+  const Plan pl = make_plan(p, g);
+  float* base = detail::align_ptr(workspace);
+  if (pl.separable) {
+    run_separable(p, g, pl, x, y, base);
+  } else {
+    run_direct(p, g, pl, x, y, base);
+  }
+}
+
+}  // namespace gpen::cpu

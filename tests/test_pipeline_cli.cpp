@@ -1,0 +1,201 @@
+// `gpen restore` on folders with bad files in them, through the CLI binary: every good photo is
+// restored, every bad one is reported with its reason and gets no output, no temporary file is
+// left behind, the exit status says that something failed, and inputs are never overwritten.
+// A tiny GPEN (tests/fixtures/gpen/s32) and the real RetinaFace mobilenet0.25 weights keep it
+// fast enough for the sanitizer pass.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "converter/convert.h"
+#include "engine/image.h"
+
+using namespace gpen;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kGpen = GPEN_BINARY_DIR "/gpen";
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+// Exit status of a shell command whose stderr and stdout go to `log`.
+int run(const std::string& cmd, const fs::path& log) {
+  int st = std::system((cmd + " >" + log.string() + " 2>&1").c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// Every regular file under dir (relative path -> bytes).
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> m;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) m[fs::relative(e.path(), dir).string()] = read_file(e.path());
+  return m;
+}
+
+std::set<std::string> listing(const fs::path& dir) {
+  std::set<std::string> s;
+  if (!fs::exists(dir)) return s;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) s.insert(fs::relative(e.path(), dir).string());
+  return s;
+}
+
+struct Setup {
+  fs::path root, in, gpen_gpw, det_gpw;
+  std::vector<std::string> good, bad;  // relative to `in`
+  std::map<std::string, std::string> reasons;  // bad file -> a word its message must contain
+};
+
+bool prepare(Setup& s) {
+  const std::string det_pth = std::string(GPEN_SHARED_DIR) + "/models/retinaface-mobilenet0.25.pth";
+  if (!fs::exists(kGpen)) {
+    MESSAGE("skipped: " << kGpen << " is not built");
+    return false;
+  }
+  if (!fs::exists(det_pth)) {
+    MESSAGE("skipped: " << det_pth << " is missing");
+    return false;
+  }
+  s.root = fs::temp_directory_path() / ("gpen_test_pipeline_cli_" + std::to_string(getpid()));
+  fs::remove_all(s.root);
+  s.in = s.root / "in";
+  fs::create_directories(s.in / "sub");
+  s.gpen_gpw = s.root / "gpen_s32.gpw";
+  s.det_gpw = s.root / "mnet.gpw";
+  conv::convert(std::string(GPEN_FIXTURE_DIR) + "/gpen/s32/checkpoint.pth", s.gpen_gpw.string());
+  conv::convert(det_pth, s.det_gpw.string());
+
+  // Good photos: faces (PNG and JPEG), a subfolder, and one without faces.
+  const std::string align = std::string(GPEN_FIXTURE_DIR) + "/align/";
+  fs::copy_file(align + "kids/image.png", s.in / "kids.png");
+  write_image((s.in / "kids.jpg").string(), read_image(align + "kids/image.png"), 90);
+  fs::copy_file(align + "ffhq1/image.png", s.in / "sub" / "ffhq.png");
+  Image blank;
+  blank.width = 64;
+  blank.height = 48;
+  blank.bgr.assign(blank.pixels() * 3, 128);
+  write_image((s.in / "blank.png").string(), blank);
+  s.good = {"blank.png", "kids.jpg", "kids.png", "sub/ffhq.png"};
+
+  // Bad ones, each with an image extension so that it is attempted.
+  const std::string jpeg = read_file(s.in / "kids.jpg");
+  write_file(s.in / "truncated.jpg", jpeg.substr(0, jpeg.size() / 2));
+  std::string png = "\x89PNG\r\n\x1a\n";
+  for (int i = 0; i < 300; ++i) png += static_cast<char>(i * 7);
+  write_file(s.in / "corrupt.png", png);
+  write_file(s.in / "empty.jpg", "");
+  write_file(s.in / "sub" / "notes.png", "these are notes, not an image\n");
+  s.bad = {"corrupt.png", "empty.jpg", "sub/notes.png", "truncated.jpg"};
+  s.reasons = {{"corrupt.png", "PNG"}, {"empty.jpg", "empty"}, {"sub/notes.png", "format"}, {"truncated.jpg", "JPEG"}};
+  // Not an image name: not attempted, not reported.
+  write_file(s.in / "readme.txt", "not a photo\n");
+  return true;
+}
+
+std::string restore_cmd(const Setup& s, const std::string& args) {
+  return kGpen + " restore -m " + s.gpen_gpw.string() + " -d " + s.det_gpw.string() + " " + args;
+}
+
+}  // namespace
+
+TEST_CASE("gpen restore: a folder with corrupt, empty and non-image files") {
+  Setup s;
+  if (!prepare(s)) return;
+  const auto before = snapshot(s.in);
+  const fs::path out = s.root / "out", log = s.root / "log.txt", report = s.root / "report.json";
+
+  int rc = run(restore_cmd(s, s.in.string() + " -o " + out.string() + " --report " + report.string()), log);
+  const std::string messages = read_file(log);
+  INFO("gpen restore said:\n" << messages);
+  CHECK(rc != 0);
+
+  // Outputs: exactly the good photos, decodable, at their size; nothing else (no temporaries).
+  std::set<std::string> want(s.good.begin(), s.good.end());
+  CHECK(listing(out) == want);
+  for (const auto& g : s.good) {
+    Image in = read_image((s.in / g).string());
+    Image res = read_image((out / g).string());
+    CHECK(res.width == in.width);
+    CHECK(res.height == in.height);
+  }
+  // The faceless photo comes back as it was (PNG in, PNG out).
+  CHECK(read_image((out / "blank.png").string()).bgr == read_image((s.in / "blank.png").string()).bgr);
+
+  // Every bad file named with its reason, on stderr and in the report.
+  for (const auto& b : s.bad) {
+    CHECK_MESSAGE(messages.find((s.in / b).string() + ": ") != std::string::npos, b);
+    CHECK_MESSAGE(messages.find(s.reasons[b]) != std::string::npos, b);
+  }
+  CHECK(messages.find("4 of 8 photos could not be restored") != std::string::npos);
+  REQUIRE(fs::exists(report));
+  auto j = nlohmann::json::parse(read_file(report));
+  CHECK(j["totals"]["images"] == 8);
+  CHECK(j["totals"]["failed"] == 4);
+  std::set<std::string> failed, restored;
+  for (const auto& im : j["images"]) {
+    std::string rel = fs::relative(im["image"].get<std::string>(), s.in).string();
+    if (im.contains("error")) {
+      failed.insert(rel);
+      CHECK_MESSAGE(im["error"].get<std::string>().find(s.reasons[rel]) != std::string::npos, rel);
+    } else {
+      restored.insert(rel);
+      CHECK(im["faces_restored"].get<int>() == im["faces_found"].get<int>());
+    }
+  }
+  CHECK(failed == std::set<std::string>(s.bad.begin(), s.bad.end()));
+  CHECK(restored == want);
+  for (const auto& im : j["images"])
+    if (fs::relative(im["image"].get<std::string>(), s.in) == "kids.png") CHECK(im["faces_restored"].get<int>() >= 5);
+
+  // Inputs untouched.
+  CHECK(snapshot(s.in) == before);
+  fs::remove_all(s.root);
+}
+
+TEST_CASE("gpen restore never writes over its inputs") {
+  Setup s;
+  if (!prepare(s)) return;
+  const auto before = snapshot(s.in);
+  const fs::path log = s.root / "log.txt";
+
+  // Output folder = input folder: refused before any work.
+  CHECK(run(restore_cmd(s, s.in.string() + " -o " + s.in.string()), log) != 0);
+  CHECK(read_file(log).find("refusing to overwrite an input") != std::string::npos);
+  CHECK(snapshot(s.in) == before);
+
+  // One photo onto itself.
+  CHECK(run(restore_cmd(s, (s.in / "kids.png").string() + " -o " + (s.in / "kids.png").string()), log) != 0);
+  CHECK(read_file(log).find("refusing to overwrite an input") != std::string::npos);
+  CHECK(snapshot(s.in) == before);
+
+  // One bad photo: a failure, and no output file at all.
+  const fs::path single = s.root / "single" / "out.png";
+  CHECK(run(restore_cmd(s, (s.in / "truncated.jpg").string() + " -o " + single.string()), log) != 0);
+  CHECK(read_file(log).find("truncated.jpg") != std::string::npos);
+  CHECK(listing(s.root / "single").empty());
+
+  // One good photo to a file: exit status 0.
+  CHECK(run(restore_cmd(s, (s.in / "kids.png").string() + " -o " + single.string()), log) == 0);
+  CHECK(listing(s.root / "single") == std::set<std::string>{"out.png"});
+  CHECK(snapshot(s.in) == before);
+  fs::remove_all(s.root);
+}
