@@ -12,6 +12,7 @@
 #include "engine/memory_plan.h"
 #include "engine/models/gpen.h"
 #include "engine/models/gpen_model.h"
+#include "engine/models/retinaface.h"
 
 namespace gpen::cli {
 namespace {
@@ -36,7 +37,66 @@ struct PlanArgs {
   std::string max_batch_for;
   std::string plot;
   std::string plot_lifetimes;
+  std::string input_size = "1000x750";
 };
+
+// RetinaFace plans: one input size (WxH), the detector's graph, same report fields as GPEN.
+void run_retinaface_plan(const PlanArgs& a) {
+  RetinaFaceBackbone bb = parse_retinaface_backbone(a.arch == "retinaface-r50" ? "resnet50" : "mobilenet0.25");
+  int w = 0, h = 0;
+  char x = 0;
+  std::istringstream is(a.input_size);
+  GPEN_CHECK((is >> w >> x >> h) && x == 'x' && w > 0 && h > 0 && is.eof(),
+             "--input-size '" + a.input_size + "': expected WIDTHxHEIGHT, e.g. 1000x750");
+  auto backend = make_cpu_backend();
+  WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend->workspace_bytes(g, n); };
+  RetinaFaceGraph rg = build_retinaface_graph(bb, h, w);
+  const bool all = a.strategy == "all";
+  MemoryPlan p = plan_memory(rg.graph, ws, {all ? "" : a.strategy});
+  nlohmann::json j = {{"arch", a.arch},
+                      {"config", {{"backbone", retinaface_backbone_name(bb)}}},
+                      {"input_size", {w, h}},
+                      {"precision", "fp32"},
+                      {"device", backend->name()},
+                      {"strategy", p.strategy},
+                      {"weights_bytes", p.weights_bytes},
+                      {"arena_bytes", p.arena_bytes},
+                      {"lower_bound_bytes", p.lower_bound_bytes},
+                      {"naive_bytes", p.naive_bytes},
+                      {"workspace_bytes", p.workspace_bytes},
+                      {"total_bytes", p.total_bytes()},
+                      {"arena_over_lower_bound", p.lower_bound_bytes ? double(p.arena_bytes) / p.lower_bound_bytes : 1.0},
+                      {"ops", rg.graph.nodes().size()},
+                      {"tensors", rg.graph.tensors().size()},
+                      {"plan_ms", p.plan_ms}};
+  if (all) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& name : strategy_names()) {
+      MemoryPlan q = plan_memory(rg.graph, ws, {name});
+      list.push_back({{"name", name}, {"arena_bytes", q.arena_bytes}, {"plan_ms", q.plan_ms},
+                      {"arena_over_lower_bound", double(q.arena_bytes) / q.lower_bound_bytes}});
+    }
+    j["strategies"] = list;
+  }
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("RetinaFace %s at %dx%d, fp32\n", retinaface_backbone_name(bb), w, h);
+  std::printf("  ops %zu, tensors %zu\n", rg.graph.nodes().size(), rg.graph.tensors().size());
+  std::printf("  weights      %12zu  (%s)\n", p.weights_bytes, human_bytes(double(p.weights_bytes)).c_str());
+  std::printf("  arena        %12zu  (%s, strategy %s)\n", p.arena_bytes, human_bytes(double(p.arena_bytes)).c_str(),
+              p.strategy.c_str());
+  std::printf("  lower bound  %12zu  (%s, arena/lower bound %.4f)\n", p.lower_bound_bytes,
+              human_bytes(double(p.lower_bound_bytes)).c_str(), j["arena_over_lower_bound"].get<double>());
+  std::printf("  naive        %12zu  (%s)\n", p.naive_bytes, human_bytes(double(p.naive_bytes)).c_str());
+  std::printf("  workspace    %12zu  (%s)\n", p.workspace_bytes, human_bytes(double(p.workspace_bytes)).c_str());
+  std::printf("  total        %12zu  (%s)\n", p.total_bytes(), human_bytes(double(p.total_bytes())).c_str());
+  if (all)
+    for (const auto& s : j["strategies"])
+      std::printf("  strategy %-14s arena %12zu  ratio %.4f  %.2f ms\n", s["name"].get<std::string>().c_str(),
+                  s["arena_bytes"].get<size_t>(), s["arena_over_lower_bound"].get<double>(), s["plan_ms"].get<double>());
+}
 
 struct Row {
   std::string model;
@@ -139,6 +199,7 @@ void print_single(const Row& r, const std::vector<Row>& strategies, const char* 
 }
 
 void run_plan(PlanArgs a) {
+  if (a.arch == "retinaface-r50" || a.arch == "retinaface-mnet") return run_retinaface_plan(a);
   Planner planner;
   GpenConfig base;
   std::string name = "gpen";
@@ -147,7 +208,7 @@ void run_plan(PlanArgs a) {
     base = gpen_config_from_gpw(f);
     name = f.path();
   } else {
-    GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen)");
+    GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen, retinaface-r50, retinaface-mnet)");
     base.size = a.size;
     base.channel_multiplier = a.channel_multiplier;
     base.narrow = a.narrow;
@@ -310,7 +371,8 @@ PlanArgs g_args;
 Command reg(
     "plan", "Memory plan of a model (weights, arena, workspace, lower bound) without running it",
     [](CLI::App& sub) {
-      sub.add_option("--arch", g_args.arch, "Architecture: gpen")->capture_default_str();
+      sub.add_option("--arch", g_args.arch, "Architecture: gpen, retinaface-r50, retinaface-mnet")->capture_default_str();
+      sub.add_option("--input-size", g_args.input_size, "RetinaFace input WIDTHxHEIGHT")->capture_default_str();
       sub.add_option("-m,--model", g_args.model, "Take the configuration from a converted model (.gpw)")
           ->check(CLI::ExistingFile);
       sub.add_option("--size", g_args.size, "GPEN resolution (power of two, 16..2048)")->capture_default_str();

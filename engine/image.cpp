@@ -60,27 +60,60 @@ uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) <
 uint32_t le32(const uint8_t* p) { return uint32_t(p[3]) << 24 | uint32_t(p[2]) << 16 | uint32_t(p[1]) << 8 | p[0]; }
 uint16_t le16(const uint8_t* p) { return static_cast<uint16_t>(p[1] << 8 | p[0]); }
 
-// Walks the marker segments up to the first scan, then requires an EOI marker after it: inside
-// entropy-coded data 0xFF is always followed by 0x00 or a restart marker, so FF D9 there can only
-// be the real end of the image (a progressive file's later scans and tables come before it).
+// stb_image 2.27 builds Huffman tables without checking that a DHT table declares at most 256
+// codes, and writes past its arrays when one does: every table is checked here first.
+void check_dht(const uint8_t* p, size_t len, const std::string& name) {
+  while (len > 0) {
+    GPEN_CHECK(len >= 17, name + ": corrupt JPEG (short Huffman table)");
+    size_t codes = 0;
+    for (int i = 1; i <= 16; ++i) codes += p[i];
+    GPEN_CHECK(codes <= 256, name + ": corrupt JPEG (Huffman table with " + std::to_string(codes) + " codes)");
+    GPEN_CHECK(17 + codes <= len, name + ": corrupt JPEG (Huffman table runs past its segment)");
+    p += 17 + codes;
+    len -= 17 + codes;
+  }
+}
+
+// Walks every marker segment (validating Huffman tables, also those between the scans of a
+// progressive file) and skips entropy-coded data, up to the end-of-image marker: stb would
+// otherwise decode a truncated file from zeros it reads past the end. Inside entropy-coded data
+// 0xFF is always followed by 0x00 (stuffing), a restart marker or more 0xFF fill, so any other
+// FF xx there is a real marker.
 void check_jpeg(const uint8_t* d, size_t n, const std::string& name) {
   size_t i = 2;
+  bool scanned = false;
   for (;;) {
-    GPEN_CHECK(i < n, name + ": truncated JPEG (ends before the image data)");
+    GPEN_CHECK(i < n, name + (scanned ? ": truncated JPEG (no end-of-image marker)"
+                                      : ": truncated JPEG (ends before the image data)"));
     GPEN_CHECK(d[i] == 0xFF, name + ": corrupt JPEG (no marker at byte " + std::to_string(i) + ")");
     while (i < n && d[i] == 0xFF) ++i;  // fill bytes
-    GPEN_CHECK(i + 2 < n, name + ": truncated JPEG (ends before the image data)");
+    GPEN_CHECK(i < n, name + ": truncated JPEG (no end-of-image marker)");
     const uint8_t m = d[i++];
+    if (m == 0xD9) {
+      GPEN_CHECK(scanned, name + ": corrupt JPEG (end of image before any scan)");
+      return;
+    }
     if (m == 0xD8 || (m >= 0xD0 && m <= 0xD7) || m == 0x01) continue;  // no length
-    GPEN_CHECK(m != 0xD9, name + ": corrupt JPEG (end of image before any scan)");
+    GPEN_CHECK(i + 2 <= n, name + ": truncated JPEG (segment runs past the end of the file)");
     const size_t len = static_cast<size_t>(d[i]) << 8 | d[i + 1];
     GPEN_CHECK(len >= 2 && i + len <= n, name + ": truncated JPEG (segment runs past the end of the file)");
+    if (m == 0xC4) check_dht(d + i + 2, len - 2, name);
     i += len;
-    if (m == 0xDA) break;
+    if (m != 0xDA) continue;
+    scanned = true;
+    for (;;) {  // entropy-coded data up to the next real marker
+      while (i < n && d[i] != 0xFF) ++i;
+      GPEN_CHECK(i + 1 < n, name + ": truncated JPEG (no end-of-image marker)");
+      const uint8_t next = d[i + 1];
+      if (next == 0x00 || (next >= 0xD0 && next <= 0xD7)) {
+        i += 2;
+      } else if (next == 0xFF) {
+        ++i;
+      } else {
+        break;
+      }
+    }
   }
-  for (; i + 1 < n; ++i)
-    if (d[i] == 0xFF && d[i + 1] == 0xD9) return;
-  throw Error(name + ": truncated JPEG (no end-of-image marker)");
 }
 
 void check_png(const uint8_t* d, size_t n, const std::string& name) {

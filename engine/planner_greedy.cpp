@@ -178,8 +178,8 @@ class Decoder {
     auto s = std::lower_bound(slots_.begin(), slots_.end(), floor, [](const Slot& a, size_t o) { return a.off < o; });
     work_ += static_cast<size_t>(slots_.end() - s);
     for (; s != slots_.end(); ++s) {
-      bool live = (s->last >= it.first) & (s->first <= it.last);
-      if (live & (s->off >= cur + it.size)) return cur;
+      bool live = s->last >= it.first && s->first <= it.last;
+      if (live && s->off >= cur + it.size) return cur;
       cur = live ? std::max(cur, s->end) : cur;
     }
     return cur;

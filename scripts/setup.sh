@@ -2,7 +2,7 @@
 # Installs the Debian packages the build, the tests and the reference scripts need. Idempotent:
 # apt-get runs only when something is missing.
 set -euo pipefail
-PKGS=(cmake g++ make pkg-config ccache clang libclang-rt-14-dev
+PKGS=(cmake g++ make pkg-config ccache clang libclang-rt-14-dev libomp-14-dev
       libeigen3-dev libstb-dev doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
       libzip-dev libboost-context-dev
       python3-numpy python3-torch python3-opencv)

@@ -110,7 +110,16 @@ TEST_CASE("image: damaged, unsupported and missing files are errors naming the p
   for (size_t i = 60; i < 200; ++i) corrupt_png[i] ^= 0x5A;  // inside the IDAT stream
   std::vector<uint8_t> corrupt_jpg = jpg;
   corrupt_jpg[3] = 0x00;  // first marker is no marker
+  // A Huffman table declaring more than 256 codes (stb_image 2.27 would overrun its arrays).
+  std::vector<uint8_t> bad_dht = prog;
+  for (size_t i = 0; i + 1 < bad_dht.size(); ++i)
+    if (bad_dht[i] == 0xFF && bad_dht[i + 1] == 0xC4) {
+      bad_dht[i + 5 + 14] = 200;
+      bad_dht[i + 5 + 15] = 200;
+      break;
+    }
   const std::vector<Case> cases = {
+      {"bad_dht.jpg", bad_dht, "Huffman table"},
       {"half.jpg", cut(jpg, jpg.size() / 2), "truncated JPEG"},
       {"nohead.jpg", cut(jpg, 300), "truncated JPEG"},
       {"prog_cut.jpg", cut(prog, prog.size() - 10), "truncated JPEG"},

@@ -73,12 +73,13 @@ cudaError_t allocate(void** p, size_t bytes, bool pinned) {
   RuntimeState& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!pinned && bytes > kTotalDeviceBytes - s.device_bytes) return fail(cudaErrorMemoryAllocation);
-  const size_t rounded = (bytes + kAllocAlign - 1) / kAllocAlign * kAllocAlign;
-  void* mem = std::aligned_alloc(kAllocAlign, rounded);
-  if (!mem) return fail(cudaErrorMemoryAllocation);
+  // Exactly `bytes`, not rounded up, so that AddressSanitizer flags a kernel that overruns the
+  // requested size even where a GPU allocation would have slack.
+  void* mem = nullptr;
+  if (posix_memalign(&mem, kAllocAlign, bytes) != 0 || !mem) return fail(cudaErrorMemoryAllocation);
   // Fresh device memory is not zero on a GPU; all-ones bytes read as NaN in f32, f16 and bf16,
   // so a kernel that leaves outputs unwritten is caught by the comparisons.
-  if (!pinned) std::memset(mem, 0xff, rounded);
+  if (!pinned) std::memset(mem, 0xff, bytes);
   s.allocations[reinterpret_cast<uintptr_t>(mem)] = {bytes, pinned};
   if (!pinned) s.device_bytes += bytes;
   *p = mem;

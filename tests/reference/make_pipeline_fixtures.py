@@ -80,7 +80,10 @@ def main():
     torch.set_num_threads(a.threads)
     os.makedirs(OUT, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        p1, p2 = os.path.join(tmp, 'a.pth'), os.path.join(tmp, 'b.pth')
+        # same base name: torch.save names the zip's top folder after the file
+        os.makedirs(os.path.join(tmp, 'a'))
+        os.makedirs(os.path.join(tmp, 'b'))
+        p1, p2 = os.path.join(tmp, 'a', 'gpen.pth'), os.path.join(tmp, 'b', 'gpen.pth')
         make_checkpoint(p1)
         make_checkpoint(p2)
         fp = fingerprint(p1)
