@@ -1,8 +1,48 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, and runs the default task. Until real weights
-# are involved, that is the VRAM plan of the released GPEN models at several batch sizes.
+# The main job: installs what is missing, builds, prints the memory plan of the released GPEN
+# models, and restores a photo (default: ../shared/images/kids_1024x768.jpg) with the whole
+# pipeline. Official weights are used when present in models/ (GPEN-BFR-512 and RetinaFace-R50,
+# .pth or converted .gpw); otherwise it says where to get them and runs on a GPEN-BFR-256-layout
+# checkpoint with random weights (labelled synthetic) and the real RetinaFace-mobilenet0.25.
+# Usage: scripts/run.sh [PHOTO] [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh >/dev/null
-exec build/gpen plan --official "$@"
+PHOTO=${1:-../shared/images/kids_1024x768.jpg}
+OUT=${2:-out/restored.jpg}
+mkdir -p out models
+
+build/gpen plan --official
+echo
+
+gpw_for() {  # gpw_for NAME: prints the .gpw of models/NAME, converting the .pth once
+  if [ -f "models/$1.gpw" ]; then echo "models/$1.gpw"
+  elif [ -f "models/$1.pth" ]; then build/gpen convert "models/$1.pth" -o "models/$1.gpw" >&2 && echo "models/$1.gpw"
+  fi
+}
+GPEN=$(gpw_for GPEN-BFR-512)
+DET=$(gpw_for RetinaFace-R50)
+if [ -z "$GPEN" ]; then
+  cat <<'MSG'
+No official GPEN weights in models/. Download GPEN-BFR-512.pth and RetinaFace-R50.pth from the
+GPEN release (https://github.com/yangxy/GPEN, "Download models"), put them in models/, and run
+this again: they are converted once to .gpw (gpen convert). Meanwhile this run uses a SYNTHETIC
+GPEN-BFR-256-layout checkpoint with random weights: the pipeline, timings and memory are real,
+the "restored" faces are not.
+MSG
+  if [ ! -f out/GPEN-BFR-256-synthetic.gpw ]; then
+    /usr/bin/python3 scripts/make_synthetic_gpen.py out/GPEN-BFR-256-synthetic.pth --size 256
+    build/gpen convert out/GPEN-BFR-256-synthetic.pth -o out/GPEN-BFR-256-synthetic.gpw 2>/dev/null
+  fi
+  GPEN=out/GPEN-BFR-256-synthetic.gpw
+fi
+if [ -z "$DET" ]; then
+  [ -f out/retinaface-mobilenet0.25.gpw ] ||
+    build/gpen convert ../shared/models/retinaface-mobilenet0.25.pth -o out/retinaface-mobilenet0.25.gpw 2>/dev/null
+  DET=out/retinaface-mobilenet0.25.gpw
+fi
+echo "restoring $PHOTO with $GPEN and $DET"
+build/gpen restore -m "$GPEN" -d "$DET" "$PHOTO" -o "$OUT" --report out/report.json
+echo "report (out/report.json):"
+cat out/report.json
