@@ -45,8 +45,8 @@ Conv2dParams params(int k, int stride, int pad, int groups, bool bias, bool resi
 }
 
 void run_case(const ConvCase& c, DType dt, cuda::ConvAlgo algo) {
-  CAPTURE(c.name);
-  CAPTURE(dtype_name(dt));
+  CAPTURE(std::string(c.name));
+  CAPTURE(std::string(dtype_name(dt)));
   CAPTURE(static_cast<int>(algo));
   const Conv2dParams& p = c.p;
   const int64_t cin_g = c.x[3] / p.groups;

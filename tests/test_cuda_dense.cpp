@@ -13,7 +13,7 @@ using cuda_test::output_tolerance;
 
 TEST_CASE("cuda dense matches the CPU op") {
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
-    CAPTURE(dtype_name(dt));
+    CAPTURE(std::string(dtype_name(dt)));
     // x is a [3, 100] slice of a [3, 130] buffer; y a [3, 37] slice of [3, 40].
     auto x = make_pair(Shape{3, 100}, dt, 1, -1.0f, 1.0f, 130, 20);
     auto w = make_pair(Shape{37, 100}, dt, 2);

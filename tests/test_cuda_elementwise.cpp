@@ -21,7 +21,7 @@ constexpr cuda_test::Tolerance kF32{1e-6, 1e-6};
 
 TEST_CASE("cuda bias_act matches the CPU op") {
   for (DType dt : kTypes) {
-    CAPTURE(dtype_name(dt));
+    CAPTURE(std::string(dtype_name(dt)));
     // x is a 7-channel slice (offset 2) of a 12-channel buffer, y a dense tensor.
     auto x = make_pair(Shape{2, 3, 5, 7}, dt, 1, -2.0f, 2.0f, 12, 2);
     auto b = make_pair(Shape{7}, dt, 2);
@@ -62,7 +62,7 @@ TEST_CASE("cuda bias_act on rank 1 and rank 2 tensors") {
 
 TEST_CASE("cuda add matches the CPU op, including in place") {
   for (DType dt : kTypes) {
-    CAPTURE(dtype_name(dt));
+    CAPTURE(std::string(dtype_name(dt)));
     auto a = make_pair(Shape{2, 4, 3, 6}, dt, 10, -1.0f, 1.0f, 9, 3);
     auto b = make_pair(Shape{2, 4, 3, 6}, dt, 11);
     auto y = make_pair(Shape{2, 4, 3, 6}, dt, 12, -1.0f, 1.0f, 10, 0);

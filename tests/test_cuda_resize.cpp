@@ -17,7 +17,7 @@ TEST_CASE("cuda resize_nearest matches the CPU op") {
   const Case cases[] = {{Shape{2, 5, 7, 3}, 8, 4}, {Shape{1, 4, 6, 5}, 8, 12}, {Shape{1, 9, 9, 2}, 3, 5}};
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
     for (const Case& c : cases) {
-      CAPTURE(dtype_name(dt));
+      CAPTURE(std::string(dtype_name(dt)));
       CAPTURE(c.in.str());
       auto x = make_pair(c.in, dt, 1);
       // The output is a channel slice [2, 2 + C) of a wider buffer.

@@ -16,7 +16,7 @@ TEST_CASE("cuda softmax matches the CPU op") {
   const Shape shapes[] = {Shape{3, 40, 2}, Shape{5, 70}, Shape{7}};
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
     for (const Shape& s : shapes) {
-      CAPTURE(dtype_name(dt));
+      CAPTURE(std::string(dtype_name(dt)));
       CAPTURE(s.str());
       auto x = make_pair(s, dt, 1, -8.0f, 8.0f);
       auto y = make_pair(s, dt, 2);

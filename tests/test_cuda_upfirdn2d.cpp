@@ -48,7 +48,7 @@ void run_case(const UpFirDn2dParams& p, const Shape& xs, DType dt) {
 
 TEST_CASE("cuda upfirdn2d: GPEN's blurs") {
   for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
-    CAPTURE(dtype_name(dt));
+    CAPTURE(std::string(dtype_name(dt)));
     UpFirDn2dParams down;  // encoder blur before a stride-2 conv: pad 2, 2
     down.kh = down.kw = 4;
     down.kernel = blur_kernel(1.0f);
@@ -81,7 +81,7 @@ TEST_CASE("cuda upfirdn2d: general up, down, crop and an asymmetric kernel") {
   p.has_bias = true;
   p.act = Activation::leaky(0.3f);
   for (DType dt : {DType::f32, DType::f16}) {
-    CAPTURE(dtype_name(dt));
+    CAPTURE(std::string(dtype_name(dt)));
     run_case(p, Shape{2, 7, 9, 3}, dt);
   }
 }

@@ -37,9 +37,13 @@ void write_file(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary) << bytes;
 }
 
-// Exit status of a shell command whose stderr and stdout go to `log`.
+// Exit status of a shell command whose stderr and stdout go to `log`. A sanitizer report in the
+// log (the sanitizer build runs the same test) fails the test even where a failure is expected.
 int run(const std::string& cmd, const fs::path& log) {
   int st = std::system((cmd + " >" + log.string() + " 2>&1").c_str());
+  const std::string text = read_file(log);
+  CHECK_MESSAGE(text.find("Sanitizer") == std::string::npos, text);
+  CHECK_MESSAGE(text.find("runtime error:") == std::string::npos, text);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 

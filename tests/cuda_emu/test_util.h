@@ -20,7 +20,8 @@
 namespace cuda_test {
 
 inline void cuda_ok(cudaError_t e, const char* what) {
-  INFO(what << ": " << cudaGetErrorString(e));
+  const std::string message = std::string(what) + ": " + cudaGetErrorString(e);
+  INFO(message);
   REQUIRE(e == cudaSuccess);
 }
 
