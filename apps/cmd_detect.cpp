@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli.h"
+#include "engine/device.h"
 #include "engine/image.h"
 #include "engine/models/retinaface.h"
 
@@ -17,6 +18,7 @@ struct DetectArgs {
   std::string model;
   std::vector<std::string> images;
   std::string device = "auto";
+  std::string precision = "fp32";
   float threshold = 0.9f;
   float nms = 0.4f;
   int det_max_side = -1;  // -1: GPEN's rule (> 1500 -> 1000)
@@ -66,13 +68,14 @@ void draw_faces(Image& img, const std::vector<Face>& faces) {
 }
 
 void run_detect(const DetectArgs& a) {
-  GPEN_CHECK(a.device == "cpu" || a.device == "auto" || a.device == "cuda",
-             "unknown --device '" + a.device + "' (expected cpu, cuda or auto)");
-  GPEN_CHECK(a.device != "cuda", "CUDA backend not available");
+  DeviceOptions dopt;
+  dopt.kind = parse_device(a.device);
+  GPEN_CHECK(parse_precision(a.precision) == DType::f32,
+             "--precision " + a.precision + ": RetinaFace runs in fp32 on every device (16-bit precision is for GPEN)");
   GPEN_CHECK(a.threshold >= 0 && a.threshold < 1, "--threshold must be in [0, 1)");
   GPEN_CHECK(a.nms > 0 && a.nms <= 1, "--nms must be in (0, 1]");
   GPEN_CHECK(a.det_max_side >= -1, "--det-max-side must be >= 0");
-  RetinaFaceDetector det(a.model);
+  RetinaFaceDetector det(a.model, make_backend(dopt));
   DetectOptions opt;
   opt.post.threshold = a.threshold;
   opt.post.nms = a.nms;
@@ -127,7 +130,8 @@ Command reg(
     [](CLI::App& sub) {
       sub.add_option("-d,--detector", g_args.model, "RetinaFace weights (.gpw from gpen convert)")->required();
       sub.add_option("images", g_args.images, "Image files (JPEG, PNG, BMP)")->required();
-      sub.add_option("--device", g_args.device, "cpu, cuda or auto")->capture_default_str();
+      sub.add_option("--device", g_args.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
+      sub.add_option("--precision", g_args.precision, "fp32 (the detector always runs in fp32)")->capture_default_str();
       sub.add_option("--threshold", g_args.threshold, "Keep faces with score > threshold")->capture_default_str();
       sub.add_option("--nms", g_args.nms, "NMS IoU threshold")->capture_default_str();
       sub.add_option("--det-max-side", g_args.det_max_side,

@@ -38,21 +38,93 @@ struct PlanArgs {
   std::string plot;
   std::string plot_lifetimes;
   std::string input_size = "1000x750";
+  bool remat = false;
+  bool reorder = false;
+  double remat_max_flops = 2.0;  // percent of the model's FLOPs
+  bool pipeline = false;
 };
+
+PlanOptions plan_options(const PlanArgs& a, const std::string& strategy) {
+  PlanOptions o;
+  o.strategy = strategy;
+  o.rematerialize = a.remat;
+  o.reorder = a.reorder;
+  o.remat_max_flops_fraction = a.remat_max_flops / 100.0;
+  return o;
+}
+
+// A plan of one graph, with the graph transforms of --remat / --reorder: `before` plans the
+// builder's graph, `plan` the transformed one (the same when no transform was asked for).
+struct Planned {
+  MemoryPlan plan, before;
+  bool transformed = false;
+  TransformReport xf;
+};
+
+Planned plan_with_transforms(Graph& g, const WorkspaceFn& ws, const PlanOptions& o) {
+  Planned r;
+  r.transformed = o.rematerialize || o.reorder;
+  if (r.transformed) {
+    r.before = plan_memory(g, ws, o);
+    r.xf = transform_for_memory(g, o);
+  }
+  r.plan = plan_memory(g, ws, o);
+  if (!r.transformed) r.before = r.plan;
+  return r;
+}
+
+nlohmann::json transform_json(const Planned& p) {
+  const TransformReport& x = p.xf;
+  return {{"rematerialize", !x.recomputed.empty() || x.remat_flops > 0},
+          {"recomputed", x.recomputed},
+          {"flops_added", x.remat_flops},
+          {"model_flops", x.model_flops},
+          {"flops_added_percent", x.model_flops > 0 ? 100.0 * x.remat_flops / x.model_flops : 0.0},
+          {"reorder_rule", x.reorder_rule},
+          {"nodes_moved", x.nodes_moved},
+          {"lower_bound_before_bytes", x.lower_bound_before},
+          {"lower_bound_after_remat_bytes", x.lower_bound_after_remat},
+          {"lower_bound_after_bytes", x.lower_bound_after},
+          {"arena_before_bytes", p.before.arena_bytes},
+          {"arena_after_bytes", p.plan.arena_bytes},
+          {"bytes_saved", static_cast<int64_t>(p.before.arena_bytes) - static_cast<int64_t>(p.plan.arena_bytes)}};
+}
+
+void print_transform(const Planned& p) {
+  const TransformReport& x = p.xf;
+  auto mb = [](size_t b) { return human_bytes(double(b)); };
+  std::printf("  transforms (model %.3f GFLOP):\n", x.model_flops * 1e-9);
+  std::printf("    lower bound  %s -> %s after remat -> %s after reorder\n", mb(x.lower_bound_before).c_str(),
+              mb(x.lower_bound_after_remat).c_str(), mb(x.lower_bound_after).c_str());
+  std::printf("    arena        %s -> %s  (saved %s)\n", mb(p.before.arena_bytes).c_str(), mb(p.plan.arena_bytes).c_str(),
+              p.before.arena_bytes >= p.plan.arena_bytes ? mb(p.before.arena_bytes - p.plan.arena_bytes).c_str() : "-");
+  std::string names;
+  for (const auto& n : x.recomputed) names += (names.empty() ? "" : ", ") + n;
+  std::printf("    remat        %zu tensor(s) recomputed%s%s, +%.4f GFLOP (%.3f%% of the model)\n", x.recomputed.size(),
+              names.empty() ? "" : ": ", names.c_str(), x.remat_flops * 1e-9,
+              x.model_flops > 0 ? 100.0 * x.remat_flops / x.model_flops : 0.0);
+  std::printf("    reorder      order %s, %d node(s) moved\n", x.reorder_rule.c_str(), x.nodes_moved);
+}
+
+std::pair<int, int> parse_input_size(const std::string& s) {
+  int w = 0, h = 0;
+  char x = 0;
+  std::istringstream is(s);
+  GPEN_CHECK((is >> w >> x >> h) && x == 'x' && w > 0 && h > 0 && is.eof(),
+             "--input-size '" + s + "': expected WIDTHxHEIGHT, e.g. 1000x750");
+  return {w, h};
+}
 
 // RetinaFace plans: one input size (WxH), the detector's graph, same report fields as GPEN.
 void run_retinaface_plan(const PlanArgs& a) {
   RetinaFaceBackbone bb = parse_retinaface_backbone(a.arch == "retinaface-r50" ? "resnet50" : "mobilenet0.25");
-  int w = 0, h = 0;
-  char x = 0;
-  std::istringstream is(a.input_size);
-  GPEN_CHECK((is >> w >> x >> h) && x == 'x' && w > 0 && h > 0 && is.eof(),
-             "--input-size '" + a.input_size + "': expected WIDTHxHEIGHT, e.g. 1000x750");
+  auto [w, h] = parse_input_size(a.input_size);
   auto backend = make_cpu_backend();
   WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend->workspace_bytes(g, n); };
   RetinaFaceGraph rg = build_retinaface_graph(bb, h, w);
   const bool all = a.strategy == "all";
-  MemoryPlan p = plan_memory(rg.graph, ws, {all ? "" : a.strategy});
+  Planned pd = plan_with_transforms(rg.graph, ws, plan_options(a, all ? "" : a.strategy));
+  const MemoryPlan& p = pd.plan;
   nlohmann::json j = {{"arch", a.arch},
                       {"config", {{"backbone", retinaface_backbone_name(bb)}}},
                       {"input_size", {w, h}},
@@ -69,6 +141,7 @@ void run_retinaface_plan(const PlanArgs& a) {
                       {"ops", rg.graph.nodes().size()},
                       {"tensors", rg.graph.tensors().size()},
                       {"plan_ms", p.plan_ms}};
+  if (pd.transformed) j["transform"] = transform_json(pd);
   if (all) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& name : strategy_names()) {
@@ -92,6 +165,7 @@ void run_retinaface_plan(const PlanArgs& a) {
   std::printf("  naive        %12zu  (%s)\n", p.naive_bytes, human_bytes(double(p.naive_bytes)).c_str());
   std::printf("  workspace    %12zu  (%s)\n", p.workspace_bytes, human_bytes(double(p.workspace_bytes)).c_str());
   std::printf("  total        %12zu  (%s)\n", p.total_bytes(), human_bytes(double(p.total_bytes())).c_str());
+  if (pd.transformed) print_transform(pd);
   if (all)
     for (const auto& s : j["strategies"])
       std::printf("  strategy %-14s arena %12zu  ratio %.4f  %.2f ms\n", s["name"].get<std::string>().c_str(),
@@ -104,16 +178,18 @@ struct Row {
   std::string precision;
   MemoryPlan plan;
   size_t ops = 0, tensors = 0;
+  Planned detail;  // before / after the graph transforms
 };
 
 class Planner {
  public:
-  Planner() : backend_(make_cpu_backend()) {}
+  explicit Planner(const PlanArgs& a) : backend_(make_cpu_backend()), args_(a) {}
   Row plan(const std::string& name, GpenConfig c, const std::string& prec, const std::string& strategy) {
     c.act_dtype = c.weight_dtype = parse_dtype(prec);
     GpenGraph gg = build_gpen_graph(c);
     WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend_->workspace_bytes(g, n); };
-    Row r{name, c, prec, plan_memory(gg.graph, ws, {strategy}), gg.graph.nodes().size(), gg.graph.tensors().size()};
+    Planned pd = plan_with_transforms(gg.graph, ws, plan_options(args_, strategy));
+    Row r{name, c, prec, pd.plan, gg.graph.nodes().size(), gg.graph.tensors().size(), pd};
     last_graph_ = std::move(gg);
     return r;
   }
@@ -122,6 +198,7 @@ class Planner {
 
  private:
   std::unique_ptr<Backend> backend_;
+  PlanArgs args_;
   GpenGraph last_graph_;
 };
 
@@ -144,6 +221,7 @@ nlohmann::json row_json(const Row& r, bool brief = true) {
                       {"total_bytes", p.total_bytes()},
                       {"arena_over_lower_bound", ratio(p)},
                       {"plan_ms", p.plan_ms}};
+  if (r.detail.transformed) j["transform"] = transform_json(r.detail);
   if (!brief) {
     j["ops"] = r.ops;
     j["tensors"] = r.tensors;
@@ -193,14 +271,97 @@ void print_single(const Row& r, const std::vector<Row>& strategies, const char* 
   std::printf("  workspace    %12zu  (%s, %s backend)\n", p.workspace_bytes, human_bytes(p.workspace_bytes).c_str(),
               device);
   std::printf("  total        %12zu  (%s)\n", p.total_bytes(), human_bytes(p.total_bytes()).c_str());
+  if (r.detail.transformed) print_transform(r.detail);
   for (const Row& s : strategies)
     std::printf("  strategy %-14s arena %12zu  ratio %.4f  %.2f ms\n", s.plan.strategy.c_str(), s.plan.arena_bytes,
                 ratio(s.plan), s.plan.plan_ms);
 }
 
+// The restore pipeline: the detector runs, then the generator, never both at once, so one arena
+// (and one workspace) of the larger size serves both.
+void run_pipeline_plan(const PlanArgs& a) {
+  RetinaFaceBackbone bb = parse_retinaface_backbone(a.arch == "retinaface-mnet" ? "mobilenet0.25" : "resnet50");
+  auto [w, h] = parse_input_size(a.input_size);
+  const std::string strategy = a.strategy == "all" ? "" : a.strategy;
+  auto backend = make_cpu_backend();
+  WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend->workspace_bytes(g, n); };
+  RetinaFaceGraph rg = build_retinaface_graph(bb, h, w);
+  Planned det = plan_with_transforms(rg.graph, ws, plan_options(a, strategy));
+
+  GpenConfig c;
+  std::string name = "gpen";
+  if (!a.model.empty()) {
+    GpwFile f = GpwFile::open(a.model);
+    c = gpen_config_from_gpw(f);
+    name = f.path();
+  } else {
+    c.size = a.size;
+    c.channel_multiplier = a.channel_multiplier;
+    c.narrow = a.narrow;
+  }
+  c.batch = a.batch;
+  Planner planner(a);
+  Row gen = planner.plan(name, c, a.precision, strategy);
+
+  SharedMemory joint = shared_memory({&det.plan, &gen.plan});
+  const size_t sep_arena = det.plan.arena_bytes + gen.plan.arena_bytes;
+  const size_t sep_ws = det.plan.workspace_bytes + gen.plan.workspace_bytes;
+  const size_t sep_total = joint.weights_bytes + sep_arena + sep_ws;
+  auto part = [](const MemoryPlan& p) {
+    return nlohmann::json{{"strategy", p.strategy},          {"weights_bytes", p.weights_bytes},
+                          {"arena_bytes", p.arena_bytes},    {"lower_bound_bytes", p.lower_bound_bytes},
+                          {"workspace_bytes", p.workspace_bytes}, {"total_bytes", p.total_bytes()}};
+  };
+  nlohmann::json jd = part(det.plan), jg = part(gen.plan);
+  jd["arch"] = std::string("retinaface-") + (bb == RetinaFaceBackbone::resnet50 ? "r50" : "mnet");
+  jd["input_size"] = {w, h};
+  jd["precision"] = "fp32";
+  if (det.transformed) jd["transform"] = transform_json(det);
+  jg["model"] = name;
+  jg["size"] = c.size;
+  jg["batch"] = c.batch;
+  jg["precision"] = a.precision;
+  if (gen.detail.transformed) jg["transform"] = transform_json(gen.detail);
+  nlohmann::json j = {{"device", backend->name()},
+                      {"detector", jd},
+                      {"generator", jg},
+                      {"joint", {{"arena_bytes", joint.arena_bytes},
+                                 {"workspace_bytes", joint.workspace_bytes},
+                                 {"weights_bytes", joint.weights_bytes},
+                                 {"total_bytes", joint.total_bytes()}}},
+                      {"separate", {{"arena_bytes", sep_arena}, {"workspace_bytes", sep_ws}, {"total_bytes", sep_total}}},
+                      {"bytes_saved", sep_total - joint.total_bytes()}};
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  auto mb = [](size_t b) { return human_bytes(double(b)); };
+  std::printf("Pipeline: RetinaFace %s at %dx%d (fp32), then %s (workspace for the %s backend)\n",
+              retinaface_backbone_name(bb), w, h, gen.cfg.describe().c_str(), backend->name());
+  std::printf("  %-10s %10s %10s %10s %10s %10s\n", "", "weights", "arena", "lower bnd", "workspace", "total");
+  for (auto [label, p] : {std::pair<const char*, const MemoryPlan*>{"detector", &det.plan}, {"generator", &gen.plan}})
+    std::printf("  %-10s %10s %10s %10s %10s %10s\n", label, mb(p->weights_bytes).c_str(), mb(p->arena_bytes).c_str(),
+                mb(p->lower_bound_bytes).c_str(), mb(p->workspace_bytes).c_str(), mb(p->total_bytes()).c_str());
+  std::printf("  %-10s %10s %10s %10s %10s %10s\n", "separate", mb(joint.weights_bytes).c_str(), mb(sep_arena).c_str(), "",
+              mb(sep_ws).c_str(), mb(sep_total).c_str());
+  std::printf("  %-10s %10s %10s %10s %10s %10s\n", "joint", mb(joint.weights_bytes).c_str(), mb(joint.arena_bytes).c_str(),
+              "", mb(joint.workspace_bytes).c_str(), mb(joint.total_bytes()).c_str());
+  std::printf("  one shared arena saves %s (%.1f%% of the separate total)\n", mb(sep_total - joint.total_bytes()).c_str(),
+              100.0 * double(sep_total - joint.total_bytes()) / double(sep_total));
+  if (det.transformed) {
+    std::printf("  detector ");
+    print_transform(det);
+  }
+  if (gen.detail.transformed) {
+    std::printf("  generator ");
+    print_transform(gen.detail);
+  }
+}
+
 void run_plan(PlanArgs a) {
+  if (a.pipeline) return run_pipeline_plan(a);
   if (a.arch == "retinaface-r50" || a.arch == "retinaface-mnet") return run_retinaface_plan(a);
-  Planner planner;
+  Planner planner(a);
   GpenConfig base;
   std::string name = "gpen";
   if (!a.model.empty()) {
@@ -393,6 +554,16 @@ Command reg(
                    "Table of the released GPEN-BFR-256/512/1024 at batch 1, 4, 8 in fp32 and fp16");
       sub.add_option("--max-batch-for", g_args.max_batch_for,
                      "Largest batch whose total (weights + arena + workspace) fits this much memory, e.g. 8GiB");
+      sub.add_flag("--remat", g_args.remat,
+                   "Rematerialize: recompute cheap tensors instead of keeping them alive across a long gap");
+      sub.add_flag("--reorder", g_args.reorder, "Look for an execution order with a lower liveness peak");
+      sub.add_option("--remat-max-flops", g_args.remat_max_flops,
+                     "Recomputation allowed by --remat, in percent of the model's FLOPs")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 100.0));
+      sub.add_flag("--pipeline", g_args.pipeline,
+                   "Plan the restore pipeline: the detector (--arch retinaface-r50|retinaface-mnet, --input-size) "
+                   "and GPEN (--size or -m, --batch, --precision) sharing one arena");
       sub.add_option("--plot", g_args.plot, "Write an SVG chart of arena versus resolution per strategy");
       sub.add_option("--plot-lifetimes", g_args.plot_lifetimes,
                      "Write an SVG chart of the plan's tensor lifetimes and offsets");

@@ -9,8 +9,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "apps/cli.h"
 #include "apps/format.h"
 #include "apps/svg.h"
+#include "engine/device.h"
 #include "engine/face_io.h"
 #include "engine/image.h"
 #include "engine/models/gpen_model.h"
@@ -36,8 +40,9 @@ struct RestoreArgs {
   std::vector<std::string> inputs;
   std::string output;
   bool aligned = false;
-  std::string device = "cpu";
-  std::string precision = "fp32";
+  std::string device = "auto";
+  std::string precision;  // empty: fp32 on the CPU, fp16 on CUDA
+  bool no_cuda_graphs = false;
   std::string save_raw;
   std::string save_faces;
   std::string report;
@@ -78,10 +83,19 @@ size_t available_ram() {
   return size_t{4} << 30;
 }
 
-void check_device(const RestoreArgs& a) {
-  GPEN_CHECK(a.device == "cpu" || a.device == "auto",
-             "--device " + a.device + ": only the CPU backend runs GPEN in this build (see docs/status.md)");
-  GPEN_CHECK(a.precision == "fp32", "--precision " + a.precision + ": the CPU backend runs fp32 only");
+DeviceOptions device_options(const RestoreArgs& a) {
+  DeviceOptions o;
+  o.kind = parse_device(a.device);
+  o.cuda_graphs = !a.no_cuda_graphs;
+  return o;
+}
+
+// The GPEN model on the chosen device at the chosen precision.
+std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend) {
+  const DType p = a.precision.empty() ? default_precision(backend) : parse_precision(a.precision);
+  GPEN_CHECK(p == DType::f32 || is_device_backend(backend),
+             "--precision " + a.precision + ": the CPU backend runs fp32 only (use --device cuda)");
+  return GpenModel::open(a.model, backend, p);
 }
 
 // ---------------------------------------------------------------- aligned crops
@@ -116,9 +130,8 @@ void load_aligned(const std::string& path, int S, std::vector<AlignedFace>& face
 }
 
 void run_aligned(const RestoreArgs& a) {
-  check_device(a);
-  auto backend = make_cpu_backend();
-  auto model = GpenModel::open(a.model, *backend);
+  auto backend = make_backend(device_options(a));
+  auto model = open_model(a, *backend);
   const int S = model->size();
 
   std::vector<AlignedFace> faces;
@@ -146,6 +159,14 @@ void run_aligned(const RestoreArgs& a) {
     int n = std::min(batch, total - start);
     for (int i = 0; i < n; ++i)
       std::copy(faces[start + i].x.begin(), faces[start + i].x.end(), in.begin() + i * face_floats);
+    // scripts/startup.sh reads this to time process start -> first op (the start-up
+    // figure); GPEN_TRACE_START=exit stops there, so measuring does not wait for the forward pass.
+    if (const char* trace = std::getenv("GPEN_TRACE_START"); trace && start == 0) {
+      timespec now{};
+      clock_gettime(CLOCK_REALTIME, &now);
+      std::fprintf(stderr, "gpen: first op at %lld ns\n", now.tv_sec * 1000000000LL + now.tv_nsec);
+      if (std::string(trace) == "exit") std::_Exit(0);
+    }
     auto t0 = std::chrono::steady_clock::now();
     model->run(n, in.data(), out.data());
     double ms = ms_since(t0);
@@ -173,6 +194,7 @@ void run_aligned(const RestoreArgs& a) {
 struct Job {
   std::string input;
   std::string output;
+  std::string faces_prefix;  // --save-faces: path under that directory, before "_faceK.png"
 };
 
 // Files and directories (recursively, image extensions) -> (input, output) pairs. One file in:
@@ -192,19 +214,35 @@ std::vector<Job> collect_jobs(const RestoreArgs& a) {
       for (const auto& p : found) {
         fs::path rel = fs::relative(p, in);
         if (a.inputs.size() > 1) rel = fs::path(in).filename() / rel;
-        jobs.push_back({p.string(), (fs::path(a.output) / rel).string()});
+        jobs.push_back({p.string(), (fs::path(a.output) / rel).string(), {}});
       }
     } else {
-      jobs.push_back({in, out_is_dir ? (fs::path(a.output) / fs::path(in).filename()).string() : a.output});
+      jobs.push_back({in, out_is_dir ? (fs::path(a.output) / fs::path(in).filename()).string() : a.output, {}});
     }
   }
+  // Paths compared by what they resolve to, so "./a.png" and "a.png" are one file.
+  auto key = [](const std::string& p) { return fs::weakly_canonical(fs::absolute(p)).string(); };
+  std::map<std::string, std::string> input_of;  // resolved input -> as given
+  for (const auto& j : jobs) input_of.emplace(key(j.input), j.input);
+  std::map<std::string, std::string> writer_of;  // resolved output -> the input written there
+  std::map<std::string, std::vector<Job*>> by_prefix;
   for (auto& j : jobs) {
     if (ends_with(j.output, ".bmp")) j.output = fs::path(j.output).replace_extension(".png").string();
     if (!out_is_dir) GPEN_CHECK(is_image_name(j.output), j.output + ": the output must end in .png or .jpg");
-    for (const auto& in : a.inputs)
-      GPEN_CHECK(!fs::exists(j.output) || !fs::equivalent(j.output, j.input),
-                 j.output + ": refusing to overwrite an input");
+    const std::string k = key(j.output);
+    auto in = input_of.find(k);
+    GPEN_CHECK(in == input_of.end(), j.output + ": refusing to overwrite an input (" + in->second + ")");
+    auto [w, fresh] = writer_of.emplace(k, j.input);
+    GPEN_CHECK(fresh, j.output + ": both " + w->second + " and " + j.input +
+                          " would be written here; restore them in separate runs or rename one");
+    fs::path rel = out_is_dir ? fs::path(j.output).lexically_relative(a.output) : fs::path(j.output).filename();
+    j.faces_prefix = rel.replace_extension().string();
+    by_prefix[j.faces_prefix].push_back(&j);
   }
+  // x.png and x.jpg keep apart in --save-faces by their extension.
+  for (auto& [prefix, same] : by_prefix)
+    if (same.size() > 1)
+      for (Job* j : same) j->faces_prefix += "_" + fs::path(j->output).extension().string().substr(1);
   return jobs;
 }
 
@@ -219,14 +257,17 @@ void progress(size_t done, size_t total, const std::string& name) {
 }
 
 void run_photos(const RestoreArgs& a) {
-  check_device(a);
+  const DeviceOptions dopt = device_options(a);
   GPEN_CHECK(!a.detector.empty(), "restore needs a detector (-d RETINAFACE.gpw), or --aligned for face crops");
   std::vector<Job> jobs = collect_jobs(a);
   GPEN_CHECK(!jobs.empty(), "no images found in the inputs (extensions .jpg, .jpeg, .png, .bmp)");
 
-  auto backend = make_cpu_backend();
-  auto model = GpenModel::open(a.model, *backend);
-  RetinaFaceDetector detector(a.detector);
+  auto backend = make_backend(dopt);
+  auto model = open_model(a, *backend);
+  // The detector on the same kind of device (its own backend: own stream, own arena).
+  DeviceOptions det_opt = dopt;
+  det_opt.kind = is_device_backend(*backend) ? DeviceKind::cuda : DeviceKind::cpu;
+  RetinaFaceDetector detector(a.detector, make_backend(det_opt));
   RestoreOptions opt;
   opt.alpha = a.alpha;
   opt.min_score = a.threshold;
@@ -238,13 +279,21 @@ void run_photos(const RestoreArgs& a) {
   if (a.batch > 0) {
     opt.batch = a.batch;
   } else {
-    size_t budget = a.vram_budget.empty() ? available_ram() / 2 : parse_bytes(a.vram_budget);
+    // Default budget: half the free RAM on the CPU; on a GPU 80% of the free device memory (the
+    // weights, already uploaded, count in the plan's total and are added back).
+    size_t budget = 0;
+    if (!a.vram_budget.empty())
+      budget = parse_bytes(a.vram_budget);
+    else if (auto* dev = dynamic_cast<DeviceBackend*>(backend.get()))
+      budget = dev->memory_info().free / 10 * 8 + model->device_weights_bytes();
+    else
+      budget = available_ram() / 2;
     opt.batch = choose_batch(model->config(), *backend, budget, 16);
   }
   FaceRestorer restorer(*model, detector, opt);
   const MemoryPlan& plan = model->plan();
-  std::fprintf(stderr, "GPEN %dx%d, batch %d: weights %s, arena %s, workspace %s\n", model->size(), model->size(),
-               opt.batch, human_bytes(double(plan.weights_bytes)).c_str(), human_bytes(double(plan.arena_bytes)).c_str(),
+  std::fprintf(stderr, "GPEN %dx%d on %s (%s), batch %d: weights %s, arena %s, workspace %s\n", model->size(),
+               model->size(), backend->name(), precision_name(model->precision()), opt.batch, human_bytes(double(plan.weights_bytes)).c_str(), human_bytes(double(plan.arena_bytes)).c_str(),
                human_bytes(double(plan.workspace_bytes)).c_str());
 
   nlohmann::json images = nlohmann::json::array();
@@ -264,11 +313,10 @@ void run_photos(const RestoreArgs& a) {
       fs::create_directories(fs::absolute(job.output).parent_path());
       write_image(job.output, r.image, a.jpeg_quality);
       if (!a.save_faces.empty()) {
-        fs::create_directories(a.save_faces);
-        std::string stem = fs::path(job.output).stem().string();
+        const fs::path prefix = fs::path(a.save_faces) / job.faces_prefix;
+        fs::create_directories(prefix.parent_path());
         for (size_t k = 0; k < r.restored_faces.size(); ++k)
-          write_image((fs::path(a.save_faces) / (stem + "_face" + std::to_string(k) + ".png")).string(),
-                      r.restored_faces[k]);
+          write_image(prefix.string() + "_face" + std::to_string(k) + ".png", r.restored_faces[k]);
       }
       r.times.encode_ms = ms_since(t0);
       faces_total += r.restored;
@@ -309,11 +357,14 @@ void run_photos(const RestoreArgs& a) {
             {"paste", sum.paste_ms}, {"encode", sum.encode_ms}}}}},
         {"memory",
          {{"device", backend->name()},
+          {"precision", precision_name(model->precision())},
           {"gpen_batch", opt.batch},
           {"weights_bytes", plan.weights_bytes},
           {"arena_bytes", plan.arena_bytes},
           {"workspace_bytes", plan.workspace_bytes},
+          // In the generator's arena when it fits there (FaceRestorer lends it): no extra memory.
           {"detector_arena_bytes", detector.arena_capacity()},
+          {"detector_in_generator_arena", detector.uses_shared_memory()},
           {"peak_rss_mib", peak_rss_mib()}}}};
     write_text_file(a.report, report.dump(2) + "\n");
   }
@@ -337,19 +388,23 @@ Command reg(
           ->required();
       sub.add_option("-o,--output", g_args.output, "Output file (one input) or directory")->required();
       sub.add_flag("--aligned", g_args.aligned, "Inputs are aligned face crops (no detection)");
-      sub.add_option("--device", g_args.device, "cpu or auto (cuda: see docs/status.md)")->capture_default_str();
-      sub.add_option("--precision", g_args.precision, "fp32 (fp16/bf16 need the CUDA backend)")->capture_default_str();
+      sub.add_option("--device", g_args.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
+      sub.add_option("--precision", g_args.precision,
+                     "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; the CPU runs fp32 "
+                     "only; the detector always runs fp32)");
+      sub.add_flag("--no-cuda-graphs", g_args.no_cuda_graphs,
+                   "CUDA: launch every kernel each run instead of replaying a captured graph");
       sub.add_option("--batch", g_args.batch, "Faces per GPEN run (default: from --vram-budget)");
       sub.add_option("--vram-budget", g_args.vram_budget,
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB; the batch is the largest that fits "
-                     "(default: half the free RAM on CPU)");
+                     "(default: half the free RAM on CPU, 80% of the free GPU memory on CUDA)");
       sub.add_option("--alpha", g_args.alpha, "Blend: restored * alpha + original crop * (1 - alpha)")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));
       sub.add_option("--threshold", g_args.threshold, "Detection score threshold")->capture_default_str();
       sub.add_option("--det-max-side", g_args.det_max_side,
                      "Shrink photos whose longer side exceeds N to N for detection (default: > 1500 -> 1000; 0: never)");
-      sub.add_option("--save-faces", g_args.save_faces, "Also write every restored face crop into this directory");
+      sub.add_option("--save-faces", g_args.save_faces, "Also write every restored face crop into this directory, as <output path without extension>_face<K>.png mirroring the output tree");
       sub.add_option("--save-raw", g_args.save_raw, "--aligned: also write the raw generator output (float32 NCHW .npy)");
       sub.add_option("--jpeg-quality", g_args.jpeg_quality, "JPEG quality of .jpg outputs")
           ->capture_default_str()

@@ -1,7 +1,10 @@
-// CPU kernel throughput at the shapes that dominate GPEN-512 (and a few RetinaFace ones).
+// CPU kernel throughput at the shapes that dominate GPEN-512 and at every conv shape of
+// RetinaFace mobilenet0.25 at 1024x768 (names stem / dw3x3 / conv1x1 / conv3x3).
 // Each benchmark runs at 1 and 2 threads (the last argument); FLOP/s counts 2 flops per
 // multiply-add of the op's definition (skipped zero taps of upsampling are not counted).
-//   build-ops/bench/bench_cpu_ops --benchmark_filter=conv
+//   build/bench/bench_cpu_ops --benchmark_filter=conv
+//   build/bench/bench_cpu_ops --benchmark_filter='dw3x3|stem' --benchmark_repetitions=5
+// On a shared machine use repetitions: the least disturbed run has the "min" time.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -22,9 +25,9 @@ std::vector<float> random_vec(size_t n, float scale = 1.0f) {
   return v;
 }
 
-// Args: H, W, Cin, Cout, k, stride, groups, threads. Same padding (k / 2), bias and fused
-// scaled leaky ReLU, as in GPEN's layers.
-void BM_Conv2d(benchmark::State& state) {
+// Args: H, W (input), Cin, Cout, k, stride, groups, threads. Same padding (k / 2) and a fused bias
+// + activation, as in both models' layers.
+void run_conv2d(benchmark::State& state, Activation act, float weight_scale) {
   const int64_t H = state.range(0), W = state.range(1), C = state.range(2), Co = state.range(3);
   const int k = static_cast<int>(state.range(4)), s = static_cast<int>(state.range(5));
   const int groups = static_cast<int>(state.range(6)), threads = static_cast<int>(state.range(7));
@@ -34,11 +37,11 @@ void BM_Conv2d(benchmark::State& state) {
   p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = k / 2;
   p.groups = groups;
   p.has_bias = true;
-  p.act = Activation::scaled_leaky();
+  p.act = act;
   const int64_t Ho = (H + 2 * (k / 2) - k) / s + 1, Wo = (W + 2 * (k / 2) - k) / s + 1;
   const Shape xs{1, H, W, C}, ys{1, Ho, Wo, Co}, wsh{k, k, C / groups, Co};
   auto x = random_vec(static_cast<size_t>(xs.numel()));
-  auto w = random_vec(static_cast<size_t>(wsh.numel()), 0.05f);
+  auto w = random_vec(static_cast<size_t>(wsh.numel()), weight_scale);
   auto b = random_vec(static_cast<size_t>(Co));
   std::vector<float> y(static_cast<size_t>(ys.numel()));
   cpu::set_num_threads(threads);
@@ -53,8 +56,17 @@ void BM_Conv2d(benchmark::State& state) {
   const double flops = 2.0 * static_cast<double>(ys.numel()) * k * k * (C / groups);
   state.counters["FLOP/s"] = benchmark::Counter(flops * static_cast<double>(state.iterations()),
                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  // Bytes of input read and output written once: the floor for the memory-bound layers.
+  state.counters["B/s"] = benchmark::Counter(4.0 * static_cast<double>(xs.numel() + ys.numel()) *
+                                                 static_cast<double>(state.iterations()),
+                                             benchmark::Counter::kIsRate, benchmark::Counter::kIs1024);
   state.counters["ws_KiB"] = static_cast<double>(ws.size()) / 1024.0;
 }
+
+// GPEN: scaled leaky ReLU (x0.2 slope, x sqrt(2)).
+void BM_Conv2d(benchmark::State& state) { run_conv2d(state, Activation::scaled_leaky(), 0.05f); }
+// RetinaFace: folded conv + BatchNorm + leaky ReLU 0.1.
+void BM_RetinaConv(benchmark::State& state) { run_conv2d(state, Activation::leaky(0.1f), 0.1f); }
 
 // Args: H, W, C, up, down, pad0, pad1, kernel scale x 4, threads; GPEN's [1,3,3,1] blur.
 void BM_UpFirDn2d(benchmark::State& state) {
@@ -134,6 +146,54 @@ void UpFirDnArgs(benchmark::internal::Benchmark* b) {
 double min_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end()); }
 double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
 
+// RetinaFace mobilenet0.25 at 1024x768: every distinct conv shape (and the ResNet-50 stem).
+void StemArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"H", "W", "Cin", "Cout", "k", "s", "g", "thr"});
+  for (int t : {1, 2}) {
+    b->Args({768, 1024, 3, 8, 3, 2, 1, t});   // mobilenet0.25 stem
+    b->Args({768, 1024, 3, 64, 7, 2, 1, t});  // ResNet-50 stem
+  }
+}
+
+void DepthwiseArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"H", "W", "Cin", "Cout", "k", "s", "g", "thr"});
+  for (int t : {1, 2}) {
+    b->Args({384, 512, 8, 8, 3, 1, 8, t});
+    b->Args({384, 512, 16, 16, 3, 2, 16, t});
+    b->Args({192, 256, 32, 32, 3, 1, 32, t});
+    b->Args({192, 256, 32, 32, 3, 2, 32, t});
+    b->Args({96, 128, 64, 64, 3, 1, 64, t});
+    b->Args({96, 128, 64, 64, 3, 2, 64, t});
+    b->Args({48, 64, 128, 128, 3, 1, 128, t});
+    b->Args({48, 64, 128, 128, 3, 2, 128, t});
+    b->Args({24, 32, 256, 256, 3, 1, 256, t});
+  }
+}
+
+void PointwiseArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"H", "W", "Cin", "Cout", "k", "s", "g", "thr"});
+  for (int t : {1, 2}) {
+    b->Args({384, 512, 8, 16, 1, 1, 1, t});
+    b->Args({192, 256, 16, 32, 1, 1, 1, t});
+    b->Args({192, 256, 32, 32, 1, 1, 1, t});
+    b->Args({96, 128, 32, 64, 1, 1, 1, t});
+    b->Args({96, 128, 64, 64, 1, 1, 1, t});     // stage1.5 and fpn.output1
+    b->Args({48, 64, 128, 128, 1, 1, 1, t});
+    b->Args({96, 128, 64, 20, 1, 1, 1, t});     // landmark head (classes: 4, boxes: 8)
+    b->Args({96, 128, 64, 4, 1, 1, 1, t});
+  }
+}
+
+void Conv3x3Args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"H", "W", "Cin", "Cout", "k", "s", "g", "thr"});
+  for (int t : {1, 2}) {
+    b->Args({96, 128, 64, 64, 3, 1, 1, t});  // fpn.merge1
+    b->Args({96, 128, 64, 32, 3, 1, 1, t});  // ssh1.conv3X3
+    b->Args({96, 128, 64, 16, 3, 1, 1, t});  // ssh1.conv5X5_1
+    b->Args({96, 128, 16, 16, 3, 1, 1, t});  // ssh1.conv5X5_2 and the 7x7 pair
+  }
+}
+
 }  // namespace
 
 BENCHMARK(BM_Conv2d)->Apply(ConvArgs)->UseRealTime()->MeasureProcessCPUTime()->Unit(benchmark::kMillisecond)->ComputeStatistics("min", min_of)->ComputeStatistics("max", max_of);
@@ -141,5 +201,14 @@ BENCHMARK(BM_UpFirDn2d)->Apply(UpFirDnArgs)->UseRealTime()->MeasureProcessCPUTim
     ->ComputeStatistics("min", min_of)->ComputeStatistics("max", max_of);
 BENCHMARK(BM_BiasAct)->ArgNames({"H", "W", "C", "thr"})->Args({512, 512, 128, 1})->Args({512, 512, 128, 2})
     ->UseRealTime()->MeasureProcessCPUTime()->Unit(benchmark::kMillisecond)->ComputeStatistics("min", min_of)->ComputeStatistics("max", max_of);
+
+BENCHMARK(BM_RetinaConv)->Name("stem")->Apply(StemArgs)->UseRealTime()->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMillisecond)->ComputeStatistics("min", min_of)->ComputeStatistics("max", max_of);
+BENCHMARK(BM_RetinaConv)->Name("dw3x3")->Apply(DepthwiseArgs)->UseRealTime()->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMillisecond)->ComputeStatistics("min", min_of)->ComputeStatistics("max", max_of);
+BENCHMARK(BM_RetinaConv)->Name("conv1x1")->Apply(PointwiseArgs)->UseRealTime()->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMillisecond)->ComputeStatistics("min", min_of)->ComputeStatistics("max", max_of);
+BENCHMARK(BM_RetinaConv)->Name("conv3x3")->Apply(Conv3x3Args)->UseRealTime()->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMillisecond)->ComputeStatistics("min", min_of)->ComputeStatistics("max", max_of);
 
 BENCHMARK_MAIN();

@@ -15,11 +15,7 @@
 
 // OpenCV's inverse is plain multiply-then-add; a fused multiply-add here would change the last
 // bit of the matrix and, through warpAffine's 1/1024 rounding, occasionally a pixel.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "engine/no_fp_contract.h"  // NOLINT: must follow the other includes
 
 namespace gpen {
 

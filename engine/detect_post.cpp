@@ -6,6 +6,10 @@
 
 #include "engine/error.h"
 
+// PyTorch decodes with one rounding per elementwise op; a fused multiply-add (GCC contracts them
+// under -mfma) would round once and move coordinates by an ulp.
+#include "engine/no_fp_contract.h"  // NOLINT: must follow the other includes
+
 namespace gpen {
 
 namespace {

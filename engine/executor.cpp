@@ -3,7 +3,7 @@
 namespace gpen {
 
 Executor::Executor(const Graph& g, const MemoryPlan& plan, Backend& backend, const WeightMap& weights)
-    : g_(g), plan_(plan), backend_(backend) {
+    : g_(g), plan_(plan), backend_(backend), device_(dynamic_cast<DeviceBackend*>(&backend)) {
   arena_ = backend_.allocate(plan_.arena_bytes);
   if (plan_.workspace_bytes) workspace_ = backend_.allocate(plan_.workspace_bytes);
   bind(weights);
@@ -11,7 +11,13 @@ Executor::Executor(const Graph& g, const MemoryPlan& plan, Backend& backend, con
 
 Executor::Executor(const Graph& g, const MemoryPlan& plan, Backend& backend, const WeightMap& weights, void* arena,
                    void* workspace)
-    : g_(g), plan_(plan), backend_(backend), owns_memory_(false), arena_(arena), workspace_(workspace) {
+    : g_(g),
+      plan_(plan),
+      backend_(backend),
+      owns_memory_(false),
+      arena_(arena),
+      workspace_(workspace),
+      device_(dynamic_cast<DeviceBackend*>(&backend)) {
   GPEN_CHECK(arena_ && (workspace_ || plan_.workspace_bytes == 0), "executor given no memory to run in");
   bind(weights);
 }
@@ -53,6 +59,7 @@ void Executor::bind(const WeightMap& weights) {
 }
 
 Executor::~Executor() {
+  if (graph_) device_->destroy_graph(graph_);
   if (!owns_memory_) return;
   if (workspace_) backend_.release(workspace_);
   backend_.release(arena_);
@@ -78,8 +85,18 @@ void Executor::run() {
   for (const Node& n : nodes)
     GPEN_CHECK(backend_.workspace_bytes(g_, n) <= plan_.workspace_bytes,
                "op " + n.name + " needs more workspace than planned (was the thread count raised after planning?)");
-  for (size_t i = 0; i < nodes.size(); ++i) backend_.run(nodes[i], node_in_[i], node_out_[i], workspace_);
+  if (device_ && device_->graphs_enabled()) {
+    if (!graph_) graph_ = device_->capture([this] { launch_all(); });
+    device_->replay(graph_);
+  } else {
+    launch_all();
+  }
   backend_.synchronize();
+}
+
+void Executor::launch_all() {
+  const auto& nodes = g_.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) backend_.run(nodes[i], node_in_[i], node_out_[i], workspace_);
 }
 
 }  // namespace gpen

@@ -1,11 +1,15 @@
 #pragma once
 // Runs a planned graph: one arena and one workspace allocated when the executor is made, every
 // view resolved to an address then, so run() allocates nothing and can repeat any number of times.
+// On a device backend with graphs enabled (engine/device.h), the first run() captures the
+// sequence of launches and every run replays it: the addresses never change, so the recording
+// stays valid for the executor's lifetime.
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/device.h"
 #include "engine/memory_plan.h"
 
 namespace gpen {
@@ -29,6 +33,8 @@ class Executor {
   void set_input(int tensor, const void* host_data, size_t bytes);
   void get_output(int tensor, void* host_data, size_t bytes) const;
   void run();
+  // Whether run() replays a captured graph (after the first run on a device backend with graphs).
+  bool uses_graph() const { return graph_ != nullptr; }
   size_t arena_bytes() const { return plan_.arena_bytes; }
   void* arena() const { return arena_; }
   void* workspace() const { return workspace_; }
@@ -38,12 +44,15 @@ class Executor {
   MemoryPlan plan_;
   Backend& backend_;
   void bind(const WeightMap& weights);
+  void launch_all();
   bool owns_memory_ = true;
   void* arena_ = nullptr;
   void* workspace_ = nullptr;
   std::vector<TensorView> views_;                 // per tensor id
   std::vector<std::vector<TensorView>> node_in_;  // per node, resolved once
   std::vector<std::vector<TensorView>> node_out_;
+  DeviceBackend* device_ = nullptr;  // the backend, when it is a device backend
+  void* graph_ = nullptr;            // captured launches (device backends with graphs)
 };
 
 }  // namespace gpen

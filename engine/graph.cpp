@@ -96,6 +96,15 @@ int Graph::add_node(Node n) {
   return static_cast<int>(nodes_.size()) - 1;
 }
 
+void Graph::replace_nodes(std::vector<Node> nodes) {
+  const int nt = static_cast<int>(tensors_.size());
+  for (const Node& n : nodes) {
+    for (int t : n.inputs) GPEN_CHECK(t < nt, "node " + n.name + ": input out of range");
+    for (int t : n.outputs) GPEN_CHECK(t >= 0 && t < nt, "node " + n.name + ": output out of range");
+  }
+  nodes_ = std::move(nodes);
+}
+
 int Graph::conv2d(int x, int w, int bias, const Conv2dParams& p, int residual, int out, const std::string& name) {
   const Shape& xs = tensor(x).shape;
   const Shape& ws = tensor(w).shape;
@@ -219,7 +228,8 @@ int Graph::demod(int s, int q, const std::string& name) {
   const Shape& qs = tensor(q).shape;
   GPEN_CHECK(ss.rank == 2 && qs.rank == 2 && qs[1] == ss[1],
              nm + ": demod of style " + ss.str() + " with table " + qs.str());
-  int d = new_intermediate(nm, DType::f32, Shape{ss[0], qs[0]});
+  // The factors take the style's dtype: the kernels that read them want one dtype per call.
+  int d = new_intermediate(nm, tensor(s).dtype, Shape{ss[0], qs[0]});
   add_node({nm, DemodParams{}, {s, q}, {d}});
   return d;
 }
@@ -295,6 +305,39 @@ size_t Graph::weights_bytes() const {
   for (const auto& t : tensors_)
     if (t.kind == TensorKind::Weight) b += t.bytes();
   return b;
+}
+
+double node_flops(const Graph& g, const Node& n) {
+  auto numel = [&](int t) { return t >= 0 ? static_cast<double>(g.tensor(t).shape.numel()) : 0.0; };
+  const double out = n.outputs.empty() ? 0.0 : numel(n.outputs[0]);
+  return std::visit(
+      overloaded{
+          [&](const Conv2dParams& c) {
+            const Shape& ws = g.tensor(n.inputs[1]).shape;  // HWIO, I = Cin / groups
+            return 2.0 * out * c.kh * c.kw * static_cast<double>(ws[2]);
+          },
+          [&](const DenseParams&) { return 2.0 * out * static_cast<double>(g.tensor(n.inputs[1]).shape[1]); },
+          [&](const ModConvParams& m) {
+            const Shape& ws = g.tensor(n.inputs[4]).shape;  // [k, k, Cin, Cout]
+            const Shape& xs = g.tensor(n.inputs[0]).shape;
+            const Shape& os = g.tensor(n.outputs[0]).shape;
+            // The transposed conv scatters every input pixel through k x k taps.
+            double pixels = m.up ? static_cast<double>(os[0]) * xs[1] * xs[2] : static_cast<double>(os[0]) * os[1] * os[2];
+            return 2.0 * pixels * m.k * m.k * static_cast<double>(ws[2]) * static_cast<double>(ws[3]);
+          },
+          [&](const UpFirDn2dParams& u) { return 2.0 * out * u.kh * u.kw / (u.up_x * u.up_y); },
+          [&](const MaxPool2dParams& p) { return out * p.kh * p.kw; },
+          [&](const DemodParams&) { return 2.0 * out * static_cast<double>(g.tensor(n.inputs[1]).shape[1]); },
+          [&](const ResizeNearestParams&) { return 0.0; },
+          [&](const auto&) { return out; },  // elementwise and normalisations: about one per element
+      },
+      n.params);
+}
+
+double graph_flops(const Graph& g) {
+  double f = 0;
+  for (const Node& n : g.nodes()) f += node_flops(g, n);
+  return f;
 }
 
 }  // namespace gpen

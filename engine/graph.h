@@ -82,6 +82,9 @@ class Graph {
 
   // ---- generic node insertion for op families defined elsewhere
   int add_node(Node n);  // returns node index
+  // Replaces the node list (graph transforms: reordering, rematerialization). Every input and
+  // output must name an existing tensor; the caller keeps the order topological.
+  void replace_nodes(std::vector<Node> nodes);
   int new_intermediate(const std::string& name, DType dt, const Shape& s);
 
   const std::vector<TensorDesc>& tensors() const { return tensors_; }
@@ -104,5 +107,10 @@ class Graph {
   std::vector<Node> nodes_;
   DType act_dtype_ = DType::f32;
 };
+
+// Floating-point operations of one node (multiply-add = 2), from shapes alone: used to weigh
+// recomputation against memory. Approximate for non-matmul ops (one per output element and tap).
+double node_flops(const Graph& g, const Node& n);
+double graph_flops(const Graph& g);
 
 }  // namespace gpen

@@ -20,6 +20,7 @@
 #include <memory>
 
 #include "engine/error.h"
+#include "engine/linear_taps.h"
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -272,41 +273,14 @@ void write_image(const std::string& path, const Image& img, int quality) {
 
 // ---------------------------------------------------------------------------------- resize
 
-namespace {
-
-// One axis of cv2's INTER_LINEAR tables: source index and the two weights, with OpenCV's
-// border rule (clamped taps get weight 1 on the edge sample).
-struct Tap {
-  int i0, i1;
-  float a0, a1;
-};
-
-std::vector<Tap> linear_taps(int src, int dst, double scale) {
-  std::vector<Tap> t(static_cast<size_t>(dst));
-  for (int d = 0; d < dst; ++d) {
-    float f = static_cast<float>((d + 0.5) * scale - 0.5);
-    int s = static_cast<int>(std::floor(f));
-    f -= static_cast<float>(s);
-    if (s < 0) {
-      s = 0;
-      f = 0.0f;
-    }
-    if (s >= src - 1) {
-      s = src - 1;
-      f = 0.0f;
-    }
-    t[static_cast<size_t>(d)] = {s, std::min(s + 1, src - 1), 1.0f - f, f};
-  }
-  return t;
-}
-
-}  // namespace
+// cv2.resize on x86-64 sums its taps with separate multiplies and adds; with -mfma GCC would fuse
+// them and move a result by an ulp (and the CUDA twin, which never fuses, would disagree).
+#include "engine/no_fp_contract.h"  // NOLINT: must follow the other includes
 
 void resize_bilinear_f32(const float* src, int sw, int sh, int cn, float* dst, int dw, int dh, double fx, double fy) {
   GPEN_CHECK(sw > 0 && sh > 0 && dw > 0 && dh > 0 && cn > 0, "resize: empty image");
-  const double step_x = fx > 0 ? 1.0 / fx : static_cast<double>(sw) / dw;
-  const double step_y = fy > 0 ? 1.0 / fy : static_cast<double>(sh) / dh;
-  const std::vector<Tap> tx = linear_taps(sw, dw, step_x), ty = linear_taps(sh, dh, step_y);
+  const std::vector<LinearTap> tx = linear_taps(sw, dw, fx > 0 ? fx : static_cast<double>(dw) / sw);
+  const std::vector<LinearTap> ty = linear_taps(sh, dh, fy > 0 ? fy : static_cast<double>(dh) / sh);
   const size_t row = static_cast<size_t>(dw) * static_cast<size_t>(cn);
   // Horizontal pass of each needed source row, then the vertical blend, as OpenCV orders it.
   std::vector<float> h0(row), h1(row);
@@ -314,14 +288,14 @@ void resize_bilinear_f32(const float* src, int sw, int sh, int cn, float* dst, i
   auto hpass = [&](int y, float* out) {
     const float* s = src + static_cast<size_t>(y) * static_cast<size_t>(sw) * static_cast<size_t>(cn);
     for (int x = 0; x < dw; ++x) {
-      const Tap& t = tx[static_cast<size_t>(x)];
+      const LinearTap& t = tx[static_cast<size_t>(x)];
       for (int c = 0; c < cn; ++c)
         out[static_cast<size_t>(x) * cn + c] = s[static_cast<size_t>(t.i0) * cn + c] * t.a0 +
                                                s[static_cast<size_t>(t.i1) * cn + c] * t.a1;
     }
   };
   for (int y = 0; y < dh; ++y) {
-    const Tap& t = ty[static_cast<size_t>(y)];
+    const LinearTap& t = ty[static_cast<size_t>(y)];
     if (have0 != t.i0) {
       if (have1 == t.i0) {
         std::swap(h0, h1);
@@ -346,8 +320,8 @@ Image resize_bilinear(const Image& src, int dw, int dh) {
                  int64_t{dw} * dh <= kMaxImagePixels,
              "resize: target size " + std::to_string(dw) + "x" + std::to_string(dh) + " is out of range");
   const int sw = src.width, sh = src.height, cn = 3;
-  const std::vector<Tap> tx = linear_taps(sw, dw, static_cast<double>(sw) / dw);
-  const std::vector<Tap> ty = linear_taps(sh, dh, static_cast<double>(sh) / dh);
+  const std::vector<LinearTap> tx = linear_taps(sw, dw, static_cast<double>(dw) / sw);
+  const std::vector<LinearTap> ty = linear_taps(sh, dh, static_cast<double>(dh) / sh);
   // OpenCV's 8-bit path: weights as 11-bit fixed point, horizontal sums in int, and the vertical
   // blend of its SIMD kernel: ((b0 * (r0 >> 4)) >> 16) + ((b1 * (r1 >> 4)) >> 16), rounded by 2 bits.
   auto fix = [](float a) { return static_cast<int>(std::lrint(a * 2048.0f)); };
@@ -360,14 +334,14 @@ Image resize_bilinear(const Image& src, int dw, int dh) {
   auto hpass = [&](int y, int* o) {
     const uint8_t* s = src.bgr.data() + static_cast<size_t>(y) * static_cast<size_t>(sw) * cn;
     for (int x = 0; x < dw; ++x) {
-      const Tap& t = tx[static_cast<size_t>(x)];
+      const LinearTap& t = tx[static_cast<size_t>(x)];
       const int a0 = fix(t.a0), a1 = fix(t.a1);
       for (int c = 0; c < cn; ++c)
         o[static_cast<size_t>(x) * cn + c] = s[static_cast<size_t>(t.i0) * cn + c] * a0 + s[static_cast<size_t>(t.i1) * cn + c] * a1;
     }
   };
   for (int y = 0; y < dh; ++y) {
-    const Tap& t = ty[static_cast<size_t>(y)];
+    const LinearTap& t = ty[static_cast<size_t>(y)];
     hpass(t.i0, h0.data());
     hpass(t.i1, h1.data());
     const int b0 = fix(t.a0), b1 = fix(t.a1);

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/remat.h"
+#include "engine/reorder.h"
+
 namespace gpen {
 
 namespace {
@@ -122,6 +125,48 @@ MemoryPlan plan_memory(const Graph& g, const WorkspaceFn& workspace, const PlanO
   plan.workspace_bytes = align_up(plan.workspace_bytes, kArenaAlignment);
   plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;
+}
+
+SharedMemory shared_memory(const std::vector<const MemoryPlan*>& plans) {
+  SharedMemory m;
+  for (const MemoryPlan* p : plans) {
+    m.arena_bytes = std::max(m.arena_bytes, p->arena_bytes);
+    m.workspace_bytes = std::max(m.workspace_bytes, p->workspace_bytes);
+    m.weights_bytes += p->weights_bytes;
+  }
+  return m;
+}
+
+size_t liveness_lower_bound(const Graph& g, bool allow_inplace) {
+  std::vector<int> storage = resolve_inplace(g, allow_inplace);
+  std::vector<int> first, last;
+  liveness(g, storage, first, last);
+  std::vector<LiveBuffer> buffers;
+  for (int t = 0; t < static_cast<int>(g.tensors().size()); ++t)
+    if (storage[t] == t && in_arena(g.tensor(t)) && first[t] >= 0) buffers.push_back({g.tensor(t).bytes(), first[t], last[t]});
+  return lower_bound_bytes(buffers, kArenaAlignment);
+}
+
+TransformReport transform_for_memory(Graph& g, const PlanOptions& opt) {
+  TransformReport r;
+  r.model_flops = graph_flops(g);
+  r.lower_bound_before = liveness_lower_bound(g, opt.allow_inplace);
+  r.lower_bound_after_remat = r.lower_bound_before;
+  if (opt.rematerialize) {
+    RematResult rr = rematerialize(g, opt.allow_inplace, opt.remat_max_flops_fraction * r.model_flops);
+    r.remat_flops = rr.flops_added;
+    r.recomputed = rr.recomputed;
+    r.lower_bound_after_remat = rr.lower_bound_after;
+  }
+  r.lower_bound_after = r.lower_bound_after_remat;
+  r.reorder_rule = "builder";
+  if (opt.reorder) {
+    ReorderResult ro = reorder_for_memory(g, opt.allow_inplace);
+    r.nodes_moved = ro.nodes_moved;
+    r.reorder_rule = ro.rule;
+    r.lower_bound_after = ro.lower_bound_after;
+  }
+  return r;
 }
 
 }  // namespace gpen

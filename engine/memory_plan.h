@@ -17,6 +17,23 @@ using WorkspaceFn = std::function<size_t(const Graph&, const Node&)>;
 struct PlanOptions {
   std::string strategy;  // empty: the default (best) strategy
   bool allow_inplace = true;
+  // Graph transforms applied by transform_for_memory() before planning (see docs/planner.md):
+  // recompute cheap tensors instead of keeping them alive across a long gap, and look for an
+  // execution order with a lower liveness peak. Each is kept only when it lowers the peak.
+  bool rematerialize = false;
+  bool reorder = false;
+  double remat_max_flops_fraction = 0.02;  // recomputation allowed, as a fraction of the model's FLOPs
+};
+
+// What transform_for_memory() did. Lower bounds are liveness peaks (lower_bound_bytes) of the
+// graph before any transform, after rematerialization and after reordering.
+struct TransformReport {
+  size_t lower_bound_before = 0, lower_bound_after_remat = 0, lower_bound_after = 0;
+  double model_flops = 0;      // of the graph before the transforms
+  double remat_flops = 0;      // added by recomputation
+  std::vector<std::string> recomputed;  // tensors recomputed (original names)
+  int nodes_moved = 0;         // nodes the reorder took out of the builder's order
+  std::string reorder_rule;    // the ordering kept ("builder" when none was better)
 };
 
 struct MemoryPlan {
@@ -42,5 +59,21 @@ struct MemoryPlan {
 std::vector<int> resolve_inplace(const Graph& g, bool allow_inplace, int* inplace_count = nullptr);
 
 MemoryPlan plan_memory(const Graph& g, const WorkspaceFn& workspace, const PlanOptions& opt = {});
+
+// Graphs that run one after another (the detector, then the generator) can share one arena and
+// one workspace: each is the largest of theirs, not the sum. Weights are separate, so they add up.
+struct SharedMemory {
+  size_t arena_bytes = 0, workspace_bytes = 0, weights_bytes = 0;
+  size_t total_bytes() const { return weights_bytes + arena_bytes + workspace_bytes; }
+};
+SharedMemory shared_memory(const std::vector<const MemoryPlan*>& plans);
+
+// The liveness lower bound of g's arena in its current node order (what plan_memory reports as
+// lower_bound_bytes), without placing anything: cheap enough to score graph transforms.
+size_t liveness_lower_bound(const Graph& g, bool allow_inplace = true);
+
+// Applies opt.rematerialize / opt.reorder to g in place. Tensor ids that existed before stay
+// valid (inputs, outputs, names); recomputation adds tensors and nodes. A no-op when neither is set.
+TransformReport transform_for_memory(Graph& g, const PlanOptions& opt);
 
 }  // namespace gpen

@@ -9,14 +9,11 @@
 #include <string>
 
 #include "engine/error.h"
+#include "engine/linear_taps.h"
 
 // The float steps below follow OpenCV's operation order exactly: fused multiply-adds only where
 // OpenCV's AVX2 code has them (written as std::fma), never introduced by the compiler.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "engine/no_fp_contract.h"  // NOLINT: must follow the other includes
 
 namespace gpen {
 
@@ -97,34 +94,6 @@ std::vector<float> base_mask() {
   return m;
 }
 
-// One axis of cv2.resize INTER_LINEAR on float: source index pair and weights, clamped at the
-// borders as OpenCV does.
-struct LinearTap {
-  int i0, i1;
-  float a0, a1;
-};
-
-std::vector<LinearTap> linear_taps(int src, int dst) {
-  const double inv_scale = static_cast<double>(dst) / src;
-  const double scale = 1.0 / inv_scale;
-  std::vector<LinearTap> taps(static_cast<size_t>(dst));
-  for (int d = 0; d < dst; ++d) {
-    float f = static_cast<float>((d + 0.5) * scale - 0.5);
-    int s = static_cast<int>(std::floor(f));
-    f -= static_cast<float>(s);
-    if (s < 0) {
-      s = 0;
-      f = 0.0f;
-    }
-    if (s >= src - 1) {
-      s = src - 1;
-      f = 0.0f;
-    }
-    taps[static_cast<size_t>(d)] = {s, std::min(s + 1, src - 1), 1.0f - f, f};
-  }
-  return taps;
-}
-
 std::vector<float> resize_mask(const std::vector<float>& g, int size) {
   const size_t S = static_cast<size_t>(size);
   std::vector<float> out(S * S);
@@ -140,7 +109,7 @@ std::vector<float> resize_mask(const std::vector<float>& g, int size) {
     return out;
   }
   // Horizontal pass of each source row, then the vertical blend (both multiply, multiply, add).
-  const std::vector<LinearTap> t = linear_taps(kBase, size);
+  const std::vector<LinearTap> t = linear_taps(kBase, size, static_cast<double>(size) / kBase);
   std::vector<float> h(static_cast<size_t>(kBase) * S);
   for (size_t y = 0; y < static_cast<size_t>(kBase); ++y)
     for (size_t x = 0; x < S; ++x) {

@@ -45,6 +45,10 @@ FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const Resto
   GPEN_CHECK(opt_.batch >= 1, "batch must be at least 1");
   GPEN_CHECK(opt_.alpha >= 0.0 && opt_.alpha <= 1.0, "alpha must be in [0, 1]");
   gpen_.prepare(opt_.batch);
+  // Detection and restoration take turns, so the detector runs in the generator's arena (on the
+  // same device) and the photo pipeline holds the larger of the two arenas, not their sum.
+  if (opt_.share_arena && std::string(gpen_.backend().name()) == det_.device())
+    det_.share_memory(gpen_.arena(), gpen_.plan().arena_bytes, gpen_.workspace(), gpen_.plan().workspace_bytes);
   const size_t face = static_cast<size_t>(gpen_.size()) * gpen_.size() * 3;
   in_.assign(face * opt_.batch, 0.0f);
   out_.assign(face * opt_.batch, 0.0f);

@@ -16,6 +16,7 @@ struct RestoreOptions {
   float min_score = 0.9f;  // faces below are left untouched (official: score < 0.9 skipped)
   double alpha = 1.0;      // restored * alpha + crop * (1 - alpha)
   int batch = 1;           // faces per GPEN run (see choose_batch)
+  bool share_arena = true; // the detector runs in GPEN's arena (same device): max, not sum
 };
 
 struct StageTimes {

@@ -17,11 +17,7 @@
 
 // OpenCV sums the float taps with separate multiplies and adds (its remap is baseline SSE2 code);
 // contracting them into fused multiply-adds would change the last bit.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "engine/no_fp_contract.h"  // NOLINT: must follow the other includes
 
 namespace gpen {
 

@@ -123,4 +123,19 @@ struct ModConvParams {
   Activation act;
 };
 
+struct TensorView;
+// The tensors of one modconv, as documented above; absent optional ones are nullptr. Shared by
+// the CPU and CUDA ops (on CUDA every view is device memory, x2_scale included).
+struct ModConvArgs {
+  const TensorView* x = nullptr;
+  const TensorView* x2 = nullptr;
+  const TensorView* x2_scale = nullptr;
+  const TensorView* x2_bias = nullptr;
+  const TensorView* w = nullptr;
+  const TensorView* s = nullptr;
+  const TensorView* d = nullptr;
+  const TensorView* bias = nullptr;
+  const TensorView* residual = nullptr;
+};
+
 }  // namespace gpen

@@ -203,3 +203,34 @@ TEST_CASE("gpen restore never writes over its inputs") {
   CHECK(snapshot(s.in) == before);
   fs::remove_all(s.root);
 }
+
+TEST_CASE("gpen restore refuses two inputs that would share one output, before any work") {
+  Setup s;
+  if (!prepare(s)) return;
+  const fs::path log = s.root / "log.txt";
+  const fs::path out = s.root / "clash_out";
+  const std::string kids = read_file(s.in / "kids.png");
+  write_file(s.root / "p" / "x.png", kids);
+  write_file(s.root / "q" / "x.png", kids);
+  write_file(s.root / "p" / "in" / "y.png", kids);
+  write_file(s.root / "q" / "in" / "y.png", kids);
+  write_file(s.root / "r" / "z.png", kids);
+  write_file(s.root / "r" / "z.bmp", "not decoded: the clash is found first");
+
+  struct Case {
+    std::string inputs, clash;
+  } cases[] = {
+      {(s.root / "p" / "x.png").string() + " " + (s.root / "q" / "x.png").string(), "x.png"},
+      {(s.root / "p" / "in").string() + " " + (s.root / "q" / "in").string(), "y.png"},
+      {(s.root / "r").string(), "z.png"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.inputs);
+    CHECK(run(restore_cmd(s, c.inputs + " -o " + out.string()), log) != 0);
+    const std::string said = read_file(log);
+    CHECK_MESSAGE(said.find("would be written here") != std::string::npos, said);
+    CHECK_MESSAGE(said.find(c.clash) != std::string::npos, said);
+    CHECK(!fs::exists(out));
+  }
+  fs::remove_all(s.root);
+}

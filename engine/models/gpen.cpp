@@ -32,8 +32,10 @@ struct Builder {
   Graph& g;
   int w_latent = -1;
 
+  // Small tensors (biases, Q tables, noise weights) take the activation dtype: the CUDA kernels
+  // want one dtype per call, and in f32 graphs they are f32 whatever the big weights are.
   int weight(const std::string& name, const Shape& s, bool big = true) {
-    return g.weight(name, big ? c.weight_dtype : DType::f32, s);
+    return g.weight(name, big ? c.weight_dtype : c.act_dtype, s);
   }
   int style(const std::string& prefix, int cin) {
     int wm = weight(prefix + ".conv.modulation.weight", Shape{cin, c.style_dim});

@@ -14,7 +14,7 @@ struct GpenConfig {
   int style_dim = 512;  // 512 in every released model; small test models use less
   int batch = 1;
   DType act_dtype = DType::f32;     // activations in the arena
-  DType weight_dtype = DType::f32;  // conv and linear weights (biases, Q tables stay f32)
+  DType weight_dtype = DType::f32;  // conv and linear weights (biases, Q tables: act_dtype)
   std::string describe() const;
 };
 

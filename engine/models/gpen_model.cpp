@@ -1,10 +1,69 @@
 #include "engine/models/gpen_model.h"
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+#include "weights/half.h"
+
 namespace gpen {
+
+namespace {
+
+size_t align256(size_t b) { return (b + 255) / 256 * 256; }
+
+float load_as_f32(const void* p, DType t, size_t i) {
+  switch (t) {
+    case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+
+// n floats into dtype t (f32, f16, bf16), round to nearest even. Faces go through here on every
+// run, so f16 uses the F16C instructions when the build has them.
+void floats_to(const float* src, void* dst, DType t, size_t n) {
+  if (t == DType::f32) {
+    std::memcpy(dst, src, n * 4);
+    return;
+  }
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  size_t i = 0;
+  if (t == DType::f16) {
+#if defined(__F16C__)
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+    for (; i < n; ++i) d[i] = f32_to_f16(src[i]);
+  } else {
+    for (; i < n; ++i) d[i] = f32_to_bf16(src[i]);
+  }
+}
+
+void floats_from(const void* src, DType t, float* dst, size_t n) {
+  if (t == DType::f32) {
+    std::memcpy(dst, src, n * 4);
+    return;
+  }
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  size_t i = 0;
+  if (t == DType::f16) {
+#if defined(__F16C__)
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+#endif
+    for (; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+  } else {
+    for (; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+  }
+}
+
+}  // namespace
 
 GpenConfig gpen_config_from_gpw(const GpwFile& f) {
   GPEN_CHECK(f.arch() == "gpen", f.path() + " holds a '" + f.arch() + "' model, not GPEN (pass it as the detector?)");
@@ -22,22 +81,113 @@ GpenConfig gpen_config_from_gpw(const GpwFile& f) {
   return c;
 }
 
-std::unique_ptr<GpenModel> GpenModel::open(const std::string& gpw_path, Backend& backend) {
+std::unique_ptr<GpenModel> GpenModel::open(const std::string& gpw_path, Backend& backend,
+                                           std::optional<DType> precision) {
   std::unique_ptr<GpenModel> m(new GpenModel(backend));
   m->file_.emplace(GpwFile::open(gpw_path));
   m->config_ = gpen_config_from_gpw(*m->file_);
-  m->config_.weight_dtype = m->file_->storage_dtype();
-  GPEN_CHECK(std::string(backend.name()) != "cpu" || m->config_.weight_dtype == DType::f32,
-             gpw_path + ": the CPU backend runs fp32 weights; convert with --dtype fp32");
-  for (const auto& e : m->file_->tensors()) m->weights_[e.name] = e.view;
+  if (m->device_) {
+    // Weights are converted at upload, so any stored dtype runs at any precision.
+    m->config_.act_dtype = m->config_.weight_dtype = precision.value_or(default_precision(backend));
+  } else {
+    m->config_.act_dtype = precision.value_or(DType::f32);  // anything else fails in load_weights
+    m->config_.weight_dtype = m->file_->storage_dtype();
+    GPEN_CHECK(m->config_.weight_dtype == DType::f32,
+               gpw_path + ": the CPU backend runs fp32 weights; convert with --dtype fp32");
+  }
+  WeightMap src;
+  for (const auto& e : m->file_->tensors()) src[e.name] = e.view;
+  m->load_weights(src, gpw_path);
+  // On a device the upload is the only copy needed: unmap the file.
+  if (m->device_) m->file_.reset();
   return m;
+}
+
+void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
+  const DType p = config_.act_dtype;
+  GPEN_CHECK(p == DType::f32 || p == DType::f16 || p == DType::bf16,
+             std::string("GPEN precision must be fp32, fp16 or bf16, got ") + dtype_name(p));
+  if (!device_) {
+    GPEN_CHECK(p == DType::f32, std::string("the CPU backend runs fp32 only (precision ") + precision_name(p) + " asked)");
+    weights_ = src;
+    return;
+  }
+  // Every weight the graph binds, in the graph's dtype, 256-byte aligned in one buffer: one
+  // allocation and one copy.
+  GpenConfig c = config_;
+  c.batch = 1;
+  const GpenGraph gg = build_gpen_graph(c);
+  struct Slot {
+    const TensorDesc* t;
+    const TensorView* v;
+    size_t offset;
+  };
+  std::vector<Slot> slots;
+  size_t total = 0;
+  for (const TensorDesc& t : gg.graph.tensors()) {
+    if (t.kind != TensorKind::Weight) continue;
+    auto it = src.find(t.name);
+    GPEN_CHECK(it != src.end(), origin + ": weight '" + t.name + "' is missing");
+    const TensorView& v = it->second;
+    GPEN_CHECK(v.shape.numel() == t.shape.numel() &&
+                   (v.dtype == DType::f32 || v.dtype == DType::f16 || v.dtype == DType::bf16),
+               origin + ": weight '" + t.name + "' is " + v.shape.str() + " " + dtype_name(v.dtype) +
+                   ", the graph expects " + t.shape.str());
+    GPEN_CHECK(v.contiguous(), origin + ": weight '" + t.name + "' is not contiguous");
+    slots.push_back({&t, &v, total});
+    total += align256(t.bytes());
+  }
+  std::vector<uint8_t> host(total, 0);
+  for (const Slot& s : slots) {
+    const size_t n = static_cast<size_t>(s.t->shape.numel());
+    uint8_t* dst = host.data() + s.offset;
+    if (s.v->dtype == s.t->dtype) {
+      std::memcpy(dst, s.v->data, s.t->bytes());
+    } else if (s.v->dtype == DType::f32) {
+      floats_to(static_cast<const float*>(s.v->data), dst, s.t->dtype, n);
+    } else {
+      std::vector<float> wide(n);
+      for (size_t i = 0; i < n; ++i) wide[i] = load_as_f32(s.v->data, s.v->dtype, i);
+      floats_to(wide.data(), dst, s.t->dtype, n);
+    }
+  }
+  device_weights_ = backend_.allocate(total);
+  device_weights_bytes_ = total;
+  backend_.upload(device_weights_, host.data(), total);
+  weights_.clear();
+  for (const Slot& s : slots) {
+    TensorView v;
+    v.data = static_cast<uint8_t*>(device_weights_) + s.offset;
+    v.dtype = s.t->dtype;
+    v.shape = s.t->shape;
+    v.strides = s.t->strides;
+    weights_[s.t->name] = v;
+  }
+}
+
+GpenModel::~GpenModel() {
+  smaller_.clear();
+  exec_.reset();
+  release_io();
+  if (device_weights_) backend_.release(device_weights_);
+}
+
+void GpenModel::release_io() {
+  if (device_) {
+    if (io_in_) device_->release_host(io_in_);
+    if (io_out_) device_->release_host(io_out_);
+  }
+  io_in_ = io_out_ = nullptr;
 }
 
 std::unique_ptr<GpenModel> GpenModel::synthetic(const GpenConfig& c, Backend& backend, uint32_t seed) {
   std::unique_ptr<GpenModel> m(new GpenModel(backend));
   m->config_ = c;
   m->config_.batch = 1;
-  GpenGraph g = build_gpen_graph(m->config_);
+  m->config_.weight_dtype = c.act_dtype;
+  GpenConfig gen = m->config_;  // values are drawn in f32 and converted by load_weights
+  gen.act_dtype = gen.weight_dtype = DType::f32;
+  GpenGraph g = build_gpen_graph(gen);
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
   // Values with the magnitudes of a trained model after the converter's scaling: weights ~
@@ -76,30 +226,67 @@ std::unique_ptr<GpenModel> GpenModel::synthetic(const GpenConfig& c, Backend& ba
           q[o * cin + i] += x * x;
         }
   }
+  WeightMap host = std::move(m->weights_);
+  m->load_weights(host, "synthetic GPEN");
+  if (m->device_) m->synthetic_data_.clear();  // uploaded: the host copy is no longer read
   return m;
 }
 
 void GpenModel::prepare(int batch, const std::string& strategy, bool allow_inplace) {
-  std::string key = strategy + (allow_inplace ? "+inplace" : "");
+  PlanOptions opt;
+  opt.strategy = strategy;
+  opt.allow_inplace = allow_inplace;
+  prepare(batch, opt);
+}
+
+void GpenModel::prepare(int batch, const PlanOptions& opt) {
+  std::string key = opt.strategy + (opt.allow_inplace ? "+inplace" : "") + (opt.rematerialize ? "+remat" : "") +
+                    (opt.reorder ? "+reorder" : "") + std::to_string(opt.remat_max_flops_fraction);
   if (batch == batch_ && exec_ && key == plan_key_) return;
   plan_key_ = key;
+  opt_ = opt;
   smaller_.clear();
   exec_.reset();
   GpenConfig c = config_;
   c.batch = batch;
   graph_ = std::make_unique<GpenGraph>(build_gpen_graph(c));
+  // Transforms keep the input and output tensor ids, so the rest of the model is unaffected.
+  transform_ = transform_for_memory(graph_->graph, opt);
   WorkspaceFn ws = [this](const Graph& g, const Node& n) { return backend_.workspace_bytes(g, n); };
-  plan_ = std::make_unique<MemoryPlan>(plan_memory(graph_->graph, ws, {strategy, allow_inplace}));
+  plan_ = std::make_unique<MemoryPlan>(plan_memory(graph_->graph, ws, opt));
   exec_ = std::make_unique<Executor>(graph_->graph, *plan_, backend_, weights_);
   batch_ = batch;
+  release_io();
+  if (device_) {
+    const size_t bytes = static_cast<size_t>(batch) * config_.size * config_.size * 3 * dtype_size(config_.act_dtype);
+    io_in_ = device_->allocate_host(bytes);
+    io_out_ = device_->allocate_host(bytes);
+  }
+}
+
+void GpenModel::run_on(Executor& ex, const GpenGraph& gg, int n, const float* in, float* out) {
+  const size_t count = static_cast<size_t>(n) * config_.size * config_.size * 3;
+  if (!device_) {
+    ex.set_input(gg.input, in, count * sizeof(float));
+    ex.run();
+    ex.get_output(gg.output, out, count * sizeof(float));
+    return;
+  }
+  // Through the pinned buffers: the input copy is asynchronous, and the conversion to the
+  // precision happens on the way.
+  const DType t = config_.act_dtype;
+  floats_to(in, io_in_, t, count);
+  ex.set_input(gg.input, io_in_, count * dtype_size(t));
+  if (timing_) device_->start_timer();
+  ex.run();
+  if (timing_) last_device_ms_ = device_->stop_timer_ms();
+  ex.get_output(gg.output, io_out_, count * dtype_size(t));
+  floats_from(io_out_, t, out, count);
 }
 
 void GpenModel::run(const float* in, float* out) {
   GPEN_CHECK(exec_, "GpenModel::run before prepare");
-  size_t bytes = static_cast<size_t>(batch_) * config_.size * config_.size * 3 * sizeof(float);
-  exec_->set_input(graph_->input, in, bytes);
-  exec_->run();
-  exec_->get_output(graph_->output, out, bytes);
+  run_on(*exec_, *graph_, batch_, in, out);
 }
 
 const TensorView& GpenModel::view(const std::string& name) const {
@@ -120,8 +307,11 @@ void GpenModel::run(int n, const float* in, float* out) {
     GpenConfig c = config_;
     c.batch = n;
     s.graph = std::make_unique<GpenGraph>(build_gpen_graph(c));
+    transform_for_memory(s.graph->graph, opt_);
     WorkspaceFn ws = [this](const Graph& g, const Node& nd) { return backend_.workspace_bytes(g, nd); };
-    s.plan = std::make_unique<MemoryPlan>(plan_memory(s.graph->graph, ws, {plan_->strategy}));
+    PlanOptions so = opt_;
+    so.strategy = plan_->strategy;
+    s.plan = std::make_unique<MemoryPlan>(plan_memory(s.graph->graph, ws, so));
     // Every tensor scales with the batch, so the smaller plan fits; checked all the same.
     GPEN_CHECK(s.plan->arena_bytes <= plan_->arena_bytes && s.plan->workspace_bytes <= plan_->workspace_bytes,
                "plan for " + std::to_string(n) + " faces does not fit the arena for " + std::to_string(batch_));
@@ -129,10 +319,7 @@ void GpenModel::run(int n, const float* in, float* out) {
     it = smaller_.emplace(n, std::move(s)).first;
   }
   Smaller& s = it->second;
-  size_t bytes = static_cast<size_t>(n) * config_.size * config_.size * 3 * sizeof(float);
-  s.exec->set_input(s.graph->input, in, bytes);
-  s.exec->run();
-  s.exec->get_output(s.graph->output, out, bytes);
+  run_on(*s.exec, *s.graph, n, in, out);
 }
 
 size_t GpenModel::weights_bytes() const { return plan_ ? plan_->weights_bytes : 0; }

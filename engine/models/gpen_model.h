@@ -1,6 +1,8 @@
 #pragma once
 // A runnable GPEN: weights (a mapped .gpw, or synthetic ones for benchmarks and plans), the graph
 // for one batch size, its memory plan and an executor. Runs NHWC float batches in model space.
+// On a device backend (engine/device.h) the weights are converted to the model's precision and
+// uploaded once, into one allocation; faces go through pinned host buffers in that precision.
 #include <map>
 #include <memory>
 #include <optional>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/device.h"
 #include "engine/executor.h"
 #include "engine/memory_plan.h"
 #include "engine/models/gpen.h"
@@ -21,15 +24,26 @@ GpenConfig gpen_config_from_gpw(const GpwFile& f);
 
 class GpenModel {
  public:
-  // Loads a converted model. The weights stay mapped (CPU) and are not copied.
-  static std::unique_ptr<GpenModel> open(const std::string& gpw_path, Backend& backend);
-  // Random weights of the right shapes (seeded), for benchmarks without a checkpoint.
+  // Loads a converted model. CPU: the weights stay mapped and are not copied (fp32 only). Device:
+  // converted to `precision` (default: default_precision(backend)) and uploaded once.
+  static std::unique_ptr<GpenModel> open(const std::string& gpw_path, Backend& backend,
+                                         std::optional<DType> precision = std::nullopt);
+  // Random weights of the right shapes (seeded), for benchmarks without a checkpoint. The
+  // precision is c.act_dtype (fp32 only on the CPU).
   static std::unique_ptr<GpenModel> synthetic(const GpenConfig& c, Backend& backend, uint32_t seed = 1);
+  ~GpenModel();
+  GpenModel(const GpenModel&) = delete;
+  GpenModel& operator=(const GpenModel&) = delete;
 
   const GpenConfig& config() const { return config_; }
   int size() const { return config_.size; }
   // Plans and prepares the executor for this batch size (cached: the last batch size is kept).
   void prepare(int batch, const std::string& strategy = "", bool allow_inplace = true);
+  // The same with every planner option, including the graph transforms (rematerialization,
+  // reordering) applied to the graph before it is planned and run.
+  void prepare(int batch, const PlanOptions& opt);
+  // What the graph transforms of the last prepare() did (all zero without any).
+  const TransformReport& transform_report() const { return transform_; }
   const Graph& graph() const { return graph_->graph; }
   // The arena view of a tensor by graph name (after run(); only meaningful for tensors still
   // alive at the end, e.g. every tensor under a "naive" plan without in-place).
@@ -42,16 +56,43 @@ class GpenModel {
   // (planned once per n, no new memory), so a short last batch costs only its own faces.
   void run(int n, const float* in, float* out);
   size_t weights_bytes() const;
+  DType precision() const { return config_.act_dtype; }
+  // Bytes of the one device allocation holding the weights (0 on the CPU).
+  size_t device_weights_bytes() const { return device_weights_bytes_; }
+  // Device backends: time each run's launches with events (stream time from after the input copy
+  // to the end of the last kernel); last_device_ms() reads the last one.
+  void set_device_timing(bool on) { timing_ = on; }
+  double last_device_ms() const { return last_device_ms_; }
+  // Whether runs replay a captured CUDA graph (after the first run of the prepared batch).
+  bool uses_graph() const { return exec_ && exec_->uses_graph(); }
+  Backend& backend() const { return backend_; }
+  // The prepared executor's arena and workspace (plan().arena_bytes / workspace_bytes long), for
+  // a model that runs strictly between this one's runs to borrow (FaceRestorer's detector).
+  void* arena() const { return exec_ ? exec_->arena() : nullptr; }
+  void* workspace() const { return exec_ ? exec_->workspace() : nullptr; }
 
  private:
-  GpenModel(Backend& b) : backend_(b) {}
+  GpenModel(Backend& b) : backend_(b), device_(dynamic_cast<DeviceBackend*>(&b)) {}
+  // Puts the weights where the backend reads them: `src` holds host views of any float dtype.
+  void load_weights(const WeightMap& src, const std::string& origin);
+  void run_on(Executor& ex, const GpenGraph& gg, int n, const float* in, float* out);
+  void release_io();
   Backend& backend_;
+  DeviceBackend* device_ = nullptr;
+  void* device_weights_ = nullptr;
+  size_t device_weights_bytes_ = 0;
+  void* io_in_ = nullptr;  // pinned, batch faces in the activation dtype (device backends)
+  void* io_out_ = nullptr;
+  bool timing_ = false;
+  double last_device_ms_ = 0;
   GpenConfig config_;
   std::optional<GpwFile> file_;
   std::vector<std::vector<float>> synthetic_data_;
   WeightMap weights_;
   int batch_ = 0;
   std::string plan_key_;
+  PlanOptions opt_;
+  TransformReport transform_;
   std::unique_ptr<GpenGraph> graph_;
   std::unique_ptr<MemoryPlan> plan_;
   std::unique_ptr<Executor> exec_;

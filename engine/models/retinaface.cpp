@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 
+#include "engine/device.h"
 #include "engine/executor.h"
 #include "engine/memory_plan.h"
 #include "weights/gpw.h"
@@ -217,31 +219,41 @@ double detect_input_scale(int w, int h, int max_side, int target_side, int* out_
 class SharedArenaBackend final : public Backend {
  public:
   explicit SharedArenaBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
-  ~SharedArenaBackend() override {
-    if (arena_) inner_->release(arena_);
-    if (ws_) inner_->release(ws_);
-  }
+  ~SharedArenaBackend() override { drop_own(); }
   // True when a plan does not fit: reserve() will move the blocks, so every executor built on
   // them must be destroyed first.
   bool must_grow(size_t arena, size_t ws) const { return !arena_ || arena > arena_cap_ || ws > ws_cap_; }
   // Makes room for a plan and arms allocate() for the executor built next.
   void reserve(size_t arena, size_t ws) {
     if (!arena_ || arena > arena_cap_) {
-      if (arena_) inner_->release(arena_);
+      if (arena_ && own_arena_) inner_->release(arena_);
       arena_ = nullptr;
       arena_ = inner_->allocate(std::max<size_t>(arena, 1));
       arena_cap_ = arena;
+      own_arena_ = true;
     }
     if (ws > ws_cap_) {
-      if (ws_) inner_->release(ws_);
+      if (ws_ && own_ws_) inner_->release(ws_);
       ws_ = nullptr;
       ws_ = inner_->allocate(ws);
       ws_cap_ = ws;
+      own_ws_ = true;
     }
     next_ = 0;
   }
+  // Blocks someone else owns, used until a plan needs more (then reserve() allocates our own).
+  // Every executor built on the previous blocks must be gone.
+  void lend(void* arena, size_t arena_bytes, void* ws, size_t ws_bytes) {
+    drop_own();
+    arena_ = arena_bytes ? arena : nullptr;
+    arena_cap_ = arena_ ? arena_bytes : 0;
+    ws_ = ws_bytes ? ws : nullptr;
+    ws_cap_ = ws_ ? ws_bytes : 0;
+  }
+  bool borrowing() const { return (arena_ && !own_arena_) || (ws_ && !own_ws_); }
   size_t arena_capacity() const { return arena_cap_; }
   size_t workspace_capacity() const { return ws_cap_; }
+  Backend& inner() { return *inner_; }
 
   const char* name() const override { return inner_->name(); }
   size_t workspace_bytes(const Graph& g, const Node& n) const override { return inner_->workspace_bytes(g, n); }
@@ -264,10 +276,18 @@ class SharedArenaBackend final : public Backend {
   void synchronize() override { inner_->synchronize(); }
 
  private:
+  void drop_own() {
+    if (arena_ && own_arena_) inner_->release(arena_);
+    if (ws_ && own_ws_) inner_->release(ws_);
+    arena_ = ws_ = nullptr;
+    arena_cap_ = ws_cap_ = 0;
+    own_arena_ = own_ws_ = false;
+  }
   std::unique_ptr<Backend> inner_;
   void* arena_ = nullptr;
   void* ws_ = nullptr;
   size_t arena_cap_ = 0, ws_cap_ = 0;
+  bool own_arena_ = false, own_ws_ = false;
   int next_ = 0;
 };
 
@@ -275,6 +295,7 @@ struct RetinaFaceDetector::Model {
   GpwFile file;
   std::vector<std::vector<float>> widened;  // f32 copies of weights stored in f16 / bf16
   WeightMap weights;
+  void* device_weights = nullptr;  // device backends: every weight, one allocation
 };
 
 struct RetinaFaceDetector::Cached {
@@ -283,8 +304,8 @@ struct RetinaFaceDetector::Cached {
   std::unique_ptr<Executor> ex;
 };
 
-RetinaFaceDetector::RetinaFaceDetector(const std::string& path)
-    : backend_(std::make_unique<SharedArenaBackend>(make_cpu_backend())) {
+RetinaFaceDetector::RetinaFaceDetector(const std::string& path, std::unique_ptr<Backend> backend)
+    : backend_(std::make_unique<SharedArenaBackend>(backend ? std::move(backend) : make_cpu_backend())) {
   model_ = std::unique_ptr<Model>(new Model{GpwFile::open(path), {}, {}});
   const GpwFile& f = model_->file;
   GPEN_CHECK(f.arch() == "retinaface", path + ": not a RetinaFace model (arch '" + f.arch() + "')");
@@ -307,9 +328,30 @@ RetinaFaceDetector::RetinaFaceDetector(const std::string& path)
     GPEN_CHECK(v.dtype == DType::f32, path + ": tensor '" + e.name + "' has unsupported dtype " + dtype_name(v.dtype));
     model_->weights[e.name] = v;
   }
+  Backend& inner = static_cast<SharedArenaBackend&>(*backend_).inner();
+  if (is_device_backend(inner)) {
+    // One buffer, 256-byte aligned slots, one copy; the host copies go.
+    size_t total = 0;
+    std::map<std::string, size_t> offset;
+    for (const auto& [name, v] : model_->weights) {
+      GPEN_CHECK(v.contiguous(), path + ": tensor '" + name + "' is not contiguous");
+      offset[name] = total;
+      total += (static_cast<size_t>(v.numel()) * 4 + 255) / 256 * 256;
+    }
+    std::vector<uint8_t> host(std::max<size_t>(total, 1), 0);
+    for (const auto& [name, v] : model_->weights)
+      std::memcpy(host.data() + offset[name], v.data, static_cast<size_t>(v.numel()) * 4);
+    model_->device_weights = inner.allocate(total);
+    inner.upload(model_->device_weights, host.data(), total);
+    for (auto& [name, v] : model_->weights) v.data = static_cast<uint8_t*>(model_->device_weights) + offset[name];
+    model_->widened.clear();
+  }
 }
 
-RetinaFaceDetector::~RetinaFaceDetector() = default;
+RetinaFaceDetector::~RetinaFaceDetector() {
+  cache_.clear();
+  if (model_ && model_->device_weights) static_cast<SharedArenaBackend&>(*backend_).inner().release(model_->device_weights);
+}
 
 RetinaFaceDetector::Cached& RetinaFaceDetector::executor_for(int h, int w) {
   for (size_t i = 0; i < cache_.size(); ++i)
@@ -338,6 +380,15 @@ size_t RetinaFaceDetector::arena_bytes(int h, int w) const {
   for (const auto& c : cache_)
     if (c->h == h && c->w == w) return c->ex->arena_bytes();
   return 0;
+}
+
+void RetinaFaceDetector::share_memory(void* arena, size_t arena_bytes, void* workspace, size_t workspace_bytes) {
+  cache_.clear();  // the executors point into the blocks being replaced
+  static_cast<SharedArenaBackend&>(*backend_).lend(arena, arena_bytes, workspace, workspace_bytes);
+}
+
+bool RetinaFaceDetector::uses_shared_memory() const {
+  return static_cast<const SharedArenaBackend&>(*backend_).borrowing();
 }
 
 size_t RetinaFaceDetector::arena_capacity() const {

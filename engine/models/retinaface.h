@@ -46,10 +46,12 @@ struct DetectOptions {
   int target_side = 1000;  // the longer side after a shrink
 };
 
-// Loads a converted .gpw (arch "retinaface") and detects faces on BGR images of any size.
+// Loads a converted .gpw (arch "retinaface") and detects faces on BGR images of any size. Runs on
+// `backend` (default: the CPU); on a device backend the weights are uploaded once (fp32: the
+// detector is a small share of the work, so it keeps full precision).
 class RetinaFaceDetector {
  public:
-  explicit RetinaFaceDetector(const std::string& gpw_path);
+  explicit RetinaFaceDetector(const std::string& gpw_path, std::unique_ptr<Backend> backend = nullptr);
   ~RetinaFaceDetector();
   RetinaFaceDetector(const RetinaFaceDetector&) = delete;
   RetinaFaceDetector& operator=(const RetinaFaceDetector&) = delete;
@@ -67,7 +69,16 @@ class RetinaFaceDetector {
   // arena all cached executors share (the largest plan seen since it last grew).
   size_t arena_bytes(int h, int w) const;
   size_t arena_capacity() const;
+  // Runs inside memory the caller owns and leaves alone while detect() runs (FaceRestorer lends
+  // the generator's arena and workspace: detection and restoration never overlap, so the photo
+  // pipeline needs the larger of the two arenas, not their sum). It must be memory of this
+  // detector's device and outlive its use here; a plan that does not fit gets the detector's own
+  // memory as before.
+  void share_memory(void* arena, size_t arena_bytes, void* workspace, size_t workspace_bytes);
+  // Whether the current plans run in lent memory.
+  bool uses_shared_memory() const;
   size_t cached_sizes() const { return cache_.size(); }
+  const char* device() const { return backend_->name(); }
 
  private:
   struct Model;

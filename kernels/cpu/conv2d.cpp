@@ -1,8 +1,11 @@
 // NHWC conv2d on the CPU: the main cost of every model this engine runs.
 //
-// Two paths, chosen from the shapes:
-//  - depthwise (one input and one output channel per group): direct accumulation, vectorised over
-//    channels;
+// Paths, chosen from the shapes:
+//  - depthwise 3x3 (MobileNet): kernels/cpu/conv2d_depthwise.cpp;
+//  - other depthwise (one input and one output channel per group), or a depthwise 3x3 whose
+//    input is not channel-contiguous: direct accumulation here, vectorised over channels;
+//  - few output channels (<= 32) or few input channels (stems, <= 4): a direct conv with
+//    register tiles over pixels and output channels, kernels/cpu/conv2d_direct.cpp;
 //  - everything else: an implicit-im2col GEMM. The HWIO weight already is a row-major
 //    [kh*kw*cin/groups][cout] matrix. For a tile of output pixels and a block of that depth, the
 //    rows of the (never materialised) im2col matrix are gathered from the NHWC input straight into
@@ -22,6 +25,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/conv2d_paths.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/strided.h"
@@ -48,6 +52,7 @@ struct Geom {
 
 struct Plan {
   bool depthwise = false;
+  bool direct = false;  // kernels/cpu/conv2d_direct.cpp
   int64_t dw_seg = 0;  // depthwise: output pixels per item
   // GEMM path
   int64_t tile_m = 0;                    // pixels per tile
@@ -102,6 +107,11 @@ Plan make_plan(const Geom& g) {
     pl.depthwise = true;
     pl.dw_seg = std::clamp<int64_t>(kDepthwiseAccFloats / std::max<int64_t>(g.C, 1), 1, std::max<int64_t>(g.Wo, 1));
     pl.per_thread_floats = round_floats(static_cast<size_t>(pl.dw_seg * g.C));
+    return pl;
+  }
+  if (detail::direct_conv_suits(g.G, g.cin_g, g.Co, g.K)) {
+    pl.direct = true;
+    pl.cache_floats = round_floats(detail::direct_conv_workspace_floats(g.K, g.Co));
     return pl;
   }
   pl.kb = balanced_block(g.K, kMaxDepthBlock, 8);
@@ -205,15 +215,11 @@ void epilogue(const Args& a, int64_t p0, int64_t m, int64_t co0, int64_t nc, con
   }
 }
 
-// Eight floats as one value (GCC/Clang vector extension): used where auto-vectorisation does not
+// Eight floats as one value (kernels/cpu/conv2d_paths.h): used where auto-vectorisation does not
 // find the register blocking or the shuffles by itself.
-typedef float v8f __attribute__((vector_size(32)));
-inline v8f load8(const float* p) {
-  v8f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store8(float* p, v8f v) { std::memcpy(p, &v, sizeof v); }
+using detail::load8;
+using detail::store8;
+using detail::v8f;
 
 // dst[c * 4 + j] = src[j][c] for c < len: four pixel rows interleaved channel by channel (the
 // packed panel layout for a panel width of 4), 4x8 transposes in registers.
@@ -442,6 +448,12 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
   if (g.N * g.Ho * g.Wo * g.Co == 0) return;
   GPEN_CHECK(workspace != nullptr, "conv2d: workspace is required (see conv2d_workspace_bytes)");
   float* base = detail::align_ptr(workspace);
+
+  if (pl.direct) {
+    detail::direct_conv(p, x, w, bias, residual, y, base);
+    return;
+  }
+  if (pl.depthwise && detail::depthwise3x3(p, x, w, bias, residual, y)) return;
 
   Args a{&p, g, pl, &x, &w, wld, bias, residual, &y};
   const int max_threads = num_threads();

@@ -47,18 +47,7 @@ void max_pool2d(const MaxPool2dParams& p, const TensorView& x, const TensorView&
 void pixel_norm(const PixelNormParams& p, const TensorView& x, const TensorView& y);
 void demod(const DemodParams& p, const TensorView& s, const TensorView& q, const TensorView& d);
 
-// Inputs as documented in ModConvParams; absent optional ones are nullptr.
-struct ModConvArgs {
-  const TensorView* x = nullptr;
-  const TensorView* x2 = nullptr;
-  const TensorView* x2_scale = nullptr;
-  const TensorView* x2_bias = nullptr;
-  const TensorView* w = nullptr;
-  const TensorView* s = nullptr;
-  const TensorView* d = nullptr;
-  const TensorView* bias = nullptr;
-  const TensorView* residual = nullptr;
-};
+using ModConvArgs = ::gpen::ModConvArgs;  // kernels/params.h
 size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y, int threads);
 void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
 

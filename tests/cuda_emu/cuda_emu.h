@@ -14,13 +14,16 @@
 // A fault (deadlock, divergent barrier, bad shuffle, misaligned WMMA pointer, a host pointer
 // passed to a kernel...) stops the launch, prints the reason to stderr and becomes a sticky
 // cudaErrorLaunchFailure, as a device fault would on a GPU.
-// Streams execute synchronously at launch; events hold host timestamps.
+// Streams execute synchronously at launch; events hold host timestamps. A stream in capture mode
+// (cudaStreamBeginCapture) records launches, copies and event records instead of running them;
+// cudaGraphLaunch replays the recording in order.
 #include <math.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -102,10 +105,15 @@ enum cudaError {
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
   cudaErrorLaunchFailure = 719,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureImplicit = 906,
 };
 typedef cudaError cudaError_t;
 
@@ -127,6 +135,24 @@ struct CUevent_st;
 typedef CUevent_st* cudaEvent_t;
 #define cudaStreamDefault 0x00
 #define cudaStreamNonBlocking 0x01
+
+// CUDA graphs, built by stream capture only (no explicit node API).
+struct CUgraph_st;
+typedef CUgraph_st* cudaGraph_t;
+struct CUgraphExec_st;
+typedef CUgraphExec_st* cudaGraphExec_t;
+struct CUgraphNode_st;
+typedef CUgraphNode_st* cudaGraphNode_t;
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
+};
 
 struct cudaDeviceProp {
   char name[256];
@@ -170,6 +196,19 @@ cudaError_t cudaEventDestroy(cudaEvent_t e);
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t e);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+// Capture: while a stream captures, the work queued on it is recorded, not run. As in CUDA, a
+// capturing thread (modes Global and ThreadLocal) may not call unsafe APIs (cudaMalloc, cudaFree,
+// synchronous copies, synchronisation): they fail with cudaErrorStreamCaptureUnsupported and
+// invalidate the capture, so EndCapture returns cudaErrorStreamCaptureInvalidated.
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* status);
+// nodes == nullptr: *count receives the number of nodes (the only form emulated).
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 
 template <class T>
 cudaError_t cudaMalloc(T** p, size_t bytes) {
@@ -194,6 +233,11 @@ bool is_device_accessible(const void* p);
 // Bytes currently allocated with cudaMalloc.
 size_t device_bytes_in_use();
 void set_func_max_dynamic_smem(const void* fn, int bytes);
+// What cudaGetDeviceCount reports (default 1; 0 makes it fail with cudaErrorNoDevice, as on a
+// machine without a GPU), so tests can exercise the "no device" paths.
+void set_device_count(int n);
+// Graph replays (cudaGraphLaunch calls) and operations replayed so far, for tests.
+size_t graph_launches();
 
 // ---- Used by the device-side functions below (tests/cuda_emu/scheduler.cpp)
 void syncthreads();
@@ -236,6 +280,20 @@ struct LaunchConfig {
 };
 // Runs body(ctx) as every thread of every block; errors go to cudaGetLastError like a launch's.
 void launch(const LaunchConfig& cfg, KernelBody body, const void* ctx);
+// The checks a launch makes of its configuration before running: cudaSuccess, or the error, which
+// also becomes the last error.
+cudaError_t validate_launch(const LaunchConfig& cfg);
+
+// ---- Stream capture
+// One recorded operation; replayed on the stream the graph is launched on.
+using GraphOp = std::function<cudaError_t(cudaStream_t)>;
+enum class CaptureAction { run, record, refuse };
+// What work queued on `s` now does: run (no capture), record (s captures) or refuse (a launch on
+// the legacy stream while this thread captures; the error is set and the capture invalidated).
+CaptureAction capture_action(cudaStream_t s);
+// Appends an operation to the capture of s (capture_action(s) == record); a null op marks the
+// capture invalidated (an operation failed while it was recorded).
+void record_op(cudaStream_t s, GraphOp op);
 // Faults the launch when a pointer argument points to memory a GPU kernel could not read.
 bool check_pointer_argument(const void* p, int index, const char* kernel);
 
@@ -254,13 +312,35 @@ struct KernelLauncher {
   LaunchConfig cfg;
   void (*kernel)(P...);
 
+  using Params = std::tuple<std::decay_t<P>...>;
+
   template <class... A>
   void operator()(A&&... args) const {
     static_assert(sizeof...(A) == sizeof...(P), "kernel launched with the wrong number of arguments");
     // Arguments are converted to the parameter types once, as a launch does; each emulated thread
     // then receives its own copy.
-    using Params = std::tuple<std::decay_t<P>...>;
     const Params params(std::forward<A>(args)...);
+    switch (capture_action(cfg.stream)) {
+      case CaptureAction::run: run(cfg, kernel, params); return;
+      case CaptureAction::refuse: return;
+      case CaptureAction::record: break;
+    }
+    // Captured: the configuration is checked now (as cudaLaunchKernel does during capture) and
+    // the launch, with a copy of its arguments, runs at every replay.
+    if (validate_launch(cfg) != cudaSuccess) {
+      record_op(cfg.stream, nullptr);  // a failed launch invalidates the capture
+      return;
+    }
+    record_op(cfg.stream, [c = cfg, k = kernel, params](cudaStream_t st) {
+      LaunchConfig at = c;
+      at.stream = st;
+      run(at, k, params);
+      // The configuration passed at capture; a fault is sticky and ends the replay there.
+      return cudaSuccess;
+    });
+  }
+
+  static void run(const LaunchConfig& cfg, void (*kernel)(P...), const Params& params) {
     bool ok = true;
     std::apply([&](const auto&... v) {
       int i = 0;

@@ -464,26 +464,26 @@ void fault(const std::string& message) {
   throw Cancelled{};
 }
 
-void launch(const LaunchConfig& cfg, KernelBody body, const void* ctx) {
-  if (const cudaError_t e = internal::sticky_error(); e != cudaSuccess) {
-    internal::set_last_error(e);
-    return;
-  }
+cudaError_t validate_launch(const LaunchConfig& cfg) {
+  cudaError_t e = internal::sticky_error();
   const dim3 g = cfg.grid, bl = cfg.block;
   const uint64_t threads = uint64_t{bl.x} * bl.y * bl.z;
-  if (threads == 0 || threads > internal::kMaxThreadsPerBlock || bl.x > 1024 || bl.y > 1024 || bl.z > 64 ||
-      g.x == 0 || g.y == 0 || g.z == 0 || g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) {
-    internal::set_last_error(cudaErrorInvalidConfiguration);
-    return;
+  if (e != cudaSuccess) {
+  } else if (threads == 0 || threads > internal::kMaxThreadsPerBlock || bl.x > 1024 || bl.y > 1024 || bl.z > 64 ||
+             g.x == 0 || g.y == 0 || g.z == 0 || g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) {
+    e = cudaErrorInvalidConfiguration;
+  } else if (cfg.smem > internal::max_dynamic_smem(cfg.fn)) {
+    e = cudaErrorInvalidValue;
+  } else if (!internal::stream_valid(cfg.stream)) {
+    e = cudaErrorInvalidResourceHandle;
   }
-  if (cfg.smem > internal::max_dynamic_smem(cfg.fn)) {
-    internal::set_last_error(cudaErrorInvalidValue);
-    return;
-  }
-  if (!internal::stream_valid(cfg.stream)) {
-    internal::set_last_error(cudaErrorInvalidResourceHandle);
-    return;
-  }
+  if (e != cudaSuccess) internal::set_last_error(e);
+  return e;
+}
+
+void launch(const LaunchConfig& cfg, KernelBody body, const void* ctx) {
+  if (validate_launch(cfg) != cudaSuccess) return;
+  const dim3 g = cfg.grid;
 
   const uint64_t blocks = uint64_t{g.x} * g.y * g.z;
   const int nworkers = static_cast<int>(std::min<uint64_t>(worker_threads(), blocks));

@@ -1,0 +1,93 @@
+#include "apps/bench_detector.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "apps/format.h"
+#include "apps/peer.h"
+#include "engine/device.h"
+#include "engine/error.h"
+#include "engine/image.h"
+#include "engine/models/retinaface.h"
+#include "kernels/cpu/ops.h"
+
+namespace gpen::cli {
+
+namespace {
+
+double peak_rss_mib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;
+}
+
+}  // namespace
+
+void run_detector_bench(const DetectorBenchArgs& a) {
+  GPEN_CHECK(!a.detector.empty(), "--arch retinaface needs the detector weights: -d RETINAFACE.gpw");
+  GPEN_CHECK(!a.image.empty(), "--arch retinaface needs a photo: --image PHOTO");
+  GPEN_CHECK(a.runs >= 1 && a.warmup >= 0, "--runs must be >= 1 and --warmup >= 0");
+  GPEN_CHECK(!a.compare_pytorch || !a.pytorch_pth.empty(),
+             "--compare-pytorch with --arch retinaface needs the checkpoint PyTorch loads: --pytorch-checkpoint X.pth");
+  DeviceOptions dopt;
+  dopt.kind = parse_device(a.device);
+  RetinaFaceDetector det(a.detector, make_backend(dopt));
+  const Image img = read_image(a.image);
+  std::vector<double> ms;
+  size_t faces = 0;
+  for (int i = 0; i < a.warmup + a.runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    faces = det.detect(img).size();
+    if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[ms.size() / 2];
+  int w = 0, h = 0;
+  detect_input_scale(img.width, img.height, DetectOptions{}.max_side, DetectOptions{}.target_side, &w, &h);
+  nlohmann::json j = {{"detector", a.detector},
+                      {"backbone", retinaface_backbone_name(det.backbone())},
+                      {"image", a.image},
+                      {"width", img.width},
+                      {"height", img.height},
+                      {"network_input", {{"width", w}, {"height", h}}},
+                      {"faces", faces},
+                      {"device", det.device()},
+                      {"threads", cpu::num_threads()},
+                      {"runs", a.runs},
+                      {"median_ms", median},
+                      {"min_ms", ms.front()},
+                      {"max_ms", ms.back()},
+                      {"arena_bytes", det.arena_capacity()},
+                      {"peak_rss_mib", peak_rss_mib()}};
+  if (a.compare_pytorch) {
+    nlohmann::json peer = run_pytorch_detector_bench(a.pytorch_pth, a.image, a.runs, a.warmup, cpu::num_threads());
+    j["pytorch"] = peer;
+    if (peer.contains("median_ms")) j["speedup_vs_pytorch"] = peer["median_ms"].get<double>() / median;
+  }
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("RetinaFace %s on %s (%d threads), %dx%d photo (network input %dx%d), %zu faces, %d runs after %d warm-up\n",
+              retinaface_backbone_name(det.backbone()), det.device(), cpu::num_threads(), img.width, img.height, w, h,
+              faces, a.runs, a.warmup);
+  std::printf("  time per photo  %.1f ms (median; min %.1f, max %.1f ms)\n", median, ms.front(), ms.back());
+  std::printf("  arena %s, peak RSS %.1f MiB\n", human_bytes(double(det.arena_capacity())).c_str(), peak_rss_mib());
+  if (j.contains("pytorch")) {
+    const auto& pt = j["pytorch"];
+    if (pt.contains("median_ms"))
+      std::printf("  PyTorch         %.1f ms per photo (%d threads), peak RSS %.1f MiB -> engine is %.2fx faster\n",
+                  pt["median_ms"].get<double>(), pt.value("threads", 0), pt.value("peak_rss_mb", 0.0),
+                  j["speedup_vs_pytorch"].get<double>());
+    else
+      std::printf("  PyTorch         not measured: %s\n", pt.value("error", std::string("?")).c_str());
+  }
+}
+
+}  // namespace gpen::cli

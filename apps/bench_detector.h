@@ -1,0 +1,20 @@
+#pragma once
+// `gpen bench --arch retinaface`: time RetinaFace detect() on one photo (pre-processing, network,
+// decode and NMS, as the pipeline runs it), optionally against the PyTorch reference on the same
+// photo and weights in the same run.
+#include <string>
+
+namespace gpen::cli {
+
+struct DetectorBenchArgs {
+  std::string detector;     // .gpw
+  std::string pytorch_pth;  // the checkpoint the PyTorch peer loads (.pth)
+  std::string image;
+  std::string device = "auto";
+  int runs = 10, warmup = 2;
+  bool json = false, compare_pytorch = false;
+};
+
+void run_detector_bench(const DetectorBenchArgs& a);
+
+}  // namespace gpen::cli

@@ -1,0 +1,83 @@
+#pragma once
+// Internal to conv2d (kernels/cpu/conv2d*.cpp): the specialised paths that conv2d.cpp dispatches
+// to, and the 8-float vector helpers they share. Each path computes exactly the conv2d contract
+// of kernels/cpu/ops.h (bias, activation, then residual, through the output's strides).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "engine/tensor.h"
+#include "kernels/params.h"
+
+namespace gpen::cpu::detail {
+
+// Eight floats as one value (GCC/Clang vector extension): one AVX register where the build has
+// AVX (the project builds with -mavx2 -mfma), a pair of SSE registers otherwise, so the same
+// source is correct everywhere and fast where it matters.
+typedef float v8f __attribute__((vector_size(32)));
+
+inline v8f load8(const float* p) {
+  v8f v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8(float* p, v8f v) { std::memcpy(p, &v, sizeof v); }
+inline v8f splat8(float s) { return v8f{s, s, s, s, s, s, s, s}; }
+
+// act_branchless (kernels/cpu/strided.h) on eight lanes, with the same std::max / std::min
+// semantics (a NaN passes through as in the scalar code).
+inline v8f act8(v8f v, v8f slope, v8f gain) {
+  const v8f zero = {};
+  const v8f pos = v < zero ? zero : v;
+  const v8f neg = zero < v ? zero : v;
+  return gain * (pos + slope * neg);
+}
+
+// Where the output of a conv (and its optional residual, which may be the output itself) lives.
+struct ConvOut {
+  float* y = nullptr;
+  int64_t ys0 = 0, ys1 = 0, ys2 = 0, ys3 = 1;
+  const float* res = nullptr;
+  int64_t rs0 = 0, rs1 = 0, rs2 = 0, rs3 = 1;
+  float slope = 1.0f, gain = 1.0f;
+};
+
+// act(acc + bias) + residual for channels [c, c + nc) (nc <= 8) of output pixel (n, oy, ox);
+// bias8 holds the bias of those channels (zeros when has_bias is false, then not added, so the
+// sum is the same as the generic path's to the bit).
+inline void finish8(const ConvOut& o, v8f acc, bool has_bias, v8f bias8, int64_t n, int64_t oy, int64_t ox,
+                    int64_t c, int nc) {
+  if (has_bias) acc += bias8;
+  acc = act8(acc, splat8(o.slope), splat8(o.gain));
+  float* yp = o.y + n * o.ys0 + oy * o.ys1 + ox * o.ys2 + c * o.ys3;
+  const float* rp = o.res ? o.res + n * o.rs0 + oy * o.rs1 + ox * o.rs2 + c * o.rs3 : nullptr;
+  if (nc == 8 && o.ys3 == 1 && (!rp || o.rs3 == 1)) {
+    if (rp) acc += load8(rp);  // read before the store: the residual may be the output
+    store8(yp, acc);
+    return;
+  }
+  float t[8];
+  store8(t, acc);
+  for (int j = 0; j < nc; ++j) yp[j * o.ys3] = rp ? t[j] + rp[j * o.rs3] : t[j];
+}
+
+// ---- depthwise 3x3 (kernels/cpu/conv2d_depthwise.cpp)
+// Depthwise (groups == C == Cout) 3x3 conv, any strides and paddings, vectorised across
+// channels. Needs unit channel stride in x and w (any pixel strides); returns false, doing
+// nothing, when it does not apply, so the caller runs its generic path. No workspace.
+bool depthwise3x3(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+                  const TensorView* residual, const TensorView& y);
+
+// ---- direct conv for few output channels or few input channels (kernels/cpu/conv2d_direct.cpp)
+// Shape rule (the planner sizes the workspace from shapes alone): the direct path runs when
+// direct_conv_suits holds for groups, per-group input channels, output channels and depth
+// (kh * kw * cin).
+bool direct_conv_suits(int64_t groups, int64_t cin, int64_t cout, int64_t depth);
+// Floats of workspace the direct path needs (packed weights and bias), before alignment.
+size_t direct_conv_workspace_floats(int64_t depth, int64_t cout);
+// Any strides; `ws` 64-byte aligned, direct_conv_workspace_floats floats.
+void direct_conv(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+                 const TensorView* residual, const TensorView& y, float* ws);
+
+}  // namespace gpen::cpu::detail

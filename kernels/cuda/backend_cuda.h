@@ -1,0 +1,21 @@
+#pragma once
+// The CUDA backend of engine/backend.h (kernels/cuda/backend_cuda.cu, host code only). Built twice
+// like the kernels: gpen::cuda::native (nvcc, linked into the engine when CUDA is compiled in and
+// reached through engine/device.h's make_backend) and gpen::cuda::emu (the host emulator, for the
+// test_cuda_* tests, which call these functions directly).
+#include <memory>
+
+#include "engine/device.h"
+#include "kernels/cuda/abi.h"
+
+GPEN_CUDA_NAMESPACE_BEGIN
+
+// CUDA devices present (0 when none, or no driver).
+int device_count();
+// The backend on the current device: one stream, cudaMalloc'd memory, every op of the graph IR.
+// gpen::Error "no CUDA device found" when there is none.
+std::unique_ptr<Backend> make_cuda_backend(const DeviceOptions& o);
+// device_count and make_cuda_backend, for engine/device.h's make_backend.
+const CudaProvider& cuda_provider();
+
+GPEN_CUDA_NAMESPACE_END

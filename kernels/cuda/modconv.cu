@@ -1,0 +1,179 @@
+// modconv on the GPU: argument checks (those of cpu::modconv plus the dtype and the weight's
+// layout), the GEMM geometry of modconv.cuh, and the choice of kernel: tensor cores for f16 /
+// bf16 (modconv_wmma.cu), the SIMT kernel for f32 (modconv_simt.cu). Both fuse the prologue
+// (style scaling, the on-the-fly x2 source) and the epilogue (demodulation, bias, activation,
+// residual, strided store into a channel slice), so one launch does the whole op.
+#include <climits>
+#include <cstdint>
+
+#include "kernels/cuda/modconv.cuh"
+#include "kernels/cuda/ops_gpen.h"
+
+GPEN_CUDA_NAMESPACE_BEGIN
+
+namespace {
+
+constexpr int kMaxK = 7;  // as the CPU op
+
+bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Whether 16-byte vectors of kv elements can be loaded at every kv-aligned channel of an NHWC view.
+bool nhwc_vec_ok(const TensorView& v, int kv) {
+  if (!aligned16(v.data) || v.stride(3) != 1) return false;
+  for (int a = 0; a < 3; ++a)
+    if (v.dim(a) > 1 && v.stride(a) % kv != 0) return false;
+  return true;
+}
+
+void check_shapes(const ModConvParams& p, const Shape& x_cat, const Shape& y) {
+  GPEN_CHECK(x_cat.rank == 4 && y.rank == 4,
+             "modconv: x and y must be NHWC, got " + x_cat.str() + " and " + y.str());
+  GPEN_CHECK(p.k >= 1 && p.k <= kMaxK, "modconv: kernel size " + std::to_string(p.k) + " outside [1, 7]");
+  for (int i = 0; i < 4; ++i)
+    GPEN_CHECK(fits_int(x_cat[i]) && fits_int(y[i]) && x_cat[i] <= (1 << 20) && y[i] <= (1 << 20),
+               "modconv: implausible dimensions " + x_cat.str() + " -> " + y.str());
+  GPEN_CHECK(fits_int(y[1] * y[2]) && fits_int(int64_t{p.k} * p.k * x_cat[3]),
+             "modconv: " + x_cat.str() + " -> " + y.str() + " is too large for one call");
+}
+
+void validate(const ModConvParams& p, const ModConvArgs& a, const TensorView& y) {
+  GPEN_CHECK(a.x && a.w && a.s, "modconv: x, w and s are required");
+  GPEN_CHECK(p.has_x2 == (a.x2 != nullptr), "modconv: second source presence does not match params");
+  GPEN_CHECK(p.has_demod == (a.d != nullptr), "modconv: demod presence does not match params");
+  GPEN_CHECK(p.has_bias == (a.bias != nullptr), "modconv: bias presence does not match params");
+  GPEN_CHECK(p.has_residual == (a.residual != nullptr), "modconv: residual presence does not match params");
+  const DType dt = a.x->dtype;
+  auto same = [&](const TensorView* v, const char* what) {
+    if (v) check_view(*v, dt, "modconv", what);
+  };
+  same(a.x, "x"), same(a.x2, "x2"), same(a.x2_scale, "x2_scale"), same(a.x2_bias, "x2_bias"), same(a.w, "w");
+  same(a.s, "s"), same(a.d, "d"), same(a.bias, "bias"), same(a.residual, "residual"), same(&y, "y");
+  const TensorView& x = *a.x;
+  GPEN_CHECK(x.rank() == 4 && y.rank() == 4,
+             "modconv: x and y must be NHWC, got " + x.shape.str() + " and " + y.shape.str());
+  const int64_t N = y.dim(0), H = x.dim(1), W = x.dim(2);
+  GPEN_CHECK(x.dim(0) == N || x.dim(0) == 1, "modconv: batch of x " + x.shape.str() + " vs output " + y.shape.str());
+  int64_t C = x.dim(3);
+  if (a.x2) {
+    const TensorView& x2 = *a.x2;
+    GPEN_CHECK(
+        x2.rank() == 4 && x2.dim(0) == N && x2.dim(1) == H && x2.dim(2) == W,
+        "modconv: second source " + x2.shape.str() + " does not match x " + x.shape.str() + " / y " + y.shape.str());
+    GPEN_CHECK(a.x2_scale && a.x2_scale->numel() >= 1, "modconv: second source needs a scale");
+    GPEN_CHECK(a.x2_bias && a.x2_bias->numel() == x2.dim(3) && a.x2_bias->rank() >= 1,
+               "modconv: second source needs " + std::to_string(x2.dim(3)) + " biases");
+    C += x2.dim(3);
+  }
+  const TensorView& w = *a.w;
+  GPEN_CHECK(w.rank() == 4 && w.dim(0) == p.k && w.dim(1) == p.k && w.dim(2) == C,
+             "modconv: weight " + w.shape.str() + " for k=" + std::to_string(p.k) + " and " + std::to_string(C) +
+                 " input channels");
+  GPEN_CHECK(w.contiguous(), "modconv: the weight must be contiguous HWIO");
+  const int64_t Co = w.dim(3);
+  GPEN_CHECK(a.s->rank() == 2 && a.s->dim(0) == N && a.s->dim(1) == C,
+             "modconv: style " + a.s->shape.str() + " must be [" + std::to_string(N) + ", " + std::to_string(C) + "]");
+  const int64_t Ho = p.up ? 2 * (H - 1) + p.k : H, Wo = p.up ? 2 * (W - 1) + p.k : W;
+  GPEN_CHECK(y.dim(1) == Ho && y.dim(2) == Wo && y.dim(3) == Co,
+             "modconv: output " + y.shape.str() + ", expected [" + std::to_string(N) + ", " + std::to_string(Ho) +
+                 ", " + std::to_string(Wo) + ", " + std::to_string(Co) + "]");
+  if (p.up)
+    GPEN_CHECK(!a.d && !a.bias && !a.residual && p.act.is_identity(),
+               "modconv: the upsampling conv has no epilogue (the blur after it applies it)");
+  if (a.d)
+    GPEN_CHECK(a.d->rank() == 2 && a.d->dim(0) == N && a.d->dim(1) == Co,
+               "modconv: demod " + a.d->shape.str() + " must be [N, Cout]");
+  if (a.bias) GPEN_CHECK(a.bias->numel() == Co && a.bias->rank() >= 1, "modconv: bias must have Cout values");
+  if (a.residual)
+    GPEN_CHECK(a.residual->shape == y.shape,
+               "modconv: residual " + a.residual->shape.str() + " must be " + y.shape.str());
+  check_shapes(p, Shape{N, H, W, C}, y.shape);
+  GPEN_CHECK(N * (p.up ? 4 : 1) <= 65535, "modconv: batch " + std::to_string(N) + " too large for one launch");
+  GPEN_CHECK(Co <= 64 * 65535, "modconv: too many output channels (" + std::to_string(Co) + ")");
+}
+
+ModConvGeometry make_geometry(const ModConvParams& p, const ModConvArgs& a, const TensorView& y) {
+  const TensorView& x = *a.x;
+  ModConvGeometry g;
+  g.n = static_cast<int>(y.dim(0));
+  g.h = static_cast<int>(x.dim(1)), g.w = static_cast<int>(x.dim(2));
+  g.c1 = static_cast<int>(x.dim(3));
+  g.c2 = a.x2 ? static_cast<int>(a.x2->dim(3)) : 0;
+  g.c = g.c1 + g.c2;
+  g.cout = static_cast<int>(a.w->dim(3));
+  g.k = p.k;
+  const int ho = static_cast<int>(y.dim(1)), wo = static_cast<int>(y.dim(2));
+  if (!p.up) {
+    g.nphase = 1;
+    g.ostep = 1, g.kstep = 1, g.dstep = 1;
+    g.dy0 = g.dx0 = -(p.k / 2);
+    ModConvPhase& ph = g.ph[0];
+    ph.na = ho, ph.nb = wo;
+    ph.ntx = p.k;
+    ph.depth = p.k * p.k * g.c;
+  } else {
+    // Phase (py, px): outputs (2a + py, 2b + px), taps ky = py + 2 ty, input row a - ty.
+    g.nphase = 4;
+    g.ostep = 2, g.kstep = 2, g.dstep = -1;
+    g.dy0 = g.dx0 = 0;
+    for (int py = 0; py < 2; ++py)
+      for (int px = 0; px < 2; ++px) {
+        ModConvPhase& ph = g.ph[py * 2 + px];
+        ph.py = py, ph.px = px;
+        ph.na = (ho - py + 1) / 2, ph.nb = (wo - px + 1) / 2;
+        ph.ky0 = py, ph.kx0 = px;
+        const int nty = (p.k - py + 1) / 2;
+        ph.ntx = (p.k - px + 1) / 2;
+        ph.depth = nty * ph.ntx * g.c;
+      }
+  }
+  g.xs = nhwc_strides(x);
+  if (x.dim(0) == 1) g.xs.n = 0;  // broadcast over the batch
+  if (a.x2) g.x2s = nhwc_strides(*a.x2);
+  g.ys = nhwc_strides(y);
+  if (a.residual) g.rs = nhwc_strides(*a.residual);
+  g.s_n = a.s->stride(0), g.s_c = a.s->stride(1);
+  if (a.d) g.d_n = a.d->stride(0), g.d_c = a.d->stride(1);
+  if (a.bias) g.bias_c = a.bias->stride(a.bias->rank() - 1);
+  if (a.x2) g.x2b_c = a.x2_bias->stride(a.x2_bias->rank() - 1);
+  g.act = p.act;
+  g.x2_act = p.x2_act;
+  return g;
+}
+
+// Whether the 16-byte vector stagers apply (see ModConvAStage / ModConvBStage).
+bool vector_path(const ModConvArgs& a, const ModConvGeometry& g, int kv) {
+  if (g.c1 % kv != 0 || g.c2 % kv != 0 || g.cout % kv != 0) return false;
+  if (!nhwc_vec_ok(*a.x, kv) || (a.x2 && !nhwc_vec_ok(*a.x2, kv))) return false;
+  if (!aligned16(a.s->data) || g.s_c != 1 || (g.n > 1 && g.s_n % kv != 0)) return false;
+  if (a.x2 && (!aligned16(a.x2_bias->data) || g.x2b_c != 1)) return false;
+  return aligned16(a.w->data);
+}
+
+}  // namespace
+
+size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y) {
+  check_shapes(p, x_cat, y);
+  return 0;
+}
+
+void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void*, Stream stream) {
+  validate(p, a, y);
+  if (y.numel() == 0) return;
+  const ModConvGeometry g = make_geometry(p, a, y);
+  dispatch_float(y.dtype, "modconv", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto ptr = [](const TensorView* v) { return v ? v->as<const T>() : nullptr; };
+    const ModConvTensors<T> t{ptr(a.x), ptr(a.x2), ptr(a.x2_scale), ptr(a.x2_bias), ptr(a.w),
+                              ptr(a.s), ptr(a.d),  ptr(a.bias),     ptr(a.residual), y.as<T>()};
+    const bool vec = vector_path(a, g, Vec16<T>::n);
+    if constexpr (std::is_same_v<T, float>)
+      launch_modconv_simt<T>(g, t, vec, stream);
+    else
+      launch_modconv_wmma<T>(g, t, vec, stream);
+  });
+  check_launch("modconv");
+}
+
+GPEN_CUDA_NAMESPACE_END
