@@ -30,6 +30,7 @@
 #endif
 
 #include "kernels/cpu/ops.h"
+#include "kernels/modconv_check.h"
 
 namespace gpen::cpu {
 
@@ -330,53 +331,13 @@ struct Inputs {
 };
 
 void validate(const ModConvParams& p, const ModConvArgs& a, const TensorView& y) {
-  GPEN_CHECK(a.x && a.w && a.s, "modconv: x, w and s are required");
-  GPEN_CHECK(p.has_x2 == (a.x2 != nullptr), "modconv: second source presence does not match params");
-  GPEN_CHECK(p.has_demod == (a.d != nullptr), "modconv: demod presence does not match params");
-  GPEN_CHECK(p.has_bias == (a.bias != nullptr), "modconv: bias presence does not match params");
-  GPEN_CHECK(p.has_residual == (a.residual != nullptr), "modconv: residual presence does not match params");
+  check_modconv_inputs(p, a);
   auto f32 = [](const TensorView* v, const char* what) {
     if (v) GPEN_CHECK(v->dtype == DType::f32, std::string("modconv: ") + what + " must be f32 on the CPU");
   };
   f32(a.x, "x"), f32(a.x2, "x2"), f32(a.x2_scale, "x2_scale"), f32(a.x2_bias, "x2_bias"), f32(a.w, "w");
   f32(a.s, "s"), f32(a.d, "d"), f32(a.bias, "bias"), f32(a.residual, "residual"), f32(&y, "y");
-  const TensorView& x = *a.x;
-  GPEN_CHECK(x.rank() == 4 && y.rank() == 4,
-             "modconv: x and y must be NHWC, got " + x.shape.str() + " and " + y.shape.str());
-  const int64_t N = y.dim(0), H = x.dim(1), W = x.dim(2);
-  GPEN_CHECK(x.dim(0) == N || x.dim(0) == 1, "modconv: batch of x " + x.shape.str() + " vs output " + y.shape.str());
-  int64_t C = x.dim(3);
-  if (a.x2) {
-    const TensorView& x2 = *a.x2;
-    GPEN_CHECK(
-        x2.rank() == 4 && x2.dim(0) == N && x2.dim(1) == H && x2.dim(2) == W,
-        "modconv: second source " + x2.shape.str() + " does not match x " + x.shape.str() + " / y " + y.shape.str());
-    GPEN_CHECK(a.x2_scale && a.x2_scale->numel() >= 1, "modconv: second source needs a scale");
-    GPEN_CHECK(a.x2_bias && a.x2_bias->numel() == x2.dim(3) && a.x2_bias->rank() >= 1,
-               "modconv: second source needs " + std::to_string(x2.dim(3)) + " biases");
-    C += x2.dim(3);
-  }
-  const TensorView& w = *a.w;
-  GPEN_CHECK(w.rank() == 4 && w.dim(0) == p.k && w.dim(1) == p.k && w.dim(2) == C,
-             "modconv: weight " + w.shape.str() + " for k=" + std::to_string(p.k) + " and " + std::to_string(C) +
-                 " input channels");
-  const int64_t Co = w.dim(3);
-  GPEN_CHECK(a.s->rank() == 2 && a.s->dim(0) == N && a.s->dim(1) == C,
-             "modconv: style " + a.s->shape.str() + " must be [" + std::to_string(N) + ", " + std::to_string(C) + "]");
-  const int64_t Ho = p.up ? 2 * (H - 1) + p.k : H, Wo = p.up ? 2 * (W - 1) + p.k : W;
-  GPEN_CHECK(y.dim(1) == Ho && y.dim(2) == Wo && y.dim(3) == Co,
-             "modconv: output " + y.shape.str() + ", expected [" + std::to_string(N) + ", " + std::to_string(Ho) +
-                 ", " + std::to_string(Wo) + ", " + std::to_string(Co) + "]");
-  if (p.up)
-    GPEN_CHECK(!a.d && !a.bias && !a.residual && p.act.is_identity(),
-               "modconv: the upsampling conv has no epilogue (the blur after it applies it)");
-  if (a.d)
-    GPEN_CHECK(a.d->rank() == 2 && a.d->dim(0) == N && a.d->dim(1) == Co,
-               "modconv: demod " + a.d->shape.str() + " must be [N, Cout]");
-  if (a.bias) GPEN_CHECK(a.bias->numel() == Co && a.bias->rank() >= 1, "modconv: bias must have Cout values");
-  if (a.residual)
-    GPEN_CHECK(a.residual->shape == y.shape,
-               "modconv: residual " + a.residual->shape.str() + " must be " + y.shape.str());
+  check_modconv_shapes(p, a, y);
 }
 
 // Row helpers of the prologue and epilogue. The activation is applied as v * (v < 0 ? slope : 1)

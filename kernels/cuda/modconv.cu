@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/modconv.cuh"
 #include "kernels/cuda/ops_gpen.h"
+#include "kernels/modconv_check.h"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
@@ -39,56 +40,17 @@ void check_shapes(const ModConvParams& p, const Shape& x_cat, const Shape& y) {
 }
 
 void validate(const ModConvParams& p, const ModConvArgs& a, const TensorView& y) {
-  GPEN_CHECK(a.x && a.w && a.s, "modconv: x, w and s are required");
-  GPEN_CHECK(p.has_x2 == (a.x2 != nullptr), "modconv: second source presence does not match params");
-  GPEN_CHECK(p.has_demod == (a.d != nullptr), "modconv: demod presence does not match params");
-  GPEN_CHECK(p.has_bias == (a.bias != nullptr), "modconv: bias presence does not match params");
-  GPEN_CHECK(p.has_residual == (a.residual != nullptr), "modconv: residual presence does not match params");
+  check_modconv_inputs(p, a);
   const DType dt = a.x->dtype;
   auto same = [&](const TensorView* v, const char* what) {
     if (v) check_view(*v, dt, "modconv", what);
   };
   same(a.x, "x"), same(a.x2, "x2"), same(a.x2_scale, "x2_scale"), same(a.x2_bias, "x2_bias"), same(a.w, "w");
   same(a.s, "s"), same(a.d, "d"), same(a.bias, "bias"), same(a.residual, "residual"), same(&y, "y");
-  const TensorView& x = *a.x;
-  GPEN_CHECK(x.rank() == 4 && y.rank() == 4,
-             "modconv: x and y must be NHWC, got " + x.shape.str() + " and " + y.shape.str());
-  const int64_t N = y.dim(0), H = x.dim(1), W = x.dim(2);
-  GPEN_CHECK(x.dim(0) == N || x.dim(0) == 1, "modconv: batch of x " + x.shape.str() + " vs output " + y.shape.str());
-  int64_t C = x.dim(3);
-  if (a.x2) {
-    const TensorView& x2 = *a.x2;
-    GPEN_CHECK(
-        x2.rank() == 4 && x2.dim(0) == N && x2.dim(1) == H && x2.dim(2) == W,
-        "modconv: second source " + x2.shape.str() + " does not match x " + x.shape.str() + " / y " + y.shape.str());
-    GPEN_CHECK(a.x2_scale && a.x2_scale->numel() >= 1, "modconv: second source needs a scale");
-    GPEN_CHECK(a.x2_bias && a.x2_bias->numel() == x2.dim(3) && a.x2_bias->rank() >= 1,
-               "modconv: second source needs " + std::to_string(x2.dim(3)) + " biases");
-    C += x2.dim(3);
-  }
-  const TensorView& w = *a.w;
-  GPEN_CHECK(w.rank() == 4 && w.dim(0) == p.k && w.dim(1) == p.k && w.dim(2) == C,
-             "modconv: weight " + w.shape.str() + " for k=" + std::to_string(p.k) + " and " + std::to_string(C) +
-                 " input channels");
-  GPEN_CHECK(w.contiguous(), "modconv: the weight must be contiguous HWIO");
-  const int64_t Co = w.dim(3);
-  GPEN_CHECK(a.s->rank() == 2 && a.s->dim(0) == N && a.s->dim(1) == C,
-             "modconv: style " + a.s->shape.str() + " must be [" + std::to_string(N) + ", " + std::to_string(C) + "]");
-  const int64_t Ho = p.up ? 2 * (H - 1) + p.k : H, Wo = p.up ? 2 * (W - 1) + p.k : W;
-  GPEN_CHECK(y.dim(1) == Ho && y.dim(2) == Wo && y.dim(3) == Co,
-             "modconv: output " + y.shape.str() + ", expected [" + std::to_string(N) + ", " + std::to_string(Ho) +
-                 ", " + std::to_string(Wo) + ", " + std::to_string(Co) + "]");
-  if (p.up)
-    GPEN_CHECK(!a.d && !a.bias && !a.residual && p.act.is_identity(),
-               "modconv: the upsampling conv has no epilogue (the blur after it applies it)");
-  if (a.d)
-    GPEN_CHECK(a.d->rank() == 2 && a.d->dim(0) == N && a.d->dim(1) == Co,
-               "modconv: demod " + a.d->shape.str() + " must be [N, Cout]");
-  if (a.bias) GPEN_CHECK(a.bias->numel() == Co && a.bias->rank() >= 1, "modconv: bias must have Cout values");
-  if (a.residual)
-    GPEN_CHECK(a.residual->shape == y.shape,
-               "modconv: residual " + a.residual->shape.str() + " must be " + y.shape.str());
-  check_shapes(p, Shape{N, H, W, C}, y.shape);
+  const Shape x_cat = check_modconv_shapes(p, a, y);
+  GPEN_CHECK(a.w->contiguous(), "modconv: the weight must be contiguous HWIO");
+  check_shapes(p, x_cat, y.shape);
+  const int64_t N = x_cat[0], Co = a.w->dim(3);
   GPEN_CHECK(N * (p.up ? 4 : 1) <= 65535, "modconv: batch " + std::to_string(N) + " too large for one launch");
   GPEN_CHECK(Co <= 64 * 65535, "modconv: too many output channels (" + std::to_string(Co) + ")");
 }
