@@ -160,14 +160,7 @@ bool depthwise3x3(const Conv2dParams& p, const TensorView& x, const TensorView& 
   d.ws0 = w.stride(0), d.ws1 = w.stride(1);
   d.bias = bias ? bias->f32() : nullptr;
   d.bs = bias ? bias->stride(0) : 0;
-  d.o.y = y.f32();
-  d.o.ys0 = y.stride(0), d.o.ys1 = y.stride(1), d.o.ys2 = y.stride(2), d.o.ys3 = y.stride(3);
-  if (residual) {
-    d.o.res = residual->f32();
-    d.o.rs0 = residual->stride(0), d.o.rs1 = residual->stride(1), d.o.rs2 = residual->stride(2);
-    d.o.rs3 = residual->stride(3);
-  }
-  d.o.slope = p.act.slope, d.o.gain = p.act.gain;
+  d.o = conv_out(y, residual, p.act);
   d.H = x.dim(1), d.W = x.dim(2), d.C = x.dim(3), d.Ho = y.dim(1), d.Wo = y.dim(2);
   d.sh = p.stride_h, d.sw = p.stride_w, d.pt = p.pad_top, d.pl = p.pad_left;
   const int64_t rows = x.dim(0) * d.Ho;

@@ -167,14 +167,7 @@ void direct_conv(const Conv2dParams& p, const TensorView& x, const TensorView& w
   d.x = x.f32();
   d.xs0 = x.stride(0), d.xs1 = x.stride(1), d.xs2 = x.stride(2), d.xcs = x.stride(3);
   d.wp = wp;
-  d.o.y = y.f32();
-  d.o.ys0 = y.stride(0), d.o.ys1 = y.stride(1), d.o.ys2 = y.stride(2), d.o.ys3 = y.stride(3);
-  if (residual) {
-    d.o.res = residual->f32();
-    d.o.rs0 = residual->stride(0), d.o.rs1 = residual->stride(1), d.o.rs2 = residual->stride(2);
-    d.o.rs3 = residual->stride(3);
-  }
-  d.o.slope = p.act.slope, d.o.gain = p.act.gain;
+  d.o = conv_out(y, residual, p.act);
   const bool contig = d.xcs == 1 && d.xs2 == d.Cin;
   const int64_t rows = x.dim(0) * d.Ho;
   const int T = static_cast<int>(std::min<int64_t>(num_threads(), rows));

@@ -43,6 +43,19 @@ struct ConvOut {
   float slope = 1.0f, gain = 1.0f;
 };
 
+inline ConvOut conv_out(const TensorView& y, const TensorView* residual, const Activation& act) {
+  ConvOut o;
+  o.y = y.f32();
+  o.ys0 = y.stride(0), o.ys1 = y.stride(1), o.ys2 = y.stride(2), o.ys3 = y.stride(3);
+  if (residual) {
+    o.res = residual->f32();
+    o.rs0 = residual->stride(0), o.rs1 = residual->stride(1), o.rs2 = residual->stride(2);
+    o.rs3 = residual->stride(3);
+  }
+  o.slope = act.slope, o.gain = act.gain;
+  return o;
+}
+
 // act(acc + bias) + residual for channels [c, c + nc) (nc <= 8) of output pixel (n, oy, ox);
 // bias8 holds the bias of those channels (zeros when has_bias is false, then not added, so the
 // sum is the same as the generic path's to the bit).
