@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -37,7 +38,10 @@ void run_detector_bench(const DetectorBenchArgs& a) {
              "--compare-pytorch with --arch retinaface needs the checkpoint PyTorch loads: --pytorch-checkpoint X.pth");
   DeviceOptions dopt;
   dopt.kind = parse_device(a.device);
-  RetinaFaceDetector det(a.detector, make_backend(dopt));
+  std::unique_ptr<Backend> backend = make_backend(dopt);
+  DeviceBackend* dev = dynamic_cast<DeviceBackend*>(backend.get());  // owned by the detector below
+  const DeviceBackend::MemoryInfo mem_before = dev ? dev->memory_info() : DeviceBackend::MemoryInfo{};
+  RetinaFaceDetector det(a.detector, std::move(backend));
   const Image img = read_image(a.image);
   std::vector<double> ms;
   size_t faces = 0;
@@ -65,8 +69,18 @@ void run_detector_bench(const DetectorBenchArgs& a) {
                       {"max_ms", ms.back()},
                       {"arena_bytes", det.arena_capacity()},
                       {"peak_rss_mib", peak_rss_mib()}};
+  if (dev) {
+    const DeviceBackend::MemoryInfo mem_after = dev->memory_info();
+    j["device_name"] = dev->device_name();
+    j["device_free_before_bytes"] = mem_before.free;
+    j["device_free_after_bytes"] = mem_after.free;
+    j["device_used_bytes"] = mem_before.free > mem_after.free ? mem_before.free - mem_after.free : 0;
+    j["device_total_bytes"] = mem_after.total;
+  }
   if (a.compare_pytorch) {
-    nlohmann::json peer = run_pytorch_detector_bench(a.pytorch_pth, a.image, a.runs, a.warmup, cpu::num_threads());
+    // The network where the engine's runs (PyTorch has it on the GPU too, pre- and post-processing on the host).
+    nlohmann::json peer = run_pytorch_detector_bench(a.pytorch_pth, a.image, a.runs, a.warmup, cpu::num_threads(),
+                                                     dev ? "cuda" : "cpu", a.pytorch_timeout);
     j["pytorch"] = peer;
     if (peer.contains("median_ms")) j["speedup_vs_pytorch"] = peer["median_ms"].get<double>() / median;
   }
@@ -79,11 +93,18 @@ void run_detector_bench(const DetectorBenchArgs& a) {
               faces, a.runs, a.warmup);
   std::printf("  time per photo  %.1f ms (median; min %.1f, max %.1f ms)\n", median, ms.front(), ms.back());
   std::printf("  arena %s, peak RSS %.1f MiB\n", human_bytes(double(det.arena_capacity())).c_str(), peak_rss_mib());
+  if (dev)
+    std::printf("  device          %s; cudaMemGetInfo: %s used\n", dev->device_name().c_str(),
+                human_bytes(double(j["device_used_bytes"].get<size_t>())).c_str());
   if (j.contains("pytorch")) {
     const auto& pt = j["pytorch"];
     if (pt.contains("median_ms"))
-      std::printf("  PyTorch         %.1f ms per photo (%d threads), peak RSS %.1f MiB -> engine is %.2fx faster\n",
-                  pt["median_ms"].get<double>(), pt.value("threads", 0), pt.value("peak_rss_mb", 0.0),
+      std::printf("  PyTorch         %.1f ms per photo (%s, %d threads), peak RSS %.1f MiB%s -> engine is %.2fx faster\n",
+                  pt["median_ms"].get<double>(), pt.value("device", std::string("cpu")).c_str(), pt.value("threads", 0),
+                  pt.value("peak_rss_mb", 0.0),
+                  pt.contains("peak_device_bytes")
+                      ? (", peak device " + human_bytes(pt["peak_device_bytes"].get<double>())).c_str()
+                      : "",
                   j["speedup_vs_pytorch"].get<double>());
     else
       std::printf("  PyTorch         not measured: %s\n", pt.value("error", std::string("?")).c_str());

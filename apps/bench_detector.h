@@ -1,7 +1,8 @@
 #pragma once
 // `gpen bench --arch retinaface`: time RetinaFace detect() on one photo (pre-processing, network,
 // decode and NMS, as the pipeline runs it), optionally against the PyTorch reference on the same
-// photo and weights in the same run.
+// photo and weights in the same run, on the same device (--device cuda: the network on the GPU
+// for both; the engine's figures then include its device memory).
 #include <string>
 
 namespace gpen::cli {
@@ -13,6 +14,7 @@ struct DetectorBenchArgs {
   std::string device = "auto";
   int runs = 10, warmup = 2;
   bool json = false, compare_pytorch = false;
+  int pytorch_timeout = 0;  // seconds for the PyTorch run; 0: none
 };
 
 void run_detector_bench(const DetectorBenchArgs& a);

@@ -1,5 +1,7 @@
 // gpen plan: the memory plan of a model for concrete (size, batch, precision) choices, from the
 // architecture alone (no weights are read), as one report, a sweep table, CSV, JSON or a chart.
+// The workspace column is that of the backend named by --device; planning for CUDA needs CUDA
+// compiled in but no GPU (only the backend's host-side workspace arithmetic runs).
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -9,6 +11,7 @@
 #include "apps/format.h"
 #include "apps/svg.h"
 #include "engine/backend.h"
+#include "engine/device.h"
 #include "engine/memory_plan.h"
 #include "engine/models/gpen.h"
 #include "engine/models/gpen_model.h"
@@ -42,7 +45,27 @@ struct PlanArgs {
   bool reorder = false;
   double remat_max_flops = 2.0;  // percent of the model's FLOPs
   bool pipeline = false;
+  std::string device = "cpu";
 };
+
+// The backend whose workspace figures a plan uses.
+struct PlanDevice {
+  std::string name;
+  WorkspaceFn ws;
+};
+
+// Only the workspace function of a backend is used, so no device is opened (and none is needed).
+PlanDevice plan_device(const std::string& device) {
+  GPEN_CHECK(device == "cpu" || device == "cuda", "gpen plan: unknown --device '" + device + "' (expected cpu or cuda)");
+  if (device == "cuda") {
+    const CudaProvider* cuda = native_cuda();
+    GPEN_CHECK(cuda && cuda->workspace_bytes,
+               "gpen plan --device cuda: CUDA support was not compiled in (rebuild with nvcc / -DGPEN_CUDA=ON)");
+    return {"cuda", cuda->workspace_bytes};
+  }
+  std::shared_ptr<const Backend> cpu = make_cpu_backend();
+  return {cpu->name(), [cpu](const Graph& g, const Node& n) { return cpu->workspace_bytes(g, n); }};
+}
 
 PlanOptions plan_options(const PlanArgs& a, const std::string& strategy) {
   PlanOptions o;
@@ -115,61 +138,83 @@ std::pair<int, int> parse_input_size(const std::string& s) {
   return {w, h};
 }
 
+double ratio(const MemoryPlan& p) { return p.lower_bound_bytes ? double(p.arena_bytes) / p.lower_bound_bytes : 1.0; }
+
+// The figures every plan report has (GPEN and RetinaFace), as JSON fields and as text lines.
+nlohmann::json plan_json(const MemoryPlan& p) {
+  return {{"strategy", p.strategy},
+          {"weights_bytes", p.weights_bytes},
+          {"arena_bytes", p.arena_bytes},
+          {"lower_bound_bytes", p.lower_bound_bytes},
+          {"naive_bytes", p.naive_bytes},
+          {"workspace_bytes", p.workspace_bytes},
+          {"total_bytes", p.total_bytes()},
+          {"arena_over_lower_bound", ratio(p)},
+          {"plan_ms", p.plan_ms}};
+}
+
+// `backend`: named after the workspace figure when not null.
+void print_plan(const MemoryPlan& p, const char* backend) {
+  auto mb = [](size_t b) { return human_bytes(double(b)); };
+  std::printf("  weights      %12zu  (%s)\n", p.weights_bytes, mb(p.weights_bytes).c_str());
+  std::printf("  arena        %12zu  (%s, strategy %s)\n", p.arena_bytes, mb(p.arena_bytes).c_str(), p.strategy.c_str());
+  std::printf("  lower bound  %12zu  (%s, arena/lower bound %.4f)\n", p.lower_bound_bytes,
+              mb(p.lower_bound_bytes).c_str(), ratio(p));
+  std::printf("  naive        %12zu  (%s)\n", p.naive_bytes, mb(p.naive_bytes).c_str());
+  if (backend)
+    std::printf("  workspace    %12zu  (%s, %s backend)\n", p.workspace_bytes, mb(p.workspace_bytes).c_str(), backend);
+  else
+    std::printf("  workspace    %12zu  (%s)\n", p.workspace_bytes, mb(p.workspace_bytes).c_str());
+  std::printf("  total        %12zu  (%s)\n", p.total_bytes(), mb(p.total_bytes()).c_str());
+}
+
+// One entry of the --strategy all comparison.
+nlohmann::json strategy_json(const MemoryPlan& q) {
+  return {{"name", q.strategy},
+          {"arena_bytes", q.arena_bytes},
+          {"plan_ms", q.plan_ms},
+          {"arena_over_lower_bound", ratio(q)}};
+}
+
+void print_strategy(const MemoryPlan& q) {
+  std::printf("  strategy %-14s arena %12zu  ratio %.4f  %.2f ms\n", q.strategy.c_str(), q.arena_bytes, ratio(q),
+              q.plan_ms);
+}
+
 // RetinaFace plans: one input size (WxH), the detector's graph, same report fields as GPEN.
-void run_retinaface_plan(const PlanArgs& a) {
+void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev) {
   RetinaFaceBackbone bb = parse_retinaface_backbone(a.arch == "retinaface-r50" ? "resnet50" : "mobilenet0.25");
   auto [w, h] = parse_input_size(a.input_size);
-  auto backend = make_cpu_backend();
-  WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend->workspace_bytes(g, n); };
   RetinaFaceGraph rg = build_retinaface_graph(bb, h, w);
   const bool all = a.strategy == "all";
-  Planned pd = plan_with_transforms(rg.graph, ws, plan_options(a, all ? "" : a.strategy));
+  Planned pd = plan_with_transforms(rg.graph, dev.ws, plan_options(a, all ? "" : a.strategy));
   const MemoryPlan& p = pd.plan;
-  nlohmann::json j = {{"arch", a.arch},
-                      {"config", {{"backbone", retinaface_backbone_name(bb)}}},
-                      {"input_size", {w, h}},
-                      {"precision", "fp32"},
-                      {"device", backend->name()},
-                      {"strategy", p.strategy},
-                      {"weights_bytes", p.weights_bytes},
-                      {"arena_bytes", p.arena_bytes},
-                      {"lower_bound_bytes", p.lower_bound_bytes},
-                      {"naive_bytes", p.naive_bytes},
-                      {"workspace_bytes", p.workspace_bytes},
-                      {"total_bytes", p.total_bytes()},
-                      {"arena_over_lower_bound", p.lower_bound_bytes ? double(p.arena_bytes) / p.lower_bound_bytes : 1.0},
-                      {"ops", rg.graph.nodes().size()},
-                      {"tensors", rg.graph.tensors().size()},
-                      {"plan_ms", p.plan_ms}};
-  if (pd.transformed) j["transform"] = transform_json(pd);
-  if (all) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& name : strategy_names()) {
-      MemoryPlan q = plan_memory(rg.graph, ws, {name});
-      list.push_back({{"name", name}, {"arena_bytes", q.arena_bytes}, {"plan_ms", q.plan_ms},
-                      {"arena_over_lower_bound", double(q.arena_bytes) / q.lower_bound_bytes}});
-    }
-    j["strategies"] = list;
-  }
+  std::vector<MemoryPlan> strategies;
+  if (all)
+    for (const auto& name : strategy_names()) strategies.push_back(plan_memory(rg.graph, dev.ws, {name}));
   if (a.json) {
+    nlohmann::json j = plan_json(p);
+    j.update({{"arch", a.arch},
+              {"config", {{"backbone", retinaface_backbone_name(bb)}}},
+              {"input_size", {w, h}},
+              {"precision", "fp32"},
+              {"device", dev.name},
+              {"ops", rg.graph.nodes().size()},
+              {"tensors", rg.graph.tensors().size()}});
+    if (pd.transformed) j["transform"] = transform_json(pd);
+    if (all) {
+      j["strategies"] = nlohmann::json::array();
+      for (const MemoryPlan& q : strategies) j["strategies"].push_back(strategy_json(q));
+    }
     std::cout << j.dump(2) << "\n";
     return;
   }
   std::printf("RetinaFace %s at %dx%d, fp32\n", retinaface_backbone_name(bb), w, h);
   std::printf("  ops %zu, tensors %zu\n", rg.graph.nodes().size(), rg.graph.tensors().size());
-  std::printf("  weights      %12zu  (%s)\n", p.weights_bytes, human_bytes(double(p.weights_bytes)).c_str());
-  std::printf("  arena        %12zu  (%s, strategy %s)\n", p.arena_bytes, human_bytes(double(p.arena_bytes)).c_str(),
-              p.strategy.c_str());
-  std::printf("  lower bound  %12zu  (%s, arena/lower bound %.4f)\n", p.lower_bound_bytes,
-              human_bytes(double(p.lower_bound_bytes)).c_str(), j["arena_over_lower_bound"].get<double>());
-  std::printf("  naive        %12zu  (%s)\n", p.naive_bytes, human_bytes(double(p.naive_bytes)).c_str());
-  std::printf("  workspace    %12zu  (%s)\n", p.workspace_bytes, human_bytes(double(p.workspace_bytes)).c_str());
-  std::printf("  total        %12zu  (%s)\n", p.total_bytes(), human_bytes(double(p.total_bytes())).c_str());
+  // The CPU report names no backend (as before --device existed); another device is named.
+  print_plan(p, dev.name == "cpu" ? nullptr : dev.name.c_str());
   if (pd.transformed) print_transform(pd);
-  if (all)
-    for (const auto& s : j["strategies"])
-      std::printf("  strategy %-14s arena %12zu  ratio %.4f  %.2f ms\n", s["name"].get<std::string>().c_str(),
-                  s["arena_bytes"].get<size_t>(), s["arena_over_lower_bound"].get<double>(), s["plan_ms"].get<double>());
+  for (const MemoryPlan& q : strategies) print_strategy(q);
 }
 
 struct Row {
@@ -183,44 +228,32 @@ struct Row {
 
 class Planner {
  public:
-  explicit Planner(const PlanArgs& a) : backend_(make_cpu_backend()), args_(a) {}
+  Planner(const PlanArgs& a, PlanDevice dev) : dev_(std::move(dev)), args_(a) {}
   Row plan(const std::string& name, GpenConfig c, const std::string& prec, const std::string& strategy) {
     c.act_dtype = c.weight_dtype = parse_dtype(prec);
     GpenGraph gg = build_gpen_graph(c);
-    WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend_->workspace_bytes(g, n); };
-    Planned pd = plan_with_transforms(gg.graph, ws, plan_options(args_, strategy));
+    Planned pd = plan_with_transforms(gg.graph, dev_.ws, plan_options(args_, strategy));
     Row r{name, c, prec, pd.plan, gg.graph.nodes().size(), gg.graph.tensors().size(), pd};
     last_graph_ = std::move(gg);
     return r;
   }
   const Graph& last_graph() const { return last_graph_.graph; }
-  const char* device() const { return backend_->name(); }
+  const char* device() const { return dev_.name.c_str(); }
 
  private:
-  std::unique_ptr<Backend> backend_;
+  PlanDevice dev_;
   PlanArgs args_;
   GpenGraph last_graph_;
 };
 
-double ratio(const MemoryPlan& p) { return p.lower_bound_bytes ? double(p.arena_bytes) / p.lower_bound_bytes : 1.0; }
-
 nlohmann::json row_json(const Row& r, bool brief = true) {
   const MemoryPlan& p = r.plan;
-  nlohmann::json j = {{"model", r.model},
-                      {"arch", "gpen"},
-                      {"config",
-                       {{"size", r.cfg.size}, {"channel_multiplier", r.cfg.channel_multiplier}, {"narrow", r.cfg.narrow}}},
-                      {"batch", r.cfg.batch},
-                      {"precision", r.precision},
-                      {"strategy", p.strategy},
-                      {"weights_bytes", p.weights_bytes},
-                      {"arena_bytes", p.arena_bytes},
-                      {"lower_bound_bytes", p.lower_bound_bytes},
-                      {"naive_bytes", p.naive_bytes},
-                      {"workspace_bytes", p.workspace_bytes},
-                      {"total_bytes", p.total_bytes()},
-                      {"arena_over_lower_bound", ratio(p)},
-                      {"plan_ms", p.plan_ms}};
+  nlohmann::json j = plan_json(p);
+  j.update({{"model", r.model},
+            {"arch", "gpen"},
+            {"config", {{"size", r.cfg.size}, {"channel_multiplier", r.cfg.channel_multiplier}, {"narrow", r.cfg.narrow}}},
+            {"batch", r.cfg.batch},
+            {"precision", r.precision}});
   if (r.detail.transformed) j["transform"] = transform_json(r.detail);
   if (!brief) {
     j["ops"] = r.ops;
@@ -262,45 +295,44 @@ void print_single(const Row& r, const std::vector<Row>& strategies, const char* 
   std::printf("%s\n", r.cfg.describe().c_str());
   std::printf("  ops %zu, tensors %zu, arena buffers %zu, in-place ops %d\n", r.ops, r.tensors, p.buffers.size(),
               p.inplace_count);
-  std::printf("  weights      %12zu  (%s)\n", p.weights_bytes, human_bytes(p.weights_bytes).c_str());
-  std::printf("  arena        %12zu  (%s, strategy %s)\n", p.arena_bytes, human_bytes(p.arena_bytes).c_str(),
-              p.strategy.c_str());
-  std::printf("  lower bound  %12zu  (%s, arena/lower bound %.4f)\n", p.lower_bound_bytes,
-              human_bytes(p.lower_bound_bytes).c_str(), ratio(p));
-  std::printf("  naive        %12zu  (%s)\n", p.naive_bytes, human_bytes(p.naive_bytes).c_str());
-  std::printf("  workspace    %12zu  (%s, %s backend)\n", p.workspace_bytes, human_bytes(p.workspace_bytes).c_str(),
-              device);
-  std::printf("  total        %12zu  (%s)\n", p.total_bytes(), human_bytes(p.total_bytes()).c_str());
+  print_plan(p, device);
   if (r.detail.transformed) print_transform(r.detail);
-  for (const Row& s : strategies)
-    std::printf("  strategy %-14s arena %12zu  ratio %.4f  %.2f ms\n", s.plan.strategy.c_str(), s.plan.arena_bytes,
-                ratio(s.plan), s.plan.plan_ms);
+  for (const Row& s : strategies) print_strategy(s.plan);
+}
+
+// The GPEN configuration asked for: from the converted model (-m), or --size and the width options;
+// batch from --batch.
+struct GpenBase {
+  std::string name = "gpen";
+  GpenConfig cfg;
+};
+
+GpenBase gpen_base(const PlanArgs& a) {
+  GpenBase b;
+  if (!a.model.empty()) {
+    GpwFile f = GpwFile::open(a.model);
+    b.cfg = gpen_config_from_gpw(f);
+    b.name = f.path();
+  } else {
+    b.cfg.size = a.size;
+    b.cfg.channel_multiplier = a.channel_multiplier;
+    b.cfg.narrow = a.narrow;
+  }
+  b.cfg.batch = a.batch;
+  return b;
 }
 
 // The restore pipeline: the detector runs, then the generator, never both at once, so one arena
 // (and one workspace) of the larger size serves both.
-void run_pipeline_plan(const PlanArgs& a) {
+void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev) {
   RetinaFaceBackbone bb = parse_retinaface_backbone(a.arch == "retinaface-mnet" ? "mobilenet0.25" : "resnet50");
   auto [w, h] = parse_input_size(a.input_size);
   const std::string strategy = a.strategy == "all" ? "" : a.strategy;
-  auto backend = make_cpu_backend();
-  WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend->workspace_bytes(g, n); };
   RetinaFaceGraph rg = build_retinaface_graph(bb, h, w);
-  Planned det = plan_with_transforms(rg.graph, ws, plan_options(a, strategy));
+  Planned det = plan_with_transforms(rg.graph, dev.ws, plan_options(a, strategy));
 
-  GpenConfig c;
-  std::string name = "gpen";
-  if (!a.model.empty()) {
-    GpwFile f = GpwFile::open(a.model);
-    c = gpen_config_from_gpw(f);
-    name = f.path();
-  } else {
-    c.size = a.size;
-    c.channel_multiplier = a.channel_multiplier;
-    c.narrow = a.narrow;
-  }
-  c.batch = a.batch;
-  Planner planner(a);
+  const auto [name, c] = gpen_base(a);
+  Planner planner(a, dev);
   Row gen = planner.plan(name, c, a.precision, strategy);
 
   SharedMemory joint = shared_memory({&det.plan, &gen.plan});
@@ -322,7 +354,7 @@ void run_pipeline_plan(const PlanArgs& a) {
   jg["batch"] = c.batch;
   jg["precision"] = a.precision;
   if (gen.detail.transformed) jg["transform"] = transform_json(gen.detail);
-  nlohmann::json j = {{"device", backend->name()},
+  nlohmann::json j = {{"device", dev.name},
                       {"detector", jd},
                       {"generator", jg},
                       {"joint", {{"arena_bytes", joint.arena_bytes},
@@ -337,15 +369,18 @@ void run_pipeline_plan(const PlanArgs& a) {
   }
   auto mb = [](size_t b) { return human_bytes(double(b)); };
   std::printf("Pipeline: RetinaFace %s at %dx%d (fp32), then %s (workspace for the %s backend)\n",
-              retinaface_backbone_name(bb), w, h, gen.cfg.describe().c_str(), backend->name());
-  std::printf("  %-10s %10s %10s %10s %10s %10s\n", "", "weights", "arena", "lower bnd", "workspace", "total");
+              retinaface_backbone_name(bb), w, h, gen.cfg.describe().c_str(), dev.name.c_str());
+  auto line = [](const char* label, const std::string& weights, const std::string& arena, const std::string& lower,
+                 const std::string& workspace, const std::string& total) {
+    std::printf("  %-10s %10s %10s %10s %10s %10s\n", label, weights.c_str(), arena.c_str(), lower.c_str(),
+                workspace.c_str(), total.c_str());
+  };
+  line("", "weights", "arena", "lower bnd", "workspace", "total");
   for (auto [label, p] : {std::pair<const char*, const MemoryPlan*>{"detector", &det.plan}, {"generator", &gen.plan}})
-    std::printf("  %-10s %10s %10s %10s %10s %10s\n", label, mb(p->weights_bytes).c_str(), mb(p->arena_bytes).c_str(),
-                mb(p->lower_bound_bytes).c_str(), mb(p->workspace_bytes).c_str(), mb(p->total_bytes()).c_str());
-  std::printf("  %-10s %10s %10s %10s %10s %10s\n", "separate", mb(joint.weights_bytes).c_str(), mb(sep_arena).c_str(), "",
-              mb(sep_ws).c_str(), mb(sep_total).c_str());
-  std::printf("  %-10s %10s %10s %10s %10s %10s\n", "joint", mb(joint.weights_bytes).c_str(), mb(joint.arena_bytes).c_str(),
-              "", mb(joint.workspace_bytes).c_str(), mb(joint.total_bytes()).c_str());
+    line(label, mb(p->weights_bytes), mb(p->arena_bytes), mb(p->lower_bound_bytes), mb(p->workspace_bytes),
+         mb(p->total_bytes()));
+  line("separate", mb(joint.weights_bytes), mb(sep_arena), "", mb(sep_ws), mb(sep_total));
+  line("joint", mb(joint.weights_bytes), mb(joint.arena_bytes), "", mb(joint.workspace_bytes), mb(joint.total_bytes()));
   std::printf("  one shared arena saves %s (%.1f%% of the separate total)\n", mb(sep_total - joint.total_bytes()).c_str(),
               100.0 * double(sep_total - joint.total_bytes()) / double(sep_total));
   if (det.transformed) {
@@ -359,22 +394,13 @@ void run_pipeline_plan(const PlanArgs& a) {
 }
 
 void run_plan(PlanArgs a) {
-  if (a.pipeline) return run_pipeline_plan(a);
-  if (a.arch == "retinaface-r50" || a.arch == "retinaface-mnet") return run_retinaface_plan(a);
-  Planner planner(a);
-  GpenConfig base;
-  std::string name = "gpen";
-  if (!a.model.empty()) {
-    GpwFile f = GpwFile::open(a.model);
-    base = gpen_config_from_gpw(f);
-    name = f.path();
-  } else {
-    GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen, retinaface-r50, retinaface-mnet)");
-    base.size = a.size;
-    base.channel_multiplier = a.channel_multiplier;
-    base.narrow = a.narrow;
-  }
-  base.batch = a.batch;
+  const PlanDevice dev = plan_device(a.device);
+  if (a.pipeline) return run_pipeline_plan(a, dev);
+  if (a.arch == "retinaface-r50" || a.arch == "retinaface-mnet") return run_retinaface_plan(a, dev);
+  Planner planner(a, dev);
+  GPEN_CHECK(!a.model.empty() || a.arch == "gpen",
+             "unknown --arch '" + a.arch + "' (known: gpen, retinaface-r50, retinaface-mnet)");
+  const auto [name, base] = gpen_base(a);
 
   struct Model { std::string name; GpenConfig cfg; };
   std::vector<Model> models;
@@ -491,9 +517,7 @@ void run_plan(PlanArgs a) {
       j["device"] = planner.device();
       if (a.strategy == "all") {
         nlohmann::json list = nlohmann::json::array();
-        for (const Row& r : rows)
-          list.push_back({{"name", r.plan.strategy}, {"arena_bytes", r.plan.arena_bytes}, {"plan_ms", r.plan.plan_ms},
-                          {"arena_over_lower_bound", ratio(r.plan)}});
+        for (const Row& r : rows) list.push_back(strategy_json(r.plan));
         j["strategies"] = list;
       }
       if (a.tensors) {
@@ -543,6 +567,9 @@ Command reg(
       sub.add_option("--narrow", g_args.narrow, "GPEN narrow factor")->capture_default_str();
       sub.add_option("--batch", g_args.batch, "Faces per run")->capture_default_str()->check(CLI::PositiveNumber);
       sub.add_option("--batches", g_args.batches, "Several batch sizes (sweep table)")->delimiter(',');
+      sub.add_option("--device", g_args.device,
+                     "Backend whose workspace the plan counts: cpu or cuda (cuda needs CUDA compiled in, not a GPU)")
+          ->capture_default_str();
       sub.add_option("--precision", g_args.precision, "Activation and weight precision: fp32, fp16, bf16")
           ->capture_default_str();
       sub.add_option("--precisions", g_args.precisions, "Several precisions (sweep table)")->delimiter(',');

@@ -365,6 +365,10 @@ void run_photos(const RestoreArgs& a) {
           // In the generator's arena when it fits there (FaceRestorer lends it): no extra memory.
           {"detector_arena_bytes", detector.arena_capacity()},
           {"detector_in_generator_arena", detector.uses_shared_memory()},
+          // Device pipeline: the photo, paste canvas, detection candidates, mask and one batch of
+          // crops in one buffer, sized by the largest photo (0 on the host).
+          {"pipeline_on_device", restorer.on_device()},
+          {"pipeline_buffer_bytes", restorer.device_buffer_bytes()},
           {"peak_rss_mib", peak_rss_mib()}}}};
     write_text_file(a.report, report.dump(2) + "\n");
   }

@@ -1,7 +1,10 @@
 #include "apps/peer.h"
 
+#include <sys/wait.h>
+
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -14,20 +17,35 @@ std::string shell_quote(const std::string& s) {
   return r + "'";
 }
 
-// Runs a reference script and returns the last JSON object it printed.
-nlohmann::json run_reference(const std::string& script_name, const std::string& args) {
+std::string python() {
+  const char* p = std::getenv("GPEN_PYTHON");
+  return p && *p ? p : "/usr/bin/python3";
+}
+
+// Runs a reference script and returns the last JSON object it printed. With timeout_s > 0 it
+// runs under coreutils' timeout (a torch.compile that takes too long must not eat a GPU run).
+nlohmann::json run_reference(const std::string& script_name, const std::string& args, int timeout_s = 0) {
   std::string script = std::string(GPEN_SOURCE_DIR) + "/tests/reference/" + script_name;
   if (!std::filesystem::exists(script)) return {{"error", "missing " + script}};
-  std::string cmd = "/usr/bin/python3 " + shell_quote(script) + " " + args + " 2>/dev/null";
+  const std::string py = python();
+  std::string cmd;
+  if (timeout_s > 0) cmd = "timeout -k 5 " + std::to_string(timeout_s) + " ";
+  cmd += shell_quote(py) + " " + shell_quote(script) + " " + args + " 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return {{"error", "could not start /usr/bin/python3"}};
+  if (!pipe) return {{"error", "could not start " + py}};
   std::string out;
   std::array<char, 4096> buf{};
   size_t n;
   while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe.release());
   auto start = out.rfind("\n{", out.size() > 1 ? out.size() - 2 : 0);
   start = start == std::string::npos ? out.find('{') : start + 1;
-  if (start == std::string::npos) return {{"error", "the PyTorch reference printed no result (is python3-torch installed?)"}};
+  if (start == std::string::npos) {
+    // timeout(1) exits 124 when it had to stop the script.
+    if (timeout_s > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 124)
+      return {{"error", "the PyTorch reference did not finish within " + std::to_string(timeout_s) + " s"}};
+    return {{"error", "the PyTorch reference printed no result (is torch installed for " + py + "?)"}};
+  }
   try {
     return nlohmann::json::parse(out.substr(start));
   } catch (const std::exception& e) {
@@ -37,16 +55,20 @@ nlohmann::json run_reference(const std::string& script_name, const std::string& 
 
 }  // namespace
 
-nlohmann::json run_pytorch_gpen_bench(const std::string& model, int size, int cm, double narrow, int batch, int runs,
-                                      int warmup, int threads) {
-  std::string args = "--bench --threads " + std::to_string(threads);
+nlohmann::json run_pytorch_gpen_bench(const PytorchGpenBench& b) {
+  std::string args = "--bench --threads " + std::to_string(b.threads);
   // A .gpw is the engine's own format; PyTorch gets the configuration and random weights instead
   // (time does not depend on the values).
-  bool is_pth = model.size() > 4 && model.substr(model.size() - 4) == ".pth";
-  if (is_pth) args += " --checkpoint " + shell_quote(model);
-  args += " --size " + std::to_string(size) + " --cm " + std::to_string(cm) + " --narrow " + std::to_string(narrow) +
-          " --batch " + std::to_string(batch) + " --runs " + std::to_string(runs) + " --warmup " + std::to_string(warmup);
-  nlohmann::json j = run_reference("gpen_reference.py", args);
+  bool is_pth = b.model.size() > 4 && b.model.substr(b.model.size() - 4) == ".pth";
+  if (is_pth) args += " --checkpoint " + shell_quote(b.model);
+  args += " --size " + std::to_string(b.size) + " --cm " + std::to_string(b.cm) + " --narrow " +
+          std::to_string(b.narrow) + " --batch " + std::to_string(b.batch) + " --runs " + std::to_string(b.runs) +
+          " --warmup " + std::to_string(b.warmup);
+  // The CPU call stays the one it always was (no new flags), so an older script still answers.
+  if (b.device != "cpu") args += " --device " + shell_quote(b.device);
+  if (b.dtype != "fp32") args += " --dtype " + shell_quote(b.dtype);
+  if (b.compile) args += " --compile";
+  nlohmann::json j = run_reference("gpen_reference.py", args, b.timeout_s);
   // The script's names -> the ones gpen bench prints (its "mb" is ru_maxrss / 1024, i.e. MiB).
   if (j.contains("median_ms_per_face")) j["ms_per_face"] = j["median_ms_per_face"];
   if (j.contains("peak_rss_mb")) j["peak_rss_mib"] = j["peak_rss_mb"];
@@ -54,11 +76,11 @@ nlohmann::json run_pytorch_gpen_bench(const std::string& model, int size, int cm
 }
 
 nlohmann::json run_pytorch_detector_bench(const std::string& checkpoint, const std::string& image, int runs,
-                                          int warmup, int threads) {
-  return run_reference("retinaface_reference.py",
-                       "--bench --checkpoint " + shell_quote(checkpoint) + " --runs " + std::to_string(runs) +
-                           " --warmup " + std::to_string(warmup) + " --threads " + std::to_string(threads) + " " +
-                           shell_quote(image));
+                                          int warmup, int threads, const std::string& device, int timeout_s) {
+  std::string args = "--bench --checkpoint " + shell_quote(checkpoint) + " --runs " + std::to_string(runs) +
+                     " --warmup " + std::to_string(warmup) + " --threads " + std::to_string(threads);
+  if (device != "cpu") args += " --device " + shell_quote(device);
+  return run_reference("retinaface_reference.py", args + " " + shell_quote(image), timeout_s);
 }
 
 }  // namespace gpen::cli

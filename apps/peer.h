@@ -1,20 +1,33 @@
 #pragma once
 // Peers measured in the same run as the engine: the PyTorch reference implementation.
+// The interpreter is $GPEN_PYTHON when set (a GPU machine's python3 with CUDA torch), else
+// /usr/bin/python3.
 #include <nlohmann/json.hpp>
 #include <string>
 
 namespace gpen::cli {
 
-// Runs tests/reference/gpen_reference.py --bench with the same checkpoint (or a random one of the
-// same configuration) on `threads` torch threads and returns its JSON ({"ms_per_face",
-// "peak_rss_mib", ...}), or
-// {"error": why} when PyTorch is not available.
-nlohmann::json run_pytorch_gpen_bench(const std::string& checkpoint_or_gpw, int size, int cm, double narrow, int batch,
-                                      int runs, int warmup, int threads);
+struct PytorchGpenBench {
+  std::string model;  // a .pth is loaded; anything else (a .gpw, empty): random weights of the configuration
+  int size = 512, cm = 2;
+  double narrow = 1.0;
+  int batch = 1, runs = 5, warmup = 1, threads = 1;
+  std::string device = "cpu";  // cpu or cuda
+  std::string dtype = "fp32";  // fp32, fp16 or bf16 (16-bit on cuda only)
+  bool compile = false;        // torch.compile(model); the first warm-up call compiles
+  int timeout_s = 0;           // > 0: the script is killed after this many seconds ({"error"})
+};
+
+// Runs tests/reference/gpen_reference.py --bench and returns its JSON ({"ms_per_face",
+// "peak_rss_mib", ...; on cuda also "device_ms_per_face", "peak_device_bytes", ...}), or
+// {"error": why} when PyTorch (or its CUDA device, or torch.compile) is not available.
+nlohmann::json run_pytorch_gpen_bench(const PytorchGpenBench& b);
 
 // Runs tests/reference/retinaface_reference.py --bench: detect() on `image` with the official
-// checkpoint (.pth), pre- and post-processing included; returns {"median_ms", ...} or {"error"}.
+// checkpoint (.pth), pre- and post-processing included, the network on `device` (cpu or cuda);
+// returns {"median_ms", ...} or {"error"}.
 nlohmann::json run_pytorch_detector_bench(const std::string& checkpoint_pth, const std::string& image, int runs,
-                                          int warmup, int threads);
+                                          int warmup, int threads, const std::string& device = "cpu",
+                                          int timeout_s = 0);
 
 }  // namespace gpen::cli

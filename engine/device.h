@@ -12,6 +12,8 @@
 
 namespace gpen {
 
+class PipelineOps;  // engine/pipeline_ops.h
+
 enum class DeviceKind { cpu, cuda, automatic };
 
 // "cpu", "cuda", "auto"; gpen::Error naming the value otherwise.
@@ -54,6 +56,11 @@ class DeviceBackend : public Backend {
   virtual void start_timer() = 0;
   virtual double stop_timer_ms() = 0;
 
+  // The photo pipeline's steps on this device and stream (engine/pipeline_ops.h), so a photo can
+  // stay on the device from upload to result; nullptr when the backend has none (the pipeline then
+  // runs them on the host).
+  virtual PipelineOps* pipeline_ops() { return nullptr; }
+
  protected:
   size_t captures_ = 0, replays_ = 0, last_graph_nodes_ = 0;
 };
@@ -63,6 +70,9 @@ class DeviceBackend : public Backend {
 struct CudaProvider {
   int (*device_count)() = nullptr;  // 0 when no device (or no driver)
   std::unique_ptr<Backend> (*make)(const DeviceOptions&) = nullptr;
+  // What the backend's workspace_bytes returns for a node, computed on the host from shapes
+  // alone: `gpen plan --device cuda` plans with it on machines without a GPU.
+  size_t (*workspace_bytes)(const Graph&, const Node&) = nullptr;
 };
 
 bool cuda_compiled_in();

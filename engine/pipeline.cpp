@@ -49,12 +49,23 @@ FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const Resto
   // same device) and the photo pipeline holds the larger of the two arenas, not their sum.
   if (opt_.share_arena && std::string(gpen_.backend().name()) == det_.device())
     det_.share_memory(gpen_.arena(), gpen_.plan().arena_bytes, gpen_.workspace(), gpen_.plan().workspace_bytes);
+  if (opt_.device_pipeline)
+    if (auto* dev = dynamic_cast<DeviceBackend*>(&gpen_.backend())) {
+      ops_ = dev->pipeline_ops();
+      det_ops_ = det_.pipeline_ops();
+      if (!ops_ || !det_ops_) ops_ = det_ops_ = nullptr;
+    }
+  if (ops_) return;
   const size_t face = static_cast<size_t>(gpen_.size()) * gpen_.size() * 3;
   in_.assign(face * opt_.batch, 0.0f);
   out_.assign(face * opt_.batch, 0.0f);
 }
 
-PhotoResult FaceRestorer::process(const Image& photo) {
+FaceRestorer::~FaceRestorer() { release_buffer(); }
+
+PhotoResult FaceRestorer::process(const Image& photo) { return ops_ ? process_on_device(photo) : process_on_host(photo); }
+
+PhotoResult FaceRestorer::process_on_host(const Image& photo) {
   PhotoResult r;
   const int S = gpen_.size();
   auto t0 = std::chrono::steady_clock::now();

@@ -8,6 +8,7 @@
 #include "engine/image.h"
 #include "engine/models/gpen_model.h"
 #include "engine/models/retinaface.h"
+#include "engine/pipeline_ops.h"
 
 namespace gpen {
 
@@ -17,6 +18,9 @@ struct RestoreOptions {
   double alpha = 1.0;      // restored * alpha + crop * (1 - alpha)
   int batch = 1;           // faces per GPEN run (see choose_batch)
   bool share_arena = true; // the detector runs in GPEN's arena (same device): max, not sum
+  // On a device whose backend has the pipeline steps (CUDA), the photo stays on the device from
+  // upload to composite; false runs warps, conversions and paste on the host (for comparisons).
+  bool device_pipeline = true;
 };
 
 struct StageTimes {
@@ -38,13 +42,30 @@ int choose_batch(const GpenConfig& c, Backend& backend, size_t budget_bytes, int
 class FaceRestorer {
  public:
   FaceRestorer(GpenModel& gpen, RetinaFaceDetector& detector, const RestoreOptions& opt);
+  ~FaceRestorer();
+  FaceRestorer(const FaceRestorer&) = delete;
+  FaceRestorer& operator=(const FaceRestorer&) = delete;
   PhotoResult process(const Image& photo);
+  // Whether photos go through the device pipeline (see RestoreOptions::device_pipeline): both
+  // models on device backends that have the pipeline steps.
+  bool on_device() const { return ops_ != nullptr; }
+  // Device pipeline: bytes of its one buffer (photo, paste canvas, detection candidates, paste
+  // mask, one batch of crops and restored faces), sized for the largest photo seen so far.
+  size_t device_buffer_bytes() const { return buffer_bytes_; }
 
  private:
+  PhotoResult process_on_host(const Image& photo);
+  PhotoResult process_on_device(const Image& photo);  // engine/pipeline_device.cpp
+  void release_buffer() noexcept;
   GpenModel& gpen_;
   RetinaFaceDetector& det_;
   RestoreOptions opt_;
-  std::vector<float> in_, out_;  // one batch, reused across photos
+  std::vector<float> in_, out_;  // host path: one batch, reused across photos
+  PipelineOps* ops_ = nullptr;      // GPEN's device steps (device path)
+  PipelineOps* det_ops_ = nullptr;  // the detector's (its own stream)
+  void* buffer_ = nullptr;
+  size_t buffer_bytes_ = 0;
+  int mask_size_ = 0;  // the paste mask in the buffer is for this crop size (0: none)
 };
 
 }  // namespace gpen

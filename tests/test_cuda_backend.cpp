@@ -19,10 +19,12 @@
 #include "engine/models/retinaface.h"
 #include "engine/npy.h"
 #include "kernels/cuda/backend_cuda.h"
+#include "tests/cuda_emu/small_gpen.h"
 #include "kernels/cuda/compat.h"
 #include "kernels/cuda/ops.h"
 
 using namespace gpen;
+using cuda_test::small_gpen;
 namespace fs = std::filesystem;
 
 namespace {
@@ -35,17 +37,6 @@ std::unique_ptr<Backend> cuda_backend(bool graphs = true) {
 }
 
 DeviceBackend& device(Backend& b) { return dynamic_cast<DeviceBackend&>(b); }
-
-// A GPEN small enough for the emulator (under ASan too): 32 x 32, 16 channels, style_dim 16.
-GpenConfig small_gpen(DType precision) {
-  GpenConfig c;
-  c.size = 32;
-  c.channel_multiplier = 1;
-  c.narrow = 1.0 / 32;
-  c.style_dim = 16;
-  c.act_dtype = precision;
-  return c;
-}
 
 std::vector<float> faces(int n, int size, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -30,6 +30,7 @@ struct ConvCase {
   Conv2dParams p;
   int64_t x_parent_c = 0, x_offset_c = 0;  // input as a channel slice when x_parent_c > 0
   int64_t y_parent_c = 0, y_offset_c = 0;  // output as a channel slice when y_parent_c > 0
+  bool split = false;                      // expected to split its depth (splitk.cuh)
 };
 
 Conv2dParams params(int k, int stride, int pad, int groups, bool bias, bool residual, Activation act) {
@@ -63,10 +64,19 @@ void run_case(const ConvCase& c, DType dt, cuda::ConvAlgo algo) {
 
   std::vector<unsigned char> ws(cpu::conv2d_workspace_bytes(p, x.hv.shape, y.hv.shape, 0));
   cpu::conv2d(p, x.hv, w.hv, p.has_bias ? &b.hv : nullptr, p.has_residual ? &r.hv : nullptr, y.hv, ws.data());
-  CHECK(cuda::conv2d_workspace_bytes(p, x.dv.shape, y.dv.shape) == 0);
-  cuda::conv2d(p, x.dv, w.dv, p.has_bias ? &b.dv : nullptr, p.has_residual ? &r.dv : nullptr, y.dv, nullptr, nullptr,
-               algo);
+  // Split-K (a workspace of [splits][M][Cout] f32 partial sums) only for deep, small GEMMs.
+  const size_t wsb = cuda::conv2d_workspace_bytes(p, x.dv.shape, y.dv.shape);
+  const bool split = c.split;
+  CHECK((wsb > 0) == split);
+  if (split) CHECK(wsb % (static_cast<size_t>(ys.numel()) * 4) == 0);
+  cuda_test::DeviceBuffer dws(wsb);
+  cuda::conv2d(p, x.dv, w.dv, p.has_bias ? &b.dv : nullptr, p.has_residual ? &r.dv : nullptr, y.dv,
+               wsb ? dws.get() : nullptr, nullptr, algo);
   check_close(y.fetch(), y.host, output_tolerance(dt, {2e-5, 2e-5}), c.name);
+  if (split)  // a split conv cannot run without its workspace
+    CHECK_THROWS_AS(cuda::conv2d(p, x.dv, w.dv, p.has_bias ? &b.dv : nullptr, p.has_residual ? &r.dv : nullptr, y.dv,
+                                 nullptr, nullptr, algo),
+                    Error);
 }
 
 const Activation kLrelu = Activation::scaled_leaky();
@@ -74,8 +84,10 @@ const Activation kLrelu = Activation::scaled_leaky();
 const ConvCase kGemmCases[] = {
     // 3x3 same conv; K = 45 and cout = 19 leave tails in every tile dimension.
     {"3x3 pad 1, bias + act + residual", Shape{2, 7, 6, 5}, 19, params(3, 1, 1, 1, true, true, kLrelu)},
-    // Stride 2, no padding, K = 288 (9 depth steps of 32), cout 70: two channel tiles.
-    {"3x3 stride 2, deep", Shape{1, 9, 9, 32}, 70, params(3, 2, 0, 1, true, false, Activation::leaky(0.1f))},
+    // Stride 2, no padding, K = 288 (9 depth steps of 32), cout 70: two channel tiles; two tiles in
+    // all, so the depth splits into chunks of 256 and 32.
+    {"3x3 stride 2, deep", Shape{1, 9, 9, 32}, 70, params(3, 2, 0, 1, true, false, Activation::leaky(0.1f)), 0, 0, 0,
+     0, true},
     // 144 output pixels: three pixel tiles; asymmetric padding below.
     {"asymmetric pad", Shape{1, 12, 12, 8}, 16,
      [] {
@@ -88,6 +100,12 @@ const ConvCase kGemmCases[] = {
     {"1x1 slices", Shape{2, 5, 5, 24}, 12, params(1, 1, 0, 1, true, false, Activation::relu()), 40, 8, 30, 12},
     // Grouped: 2 groups of 8 -> 6 channels.
     {"groups 2", Shape{1, 6, 6, 16}, 12, params(3, 1, 1, 2, true, true, kLrelu)},
+    // Split-K: one pixel tile and two channel tiles, depth 3 * 3 * 72 = 648 -> chunks of 256, 256
+    // and 136, into an output slice with the whole epilogue (GPEN's small encoder layers).
+    {"split-K 3x3 deep", Shape{1, 4, 5, 72}, 70, params(3, 1, 1, 1, true, true, kLrelu), 0, 0, 80, 4, true},
+    // Split-K with groups: 2 groups, depth 3 * 3 * 32 = 288 each -> chunks of 256 and 32.
+    {"split-K groups 2", Shape{2, 3, 3, 64}, 24, params(3, 1, 1, 2, false, false, Activation::none()), 0, 0, 0, 0,
+     true},
 };
 
 }  // namespace

@@ -42,6 +42,7 @@ struct Case {
   Activation x2_act = Activation::none();
   int64_t x_parent_c = 0, x_offset_c = 0;  // x as a channel slice when > 0
   int64_t y_parent_c = 0, y_offset_c = 0;  // output as a channel slice when > 0
+  bool split = false;                      // expected to split its depth (splitk.cuh)
 };
 
 float lipschitz(const Activation& a) { return std::fabs(a.gain) * std::max(1.0f, std::fabs(a.slope)); }
@@ -107,8 +108,15 @@ void run_case(const Case& c, DType dt) {
   const Shape x_cat{c.n, c.h, c.w, C};
   std::vector<unsigned char> ws(cpu::modconv_workspace_bytes(p, x_cat, ys, 0));
   cpu::modconv(p, host_args, y.hv, ws.data());
-  CHECK(cuda::modconv_workspace_bytes(p, x_cat, ys) == 0);
-  cuda::modconv(p, dev_args, y.dv, nullptr, nullptr);
+  // Split-K: [splits][N][Ho][Wo][Cout] f32 partial sums, only for deep layers with few tiles.
+  const size_t wsb = cuda::modconv_workspace_bytes(p, x_cat, ys);
+  CHECK((wsb > 0) == c.split);
+  if (c.split) {
+    CHECK(wsb % (static_cast<size_t>(ys.numel()) * 4) == 0);
+    CHECK_THROWS_AS(cuda::modconv(p, dev_args, y.dv, nullptr, nullptr), Error);
+  }
+  cuda_test::DeviceBuffer dws(wsb);
+  cuda::modconv(p, dev_args, y.dv, wsb ? dws.get() : nullptr, nullptr);
   const std::vector<float> got = y.fetch();
 
   // M = sum_k |a_k| |w_k|: the CPU op on the absolute modulated input (prologue applied on the
@@ -197,6 +205,17 @@ const Case kCases[] = {
     {"up 3x3 several tiles", 1, 1, 12, 12, 8, 0, 8, 3, true},
     // k = 1: the phases with an odd coordinate have no taps and are zero.
     {"up 1x1", 1, 1, 3, 3, 4, 0, 5, 1, true},
+    // Split-K (GPEN's 4x4 .. 16x16 layers: one tile, deep): depth 9 x 64 = 576 in chunks of 256,
+    // 256 and 64, the whole epilogue, into a channel slice.
+    {"split-K 3x3 x2 + demod + residual (vector path)", 1, 1, 4, 4, 32, 32, 24, 3, false, true, true, true, kLrelu,
+     kLrelu, 0, 0, 40, 8, true},
+    // Depth 9 x 36 = 324 in chunks of 256 and 68, element staging, x broadcast over the batch.
+    {"split-K odd channels, x broadcast (element path)", 2, 1, 3, 3, 29, 7, 10, 3, false, true, true, false, kLrelu,
+     Activation::leaky(0.1f), 0, 0, 0, 0, true},
+    // Up: phase depths 256, 128, 128, 64 in chunks of 128: the second chunk of the three smaller
+    // phases is empty, and must still contribute its zeros.
+    {"split-K up 3x3, empty chunks", 1, 1, 3, 3, 64, 0, 16, 3, true, false, false, false, Activation::none(),
+     Activation::none(), 0, 0, 0, 0, true},
 };
 
 }  // namespace

@@ -297,10 +297,10 @@ const TensorView& GpenModel::view(const std::string& name) const {
   throw Error("no tensor named '" + name + "' in the GPEN graph");
 }
 
-void GpenModel::run(int n, const float* in, float* out) {
+GpenModel::Prepared GpenModel::prepared_for(int n) {
   GPEN_CHECK(exec_ && n >= 1 && n <= batch_, "GpenModel::run with " + std::to_string(n) + " faces, prepared for " +
                                                  std::to_string(batch_));
-  if (n == batch_) return run(in, out);
+  if (n == batch_) return {exec_.get(), graph_.get()};
   auto it = smaller_.find(n);
   if (it == smaller_.end()) {
     Smaller s;
@@ -318,8 +318,23 @@ void GpenModel::run(int n, const float* in, float* out) {
     s.exec = std::make_unique<Executor>(s.graph->graph, *s.plan, backend_, weights_, exec_->arena(), exec_->workspace());
     it = smaller_.emplace(n, std::move(s)).first;
   }
-  Smaller& s = it->second;
-  run_on(*s.exec, *s.graph, n, in, out);
+  return {it->second.exec.get(), it->second.graph.get()};
+}
+
+void GpenModel::run(int n, const float* in, float* out) {
+  Prepared p = prepared_for(n);
+  run_on(*p.exec, *p.graph, n, in, out);
+}
+
+void GpenModel::run_in_place(int n, const std::function<void(const TensorView& x)>& fill,
+                             const std::function<void(const TensorView& y)>& drain) {
+  GPEN_CHECK(device_, "GpenModel::run_in_place needs a device backend");
+  Prepared p = prepared_for(n);
+  fill(p.exec->view(p.graph->input));
+  if (timing_) device_->start_timer();
+  p.exec->run();
+  if (timing_) last_device_ms_ = device_->stop_timer_ms();
+  drain(p.exec->view(p.graph->output));
 }
 
 size_t GpenModel::weights_bytes() const { return plan_ ? plan_->weights_bytes : 0; }

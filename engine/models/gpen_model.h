@@ -3,6 +3,7 @@
 // for one batch size, its memory plan and an executor. Runs NHWC float batches in model space.
 // On a device backend (engine/device.h) the weights are converted to the model's precision and
 // uploaded once, into one allocation; faces go through pinned host buffers in that precision.
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,6 +56,12 @@ class GpenModel {
   // The first n <= batch() faces only: runs a plan for n faces inside the arena made for batch()
   // (planned once per n, no new memory), so a short last batch costs only its own faces.
   void run(int n, const float* in, float* out);
+  // Device backends: runs the first n <= batch() faces with input and output left in the arena,
+  // so a pipeline on the device needs no copies: `fill` queues the writing of x [n, S, S, 3] (in
+  // precision()) on the backend's stream, `drain` the reading of the raw output y, which the next
+  // run (or anything else lent this arena) overwrites.
+  void run_in_place(int n, const std::function<void(const TensorView& x)>& fill,
+                    const std::function<void(const TensorView& y)>& drain);
   size_t weights_bytes() const;
   DType precision() const { return config_.act_dtype; }
   // Bytes of the one device allocation holding the weights (0 on the CPU).
@@ -76,6 +83,11 @@ class GpenModel {
   // Puts the weights where the backend reads them: `src` holds host views of any float dtype.
   void load_weights(const WeightMap& src, const std::string& origin);
   void run_on(Executor& ex, const GpenGraph& gg, int n, const float* in, float* out);
+  struct Prepared {
+    Executor* exec;
+    const GpenGraph* graph;
+  };
+  Prepared prepared_for(int n);  // the executor for n faces (a smaller plan in the same arena)
   void release_io();
   Backend& backend_;
   DeviceBackend* device_ = nullptr;

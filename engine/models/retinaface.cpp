@@ -429,4 +429,25 @@ std::vector<Face> RetinaFaceDetector::detect(const Image& img, const DetectOptio
                                 static_cast<float>(ss));
 }
 
+PipelineOps* RetinaFaceDetector::pipeline_ops() const {
+  auto* dev = dynamic_cast<DeviceBackend*>(&static_cast<SharedArenaBackend&>(*backend_).inner());
+  return dev ? dev->pipeline_ops() : nullptr;
+}
+
+std::vector<Face> RetinaFaceDetector::detect_on_device(const uint8_t* bgr, int w, int h, const DetectOptions& opt,
+                                                       PipelineOps& ops, void* scratch) {
+  GPEN_CHECK(is_device_backend(static_cast<SharedArenaBackend&>(*backend_).inner()),
+             "detect_on_device: the detector runs on the host");
+  GPEN_CHECK(bgr != nullptr && w > 0 && h > 0 && scratch != nullptr, "detect_on_device: empty image or no scratch");
+  int nw = 0, nh = 0;
+  const double ss = detect_input_scale(w, h, opt.max_side, opt.target_side, &nw, &nh);
+  Cached& c = executor_for(nh, nw);
+  ops.detect_input(bgr, w, h, ss, c.ex->view(c.rg.input));
+  c.ex->run();
+  return ops.detect_faces(static_cast<const float*>(c.ex->view(c.rg.loc).data),
+                          static_cast<const float*>(c.ex->view(c.rg.conf).data),
+                          static_cast<const float*>(c.ex->view(c.rg.landms).data), nh, nw, opt.post,
+                          static_cast<float>(ss), scratch);
+}
+
 }  // namespace gpen

@@ -12,6 +12,7 @@
 #include "engine/detect_post.h"
 #include "engine/graph.h"
 #include "engine/image.h"
+#include "engine/pipeline_ops.h"
 
 namespace gpen {
 
@@ -59,6 +60,11 @@ class RetinaFaceDetector {
   RetinaFaceBackbone backbone() const { return backbone_; }
   // Faces in the pixel coordinates of `bgr`, sorted by descending score.
   std::vector<Face> detect(const Image& bgr, const DetectOptions& opt = {});
+  // The same on a w x h photo already in this detector's device memory (contiguous BGR), with that
+  // device's pipeline steps and `scratch` of ops.detect_scratch_bytes(nh, nw) bytes there (nh, nw:
+  // detect_input_scale's network input). Waits for the device once, to bring the candidates back.
+  std::vector<Face> detect_on_device(const uint8_t* bgr, int w, int h, const DetectOptions& opt, PipelineOps& ops,
+                                     void* scratch);
   // Runs the network on an already prepared input ([h, w, 3] BGR minus mean, HWC float) and
   // returns the raw head outputs (loc, conf, landms as in RetinaFaceGraph).
   struct Raw {
@@ -79,6 +85,8 @@ class RetinaFaceDetector {
   bool uses_shared_memory() const;
   size_t cached_sizes() const { return cache_.size(); }
   const char* device() const { return backend_->name(); }
+  // The pipeline steps of the detector's device (nullptr on the host): detect_on_device's `ops`.
+  PipelineOps* pipeline_ops() const;
 
  private:
   struct Model;

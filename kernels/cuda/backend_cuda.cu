@@ -13,6 +13,7 @@
 #include "kernels/cuda/compat.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/ops_gpen.h"
+#include "kernels/cuda/pipeline_ops.h"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
@@ -47,18 +48,7 @@ class CudaBackend final : public DeviceBackend {
 
   const char* name() const override { return "cuda"; }
 
-  size_t workspace_bytes(const Graph& g, const Node& n) const override {
-    if (auto* p = std::get_if<Conv2dParams>(&n.params))
-      return conv2d_workspace_bytes(*p, g.tensor(n.inputs[0]).shape, g.tensor(n.outputs[0]).shape);
-    if (auto* p = std::get_if<UpFirDn2dParams>(&n.params))
-      return upfirdn2d_workspace_bytes(*p, g.tensor(n.inputs[0]).shape, g.tensor(n.outputs[0]).shape);
-    if (auto* p = std::get_if<ModConvParams>(&n.params)) {
-      Shape x = g.tensor(n.inputs[0]).shape;
-      x[3] = g.tensor(n.inputs[4]).shape[2];  // the concatenated input channels, from the weight
-      return modconv_workspace_bytes(*p, x, g.tensor(n.outputs[0]).shape);
-    }
-    return 0;
-  }
+  size_t workspace_bytes(const Graph& g, const Node& n) const override { return node_workspace_bytes(g, n); }
 
   void* allocate(size_t bytes) override {
     void* p = nullptr;
@@ -201,6 +191,11 @@ class CudaBackend final : public DeviceBackend {
     return ms;
   }
 
+  PipelineOps* pipeline_ops() override {
+    if (!pipeline_) pipeline_ = make_pipeline_ops(stream_);
+    return pipeline_.get();
+  }
+
  private:
   bool is_pinned(const void* p, size_t bytes) const {
     const char* c = static_cast<const char*>(p);
@@ -216,9 +211,23 @@ class CudaBackend final : public DeviceBackend {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t t0_ = nullptr, t1_ = nullptr;
   std::vector<std::pair<void*, size_t>> pinned_;
+  std::unique_ptr<PipelineOps> pipeline_;
 };
 
 }  // namespace
+
+size_t node_workspace_bytes(const Graph& g, const Node& n) {
+  if (auto* p = std::get_if<Conv2dParams>(&n.params))
+    return conv2d_workspace_bytes(*p, g.tensor(n.inputs[0]).shape, g.tensor(n.outputs[0]).shape);
+  if (auto* p = std::get_if<UpFirDn2dParams>(&n.params))
+    return upfirdn2d_workspace_bytes(*p, g.tensor(n.inputs[0]).shape, g.tensor(n.outputs[0]).shape);
+  if (auto* p = std::get_if<ModConvParams>(&n.params)) {
+    Shape x = g.tensor(n.inputs[0]).shape;
+    x[3] = g.tensor(n.inputs[4]).shape[2];  // the concatenated input channels, from the weight
+    return modconv_workspace_bytes(*p, x, g.tensor(n.outputs[0]).shape);
+  }
+  return 0;
+}
 
 int device_count() {
   int n = 0;
@@ -235,7 +244,7 @@ std::unique_ptr<Backend> make_cuda_backend(const DeviceOptions& o) {
 }
 
 const CudaProvider& cuda_provider() {
-  static const CudaProvider p{&device_count, &make_cuda_backend};
+  static const CudaProvider p{&device_count, &make_cuda_backend, &node_workspace_bytes};
   return p;
 }
 

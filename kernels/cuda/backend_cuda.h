@@ -15,7 +15,11 @@ int device_count();
 // The backend on the current device: one stream, cudaMalloc'd memory, every op of the graph IR.
 // gpen::Error "no CUDA device found" when there is none.
 std::unique_ptr<Backend> make_cuda_backend(const DeviceOptions& o);
-// device_count and make_cuda_backend, for engine/device.h's make_backend.
+// Workspace bytes the backend's kernel for node n of g needs: the one definition behind both the
+// backend's workspace_bytes and CudaProvider::workspace_bytes. Host arithmetic on the shapes only
+// (no CUDA call), so it works without a device.
+size_t node_workspace_bytes(const Graph& g, const Node& n);
+// device_count, make_cuda_backend and node_workspace_bytes, for engine/device.h.
 const CudaProvider& cuda_provider();
 
 GPEN_CUDA_NAMESPACE_END

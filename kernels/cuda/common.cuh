@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the CUDA kernels: dtype conversion, the activation, warp reductions, the
-// row addressing of strided views, argument checks and launch error checks.
+// row addressing of strided views, argument checks, launch error checks and the launch of
+// row-wise ops.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -94,6 +95,20 @@ RowMap<NT> make_row_map(const std::array<const TensorView*, NT>& views) {
   return m;
 }
 
+// The grid-stride loop of a row-wise kernel with a warp per row (launch_row_op): calls
+// f(lane, x_row, y_row) for each row of x -> y this warp owns. The loop bound is the same for all
+// lanes of a warp, so shuffles inside f see the whole warp.
+template <int WarpsPerBlock, class T, class F>
+__device__ __forceinline__ void for_each_warp_row(int64_t rows, const RowMap<2>& map, const T* x, T* y, F&& f) {
+  const int lane = threadIdx.x % 32;
+  const int64_t first = int64_t{blockIdx.x} * WarpsPerBlock + threadIdx.x / 32;
+  for (int64_t row = first; row < rows; row += int64_t{gridDim.x} * WarpsPerBlock) {
+    int64_t off[2];
+    map.row_offsets(row, off);
+    f(lane, x + off[0], y + off[1]);
+  }
+}
+
 // Element strides of an NHWC view.
 struct NhwcStrides {
   int64_t n = 0, h = 0, w = 0, c = 0;
@@ -144,6 +159,28 @@ inline void check_same_shape(const TensorView& a, const TensorView& b, const cha
 inline void check_launch(const char* op) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) throw Error(std::string("CUDA ") + op + ": " + cudaGetErrorString(e));
+}
+
+// The host side of an op applied along the last axis row by row, x -> y (one shape and dtype; y
+// may alias x), by a kernel with a warp per row and WarpsPerBlock warps per block: argument
+// checks, row map, launch and launch check. kernel_for(std::type_identity<T>{}) returns the
+// kernel for element type T, called as kernel(rows, map, x, y).
+template <int WarpsPerBlock, class KernelFor>
+void launch_row_op(const char* op, const TensorView& x, const TensorView& y, Stream stream, KernelFor&& kernel_for) {
+  check_view(x, x.dtype, op, "input");
+  check_view(y, x.dtype, op, "output");
+  check_same_shape(x, y, op, "input", "output");
+  GPEN_CHECK(x.rank() >= 1, std::string(op) + ": input must have at least one axis");
+  if (x.numel() == 0) return;
+  const RowMap<2> map = make_row_map<2>({&x, &y});
+  const int64_t rows = x.numel() / map.cols;
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const auto row_kernel = kernel_for(tag);
+    GPEN_LAUNCH(grid_for(rows, WarpsPerBlock), WarpsPerBlock * 32, 0, stream, row_kernel)(rows, map, x.as<const T>(),
+                                                                                        y.as<T>());
+  });
+  check_launch(op);
 }
 
 GPEN_CUDA_NAMESPACE_END

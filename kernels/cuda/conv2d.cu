@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "kernels/cuda/conv2d.cuh"
+#include "kernels/cuda/splitk.cuh"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
@@ -47,15 +48,36 @@ ConvGeometry make_geometry(const Conv2dParams& p, const Shape& x, const Shape& y
   return g;
 }
 
+// The GEMM kernels' split of the depth (both tile 64 x 64 per group); never for depthwise shapes,
+// whose depth (kh * kw) is far below a split's minimum anyway.
+SplitK conv_split(const ConvGeometry& g) {
+  const int64_t tiles = ceil_div(g.m, 64) * ceil_div(g.cout_g, 64) * g.groups;
+  return choose_split_k(tiles, g.k, int64_t{g.m} * g.cout * 4, 65535 / g.groups);
+}
+
+size_t split_bytes(const ConvGeometry& g, const SplitK& s) {
+  return s.splits > 1 ? static_cast<size_t>(s.splits) * static_cast<size_t>(g.m) * static_cast<size_t>(g.cout) * 4
+                      : 0;
+}
+
+template <class T>
+struct ConvSplitFinish {
+  ConvGeometry g;
+  ConvTensors<T> t;
+  __device__ void operator()(int64_t i, float acc) const {
+    conv_store(g, t, static_cast<int>(i / g.cout), static_cast<int>(i % g.cout), acc);
+  }
+};
+
 }  // namespace
 
 size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape& y) {
-  make_geometry(p, x, y);
-  return 0;
+  const ConvGeometry g = make_geometry(p, x, y);
+  return split_bytes(g, conv_split(g));
 }
 
 void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
-            const TensorView* residual, const TensorView& y, void*, Stream stream, ConvAlgo algo) {
+            const TensorView* residual, const TensorView& y, void* workspace, Stream stream, ConvAlgo algo) {
   check_view(x, x.dtype, "conv2d", "input");
   check_view(w, x.dtype, "conv2d", "weight");
   check_view(y, x.dtype, "conv2d", "output");
@@ -91,16 +113,31 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
   if (residual) g.rs = nhwc_strides(*residual);
   g.bias_stride = bias ? bias->stride(0) : 0;
   g.act = p.act;
+  if (algo != ConvAlgo::depthwise) {
+    const SplitK sk = conv_split(g);
+    g.splits = sk.splits;
+    g.kchunk = sk.chunk;
+    GPEN_CHECK(g.splits == 1 || workspace != nullptr,
+               "conv2d: " + x.shape.str() + " -> " + y.shape.str() + " splits its depth " + std::to_string(g.splits) +
+                   " ways and needs conv2d_workspace_bytes of workspace, got none");
+  }
   dispatch_float(x.dtype, "conv2d", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const ConvTensors<T> t{x.as<const T>(), w.as<const T>(), bias ? bias->as<const T>() : nullptr,
-                           residual ? residual->as<const T>() : nullptr, y.as<T>()};
+    ConvTensors<T> t{x.as<const T>(), w.as<const T>(), bias ? bias->as<const T>() : nullptr,
+                     residual ? residual->as<const T>() : nullptr, y.as<T>()};
+    if (g.splits > 1) t.partial = static_cast<float*>(workspace);
     if (algo == ConvAlgo::depthwise) {
       launch_conv2d_depthwise<T>(g, t, stream);
     } else if (algo == ConvAlgo::simt) {
       launch_conv2d_simt<T>(g, t, stream);
     } else if constexpr (!std::is_same_v<T, float>) {
       launch_conv2d_wmma<T>(g, t, stream);
+    }
+    if (g.splits > 1) {
+      check_launch("conv2d");
+      const int64_t count = int64_t{g.m} * g.cout;
+      GPEN_LAUNCH(grid_for(count, 256), 256, 0, stream, split_k_reduce_kernel<ConvSplitFinish<T>>)(
+          count, g.splits, t.partial, ConvSplitFinish<T>{g, t});
     }
   });
   check_launch("conv2d");

@@ -20,6 +20,9 @@ struct ConvGeometry {
   int groups = 1, cin_g = 0, cout_g = 0;
   int m = 0;  // GEMM rows: n * ho * wo
   int k = 0;  // GEMM depth: kh * kw * cin_g
+  // Split-K (splitk.cuh): grid z = group * splits + split; split s sums depth
+  // [s * kchunk, min(k, (s + 1) * kchunk)).
+  int splits = 1, kchunk = 0;
   NhwcStrides xs, ys, rs;
   int64_t bias_stride = 0;
   Activation act;
@@ -32,6 +35,7 @@ struct ConvTensors {
   const T* bias = nullptr;      // optional
   const T* residual = nullptr;  // optional
   T* y = nullptr;
+  float* partial = nullptr;     // split-K: [splits][m][cout] raw sums (the workspace)
 };
 
 // y[m, co] = act(acc + bias[co]) + residual[m, co], co counted over all groups.
@@ -44,6 +48,17 @@ __device__ __forceinline__ void conv_store(const ConvGeometry& g, const ConvTens
   v = activate(g.act, v);
   if (t.residual) v += to_f32(t.residual[n * g.rs.n + oy * g.rs.h + ox * g.rs.w + co * g.rs.c]);
   t.y[n * g.ys.n + oy * g.ys.h + ox * g.ys.w + co * g.ys.c] = from_f32<T>(v);
+}
+
+// The end of a block's GEMM for output (m, co): the epilogue, or under split-K the raw sum into
+// the split's slice of the partial sums (the reduction pass runs the epilogue).
+template <class T>
+__device__ __forceinline__ void conv_finish(const ConvGeometry& g, const ConvTensors<T>& t, int split, int m, int co,
+                                           float acc) {
+  if (g.splits > 1)
+    t.partial[(int64_t{split} * g.m + m) * g.cout + co] = acc;
+  else
+    conv_store(g, t, m, co, acc);
 }
 
 // Launchers, one per kernel file. T: __half / __nv_bfloat16 for the tensor-core kernel; float,

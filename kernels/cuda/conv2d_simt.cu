@@ -25,7 +25,8 @@ __global__ void __launch_bounds__(kThreads) conv2d_simt_kernel(const ConvGeometr
 
   const int tid = threadIdx.x;
   const int tx = tid % 16, ty = tid / 16;
-  const int group = blockIdx.z;
+  const int group = blockIdx.z / g.splits, split = blockIdx.z - group * g.splits;
+  const int k_begin = split * g.kchunk, k_end = min(g.k, k_begin + g.kchunk);
   const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
 
   // Staging: A row a_row (one output pixel), depth columns [a_col, a_col + 4); B row b_row,
@@ -46,12 +47,12 @@ __global__ void __launch_bounds__(kThreads) conv2d_simt_kernel(const ConvGeometr
   const T* w_group = t.w + int64_t{group} * g.cout_g;
 
   float acc[kTM][kTN] = {};
-  for (int k0 = 0; k0 < g.k; k0 += kBK) {
+  for (int k0 = k_begin; k0 < k_end; k0 += kBK) {
     int k = k0 + a_col;
     int tap = k / g.cin_g, ci = k - tap * g.cin_g;
     for (int j = 0; j < 4; ++j, ++k) {
       float v = 0.0f;
-      if (m_valid && k < g.k) {
+      if (m_valid && k < k_end) {
         const int ky = tap / g.kw, kx = tap - ky * g.kw;
         const int iy = iy0 + ky, ix = ix0 + kx;
         if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) v = to_f32(x_img[iy * g.xs.h + ix * g.xs.w + ci * g.xs.c]);
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(kThreads) conv2d_simt_kernel(const ConvGeometr
     const int kb = k0 + b_row;
     for (int j = 0; j < 4; ++j) {
       const int co = n0 + b_col + j;
-      b_tile[b_row][b_col + j] = kb < g.k && co < g.cout_g ? to_f32(w_group[int64_t{kb} * g.cout + co]) : 0.0f;
+      b_tile[b_row][b_col + j] = kb < k_end && co < g.cout_g ? to_f32(w_group[int64_t{kb} * g.cout + co]) : 0.0f;
     }
     __syncthreads();
 
@@ -85,7 +86,7 @@ __global__ void __launch_bounds__(kThreads) conv2d_simt_kernel(const ConvGeometr
     if (mm >= g.m) break;
     for (int j = 0; j < kTN; ++j) {
       const int co = n0 + tx * kTN + j;
-      if (co < g.cout_g) conv_store(g, t, mm, group * g.cout_g + co, acc[i][j]);
+      if (co < g.cout_g) conv_finish(g, t, split, mm, group * g.cout_g + co, acc[i][j]);
     }
   }
 }
@@ -95,7 +96,7 @@ __global__ void __launch_bounds__(kThreads) conv2d_simt_kernel(const ConvGeometr
 template <class T>
 void launch_conv2d_simt(const ConvGeometry& g, const ConvTensors<T>& t, Stream stream) {
   const dim3 grid(static_cast<unsigned>(ceil_div(g.m, kBM)), static_cast<unsigned>(ceil_div(g.cout_g, kBN)),
-                  static_cast<unsigned>(g.groups));
+                  static_cast<unsigned>(g.groups * g.splits));
   GPEN_CHECK(grid.y <= 65535, "conv2d: too many output channels per group (" + std::to_string(g.cout_g) + ")");
   GPEN_LAUNCH(grid, kThreads, 0, stream, conv2d_simt_kernel<T>)(g, t);
 }

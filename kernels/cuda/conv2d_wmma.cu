@@ -37,7 +37,8 @@ __global__ void __launch_bounds__(kThreads) conv2d_wmma_kernel(const ConvGeometr
 
   const int tid = threadIdx.x, warp = tid / 32;
   const int warp_m = warp / 2, warp_n = warp % 2;
-  const int group = blockIdx.z;
+  const int group = blockIdx.z / g.splits, split = blockIdx.z - group * g.splits;
+  const int k_begin = split * g.kchunk, k_end = min(g.k, k_begin + g.kchunk);
   const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
   const T zero = from_f32<T>(0.0f);
 
@@ -63,13 +64,13 @@ __global__ void __launch_bounds__(kThreads) conv2d_wmma_kernel(const ConvGeometr
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
 
-  for (int k0 = 0; k0 < g.k; k0 += kBK) {
+  for (int k0 = k_begin; k0 < k_end; k0 += kBK) {
     // Depth index k = tap * cin_g + ci, walked incrementally to avoid a division per element.
     int k = k0 + a_col;
     int tap = k / g.cin_g, ci = k - tap * g.cin_g;
     for (int j = 0; j < 16; ++j, ++k) {
       T v = zero;
-      if (m_valid && k < g.k) {
+      if (m_valid && k < k_end) {
         const int ky = tap / g.kw, kx = tap - ky * g.kw;
         const int iy = iy0 + ky, ix = ix0 + kx;
         if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) v = x_img[iy * g.xs.h + ix * g.xs.w + ci * g.xs.c];
@@ -83,7 +84,7 @@ __global__ void __launch_bounds__(kThreads) conv2d_wmma_kernel(const ConvGeometr
     const int kb = k0 + b_row;
     for (int j = 0; j < 16; ++j) {
       const int co = n0 + b_col + j;
-      b_tile[b_row][b_col + j] = kb < g.k && co < g.cout_g ? w_group[int64_t{kb} * g.cout + co] : zero;
+      b_tile[b_row][b_col + j] = kb < k_end && co < g.cout_g ? w_group[int64_t{kb} * g.cout + co] : zero;
     }
     __syncthreads();
 
@@ -107,7 +108,7 @@ __global__ void __launch_bounds__(kThreads) conv2d_wmma_kernel(const ConvGeometr
   for (int e = tid; e < kBM * kBN; e += kThreads) {
     const int r = e / kBN, c = e % kBN;
     const int mm = m0 + r, co = n0 + c;
-    if (mm < g.m && co < g.cout_g) conv_store(g, t, mm, group * g.cout_g + co, c_tile[r][c]);
+    if (mm < g.m && co < g.cout_g) conv_finish(g, t, split, mm, group * g.cout_g + co, c_tile[r][c]);
   }
 }
 
@@ -116,7 +117,7 @@ __global__ void __launch_bounds__(kThreads) conv2d_wmma_kernel(const ConvGeometr
 template <class T>
 void launch_conv2d_wmma(const ConvGeometry& g, const ConvTensors<T>& t, Stream stream) {
   const dim3 grid(static_cast<unsigned>(ceil_div(g.m, kBM)), static_cast<unsigned>(ceil_div(g.cout_g, kBN)),
-                  static_cast<unsigned>(g.groups));
+                  static_cast<unsigned>(g.groups * g.splits));
   GPEN_CHECK(grid.y <= 65535, "conv2d: too many output channels per group (" + std::to_string(g.cout_g) + ")");
   GPEN_LAUNCH(grid, kThreads, 0, stream, conv2d_wmma_kernel<T>)(g, t);
 }

@@ -10,18 +10,12 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
-// Views: 0 = x, 1 = y. The loop bound is warp-uniform, so the shuffles see the whole warp.
+// Views: 0 = x, 1 = y.
 template <class T>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     pixel_norm_kernel(int64_t rows, RowMap<2> map, const T* x, T* y) {
-  const int lane = threadIdx.x % 32;
-  const int64_t first = int64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / 32;
-  for (int64_t row = first; row < rows; row += int64_t{gridDim.x} * kWarpsPerBlock) {
-    int64_t off[2];
-    map.row_offsets(row, off);
-    const T* xr = x + off[0];
-    T* yr = y + off[1];
-    const int64_t xs = map.col_stride[0], ys = map.col_stride[1];
+  const int64_t xs = map.col_stride[0], ys = map.col_stride[1];
+  for_each_warp_row<kWarpsPerBlock>(rows, map, x, y, [&](int lane, const T* xr, T* yr) {
     float ss = 0.0f;
     for (int64_t c = lane; c < map.cols; c += 32) {
       const float v = to_f32(xr[c * xs]);
@@ -32,7 +26,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     const float f = 1.0f / sqrtf(ss / static_cast<float>(map.cols) + 1e-8f);
     // Every lane has read its elements before any writes (warp_sum), so y may alias x.
     for (int64_t c = lane; c < map.cols; c += 32) yr[c * ys] = from_f32<T>(to_f32(xr[c * xs]) * f);
-  }
+  });
 }
 
 // One warp per (n, o): d[n, o] = rsqrt(sum_i s[n, i]^2 q[o, i] + 1e-8).
@@ -59,19 +53,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 }  // namespace
 
 void pixel_norm(const PixelNormParams&, const TensorView& x, const TensorView& y, Stream stream) {
-  check_view(x, x.dtype, "pixel_norm", "input");
-  check_view(y, x.dtype, "pixel_norm", "output");
-  GPEN_CHECK(x.rank() >= 1 && y.shape == x.shape,
-             "pixel_norm: input " + x.shape.str() + " and output " + y.shape.str() + " must have the same shape");
-  if (x.numel() == 0) return;
-  const RowMap<2> map = make_row_map<2>({&x, &y});
-  const int64_t rows = x.numel() / map.cols;
-  dispatch_float(x.dtype, "pixel_norm", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    GPEN_LAUNCH(grid_for(rows, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream, pixel_norm_kernel<T>)(
-        rows, map, x.as<const T>(), y.as<T>());
-  });
-  check_launch("pixel_norm");
+  launch_row_op<kWarpsPerBlock>("pixel_norm", x, y, stream,
+                                [](auto tag) { return &pixel_norm_kernel<typename decltype(tag)::type>; });
 }
 
 void demod(const DemodParams&, const TensorView& s, const TensorView& q, const TensorView& d, Stream stream) {

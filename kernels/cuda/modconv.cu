@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/modconv.cuh"
+#include "kernels/cuda/splitk.cuh"
 #include "kernels/cuda/ops_gpen.h"
 #include "kernels/modconv_check.h"
 
@@ -90,6 +91,9 @@ ModConvGeometry make_geometry(const ModConvParams& p, const ModConvArgs& a, cons
         ph.depth = nty * ph.ntx * g.c;
       }
   }
+  g.ho = ho, g.wo = wo;
+  g.kchunk = 0;
+  for (int i = 0; i < g.nphase; ++i) g.kchunk = std::max(g.kchunk, g.ph[i].depth);
   g.xs = nhwc_strides(x);
   if (x.dim(0) == 1) g.xs.n = 0;  // broadcast over the batch
   if (a.x2) g.x2s = nhwc_strides(*a.x2);
@@ -104,6 +108,37 @@ ModConvGeometry make_geometry(const ModConvParams& p, const ModConvArgs& a, cons
   return g;
 }
 
+// The depth split of a call, from the shapes alone (so the planner can size the workspace): the
+// tiles of the launch (counted with the tensor-core kernel's 128 x 64, which the f32 kernel's
+// smaller tiles only make more numerous) and the deepest phase.
+SplitK modconv_split(const ModConvParams& p, const Shape& x_cat, const Shape& y) {
+  const int64_t n = y[0], ho = y[1], wo = y[2], cout = y[3], c = x_cat[3];
+  const int64_t nphase = p.up ? 4 : 1;
+  const int64_t pixels = p.up ? ((ho + 1) / 2) * ((wo + 1) / 2) : ho * wo;
+  const int64_t taps = p.up ? int64_t{(p.k + 1) / 2} * ((p.k + 1) / 2) : int64_t{p.k} * p.k;
+  const int64_t tiles = ceil_div(pixels, 128) * ceil_div(cout, 64) * n * nphase;
+  return choose_split_k(tiles, taps * c, n * ho * wo * cout * 4,
+                        std::max<int64_t>(1, 65535 / std::max<int64_t>(1, n * nphase)));
+}
+
+size_t split_bytes(const SplitK& sk, const Shape& y) {
+  return sk.splits > 1 ? static_cast<size_t>(sk.splits) * static_cast<size_t>(y.numel()) * 4 : 0;
+}
+
+template <class T>
+struct ModConvSplitFinish {
+  ModConvGeometry g;
+  ModConvTensors<T> t;
+  __device__ void operator()(int64_t i, float acc) const {
+    const int co = static_cast<int>(i % g.cout);
+    int64_t rest = i / g.cout;
+    const int ox = static_cast<int>(rest % g.wo);
+    rest /= g.wo;
+    const int oy = static_cast<int>(rest % g.ho);
+    modconv_store(g, t, static_cast<int>(rest / g.ho), oy, ox, co, acc);
+  }
+};
+
 // Whether the 16-byte vector stagers apply (see ModConvAStage / ModConvBStage).
 bool vector_path(const ModConvArgs& a, const ModConvGeometry& g, int kv) {
   if (g.c1 % kv != 0 || g.c2 % kv != 0 || g.cout % kv != 0) return false;
@@ -117,23 +152,40 @@ bool vector_path(const ModConvArgs& a, const ModConvGeometry& g, int kv) {
 
 size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y) {
   check_shapes(p, x_cat, y);
-  return 0;
+  return split_bytes(modconv_split(p, x_cat, y), y);
 }
 
-void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void*, Stream stream) {
+void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace, Stream stream) {
   validate(p, a, y);
   if (y.numel() == 0) return;
-  const ModConvGeometry g = make_geometry(p, a, y);
+  ModConvGeometry g = make_geometry(p, a, y);
+  Shape x_cat = a.x->shape;
+  x_cat[3] = g.c;
+  const SplitK sk = modconv_split(p, x_cat, y.shape);
+  if (sk.splits > 1) {
+    GPEN_CHECK(workspace != nullptr, "modconv: " + x_cat.str() + " -> " + y.shape.str() + " splits its depth " +
+                                         std::to_string(sk.splits) +
+                                         " ways and needs modconv_workspace_bytes of workspace, got none");
+    g.splits = sk.splits;
+    g.kchunk = sk.chunk;
+  }
   dispatch_float(y.dtype, "modconv", [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto ptr = [](const TensorView* v) { return v ? v->as<const T>() : nullptr; };
-    const ModConvTensors<T> t{ptr(a.x), ptr(a.x2), ptr(a.x2_scale), ptr(a.x2_bias), ptr(a.w),
-                              ptr(a.s), ptr(a.d),  ptr(a.bias),     ptr(a.residual), y.as<T>()};
+    ModConvTensors<T> t{ptr(a.x), ptr(a.x2), ptr(a.x2_scale), ptr(a.x2_bias), ptr(a.w),
+                        ptr(a.s), ptr(a.d),  ptr(a.bias),     ptr(a.residual), y.as<T>()};
+    if (g.splits > 1) t.partial = static_cast<float*>(workspace);
     const bool vec = vector_path(a, g, Vec16<T>::n);
     if constexpr (std::is_same_v<T, float>)
       launch_modconv_simt<T>(g, t, vec, stream);
     else
       launch_modconv_wmma<T>(g, t, vec, stream);
+    if (g.splits > 1) {
+      check_launch("modconv");
+      const int64_t count = y.numel();
+      GPEN_LAUNCH(grid_for(count, 256), 256, 0, stream, split_k_reduce_kernel<ModConvSplitFinish<T>>)(
+          count, g.splits, t.partial, ModConvSplitFinish<T>{g, t});
+    }
   });
   check_launch("modconv");
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the modulated-conv kernels (modconv_wmma.cu, modconv_simt.cu) and their dispatcher
-// (modconv.cu): the geometry of one call, the operand stagers with the fused prologue, and the
-// fused epilogue.
+// (modconv.cu): the geometry of one call, the operand stagers with the fused prologue, the fused
+// epilogue, a block's tile, the double-buffered depth loop and the launch.
 //
 // The op (kernels/params.h, ModConvParams) is an implicit GEMM per sample n and output phase:
 //   rows    m = (a, b)        a position on the phase's output grid: y[ostep*a + py, ostep*b + px]
@@ -35,6 +35,10 @@ struct ModConvGeometry {
   int ostep = 1, kstep = 1, dstep = 1, dy0 = 0, dx0 = 0;
   int nphase = 1;
   ModConvPhase ph[4];
+  int ho = 0, wo = 0;  // the output's size
+  // Split-K (splitk.cuh): split s of a tile sums depth [s * kchunk, min(depth, (s + 1) * kchunk))
+  // of its phase; kchunk covers every phase's depth when splits == 1.
+  int splits = 1, kchunk = 0;
   NhwcStrides xs, x2s, ys, rs;  // xs.n is 0 when x (batch 1) is broadcast
   int64_t s_n = 0, s_c = 0, d_n = 0, d_c = 0, bias_c = 0, x2b_c = 0;
   Activation act, x2_act;
@@ -52,6 +56,7 @@ struct ModConvTensors {
   const T* bias = nullptr;      // optional
   const T* residual = nullptr;  // optional
   T* y = nullptr;
+  float* partial = nullptr;     // split-K: [splits][n][ho][wo][cout] raw sums (the workspace)
 };
 
 // 16 bytes of T: one vector load or store. Used only where the host checked 16-byte alignment.
@@ -261,8 +266,105 @@ __device__ __forceinline__ void modconv_store(const ModConvGeometry& g, const Mo
   t.y[n * g.ys.n + int64_t{oy} * g.ys.h + int64_t{ox} * g.ys.w + co * g.ys.c] = from_f32<T>(v);
 }
 
-// Launchers, one per kernel file. grid: x = pixel tiles of the largest phase, y = channel tiles,
-// z = sample * nphase + phase. kVec as for the stagers (the host checks the alignment).
+// The end of a block's GEMM for one output: the epilogue, or under split-K the raw sum into the
+// split's slice of the partial sums (the reduction pass runs the epilogue).
+template <class T>
+__device__ __forceinline__ void modconv_finish(const ModConvGeometry& g, const ModConvTensors<T>& t, int split, int n,
+                                               int oy, int ox, int co, float acc) {
+  if (g.splits > 1)
+    t.partial[(((int64_t{split} * g.n + n) * g.ho + oy) * g.wo + ox) * g.cout + co] = acc;
+  else
+    modconv_store(g, t, n, oy, ox, co, acc);
+}
+
+// What one block of a modconv kernel computes: BM output pixels (rows m0..) of phase ph of sample
+// n, by BN channels (n0..); blockIdx as launch_modconv_tiles lays out the grid.
+struct ModConvTile {
+  int n = 0, m0 = 0, n0 = 0;
+  int split = 0, k_begin = 0, k_end = 0;  // the depth range this block sums (may be empty)
+  ModConvPhase ph;
+  // Blocks past the end of a smaller phase (the grid covers the largest) have nothing to do; this
+  // is block-uniform, so such a block may return before any barrier.
+  __device__ __forceinline__ bool empty() const { return m0 >= ph.na * ph.nb; }
+};
+
+__device__ __forceinline__ ModConvTile modconv_tile(const ModConvGeometry& g, int bm, int bn) {
+  ModConvTile b;
+  const int np = blockIdx.z / g.splits;
+  b.split = blockIdx.z - np * g.splits;
+  b.n = np / g.nphase;
+  b.ph = g.ph[np - b.n * g.nphase];
+  b.m0 = blockIdx.x * bm;
+  b.n0 = blockIdx.y * bn;
+  b.k_begin = b.split * g.kchunk;
+  b.k_end = min(b.ph.depth, b.k_begin + g.kchunk);
+  return b;
+}
+
+// The depth loop of both kernels, with its operand stagers: two shared-memory stages filled
+// through registers. Step 0 is loaded and stored before the loop; in each step the global loads
+// of step + 1 are issued first, then compute(buf) consumes stage buf, then what was loaded is
+// stored into the other stage (last read in the previous step, before the barrier that ended
+// it): one barrier per step, and the load latency hides behind the arithmetic. The kernel's tile
+// layout is in its two store functions: store_a(buf, row, col, v) puts the finished A values
+// v[kV] of tile row `row`, depth columns col.., into stage buf; store_b(buf, row, col, raw) the B
+// values of depth row `row`, channels col... (The stagers are locals of this function: held in a
+// block object instead, they grew the element-path WMMA kernels' stack frame from 192 to 288
+// bytes under nvcc 13.)
+template <int BM, int BN, int BK, int Threads, bool kVec, class T, class StoreA, class StoreB, class Compute>
+__device__ __forceinline__ void modconv_depth_loop(const ModConvGeometry& g, const ModConvTensors<T>& t,
+                                                   const ModConvTile& tile, StoreA&& store_a, StoreB&& store_b,
+                                                   Compute&& compute) {
+  using AStage = ModConvAStage<T, BM, BK, Threads, kVec>;
+  using BStage = ModConvBStage<T, BK, BN, Threads, kVec>;
+  AStage as;
+  BStage bs;
+  as.init(g, t, tile.ph, tile.n, tile.m0, threadIdx.x);
+  bs.init(threadIdx.x);
+  auto store_stage = [&](int buf) {
+    for (int i = 0; i < AStage::kRows; ++i) {
+      float v[AStage::kV];
+      as.finish(g, i, v);
+      store_a(buf, as.row + i * AStage::kRowStep, as.col, v);
+    }
+    for (int i = 0; i < BStage::kRows; ++i) store_b(buf, bs.row + i * BStage::kRowStep, bs.col, bs.raw[i]);
+  };
+  // A chunk ends on a multiple of BK (kchunk is) or at the depth, which the stagers check.
+  const int steps = tile.k_end > tile.k_begin ? (tile.k_end - tile.k_begin + BK - 1) / BK : 0;
+  if (steps > 0) {
+    as.load(g, t, tile.ph, tile.k_begin);
+    bs.load(g, t, tile.ph, tile.k_begin, tile.n0);
+    store_stage(0);
+  }
+  __syncthreads();
+  for (int step = 0; step < steps; ++step) {
+    const int buf = step & 1;
+    const bool more = step + 1 < steps;
+    if (more) {
+      as.load(g, t, tile.ph, tile.k_begin + (step + 1) * BK);
+      bs.load(g, t, tile.ph, tile.k_begin + (step + 1) * BK, tile.n0);
+    }
+    compute(buf);
+    if (more) store_stage(buf ^ 1);
+    __syncthreads();
+  }
+}
+
+// Launches one of a kernel file's two instantiations (vector staging path or not) with BM x BN
+// tiles: grid x = pixel tiles of the largest phase, y = channel tiles, z = (sample * nphase +
+// phase) * splits + split.
+template <int BM, int BN, int Threads, class T>
+void launch_modconv_tiles(void (*kernel)(ModConvGeometry, ModConvTensors<T>), const ModConvGeometry& g,
+                          const ModConvTensors<T>& t, Stream stream) {
+  int pixels = 0;
+  for (int i = 0; i < g.nphase; ++i) pixels = std::max(pixels, g.ph[i].na * g.ph[i].nb);
+  const dim3 grid(static_cast<unsigned>(ceil_div(pixels, BM)), static_cast<unsigned>(ceil_div(g.cout, BN)),
+                  static_cast<unsigned>(g.n * g.nphase * g.splits));
+  GPEN_LAUNCH(grid, Threads, 0, stream, kernel)(g, t);
+}
+
+// Launchers, one per kernel file (through launch_modconv_tiles). vec: kVec as for the stagers (the
+// host checks the alignment).
 template <class T>
 void launch_modconv_wmma(const ModConvGeometry& g, const ModConvTensors<T>& t, bool vec, Stream stream);
 template <class T>

@@ -30,8 +30,9 @@ using Stream = CUstream_st*;
 enum class ConvAlgo { automatic, tensor_core, simt, depthwise };
 
 // conv2d: x [N,H,W,Cin], w HWIO, bias [Cout], residual like y; y [N,Ho,Wo,Cout] (may be a slice);
-// y = act(conv(x, w) + bias) + residual. Needs no workspace (returns 0); the argument is kept
-// for symmetry with the CPU op and future split-K kernels.
+// y = act(conv(x, w) + bias) + residual. Workspace: 0, except for deep GEMMs with too few output
+// tiles to fill the GPU, which split their depth (kernels/cuda/splitk.cuh) and need
+// [splits][M][Cout] f32 partial sums; it depends only on the shapes.
 size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape& y);
 void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
             const TensorView* residual, const TensorView& y, void* workspace, Stream stream,

@@ -569,6 +569,103 @@ def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+# ----------------------------------------------------------------------------- benchmark
+
+TORCH_DTYPES = {'fp32': torch.float32, 'fp16': torch.float16, 'bf16': torch.bfloat16}
+
+
+def _flag(read):
+    """A torch backend setting for the record, or None where this torch version has no such flag."""
+    try:
+        return bool(read())
+    except Exception:
+        return None
+
+
+def bench(model, a, load_s):
+    """Time the generator on a batch of a.batch faces; returns the JSON dict.
+
+    CPU: wall time per forward. CUDA: the model and the input live on the device in a.dtype;
+    each timed forward is bracketed by torch.cuda.synchronize() (wall time, launch overhead
+    included) and by CUDA events (device time). Memory: torch.cuda.max_memory_allocated() over
+    the whole process (weights + peak activations + the compile's buffers), and cudaMemGetInfo
+    (torch.cuda.mem_get_info) after the CUDA context exists but before the model is uploaded,
+    and after the runs (the difference includes the caching allocator's reserve and library
+    workspaces, not the context). With --compile the first warm-up call compiles (compile_s)."""
+    size = model.size
+    dtype = TORCH_DTYPES[a.dtype]
+    cuda = a.device == 'cuda'
+    info = {'model': 'gpen', 'size': size, 'cm': model.cm, 'narrow': model.narrow,
+            'params': param_count(model), 'batch': a.batch, 'upsample_impl': UPSAMPLE_IMPL,
+            'threads': torch.get_num_threads(), 'runs': a.runs, 'warmup': a.warmup,
+            'load_s': round(load_s, 4), 'device': a.device, 'dtype': a.dtype,
+            'compile': bool(a.compile), 'torch': torch.__version__}
+    if cuda and not torch.cuda.is_available():
+        return dict(info, error='torch %s has no usable CUDA device (torch.cuda.is_available() is False)'
+                    % torch.__version__)
+    if not cuda and a.dtype != 'fp32':
+        return dict(info, error='--dtype %s needs --device cuda (the CPU reference runs fp32)' % a.dtype)
+    if a.input:
+        x = load_input(a.input, size)[:1].repeat(a.batch, 1, 1, 1)
+    else:
+        x = torch.rand(a.batch, 3, size, size, generator=torch.Generator().manual_seed(0)) * 2 - 1
+    dev = torch.device(a.device)
+    if cuda:
+        torch.backends.cudnn.benchmark = True   # fixed shapes: let cuDNN pick its fastest kernels
+        torch.zeros(1, device=dev)               # create the context before the first reading
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        free_before, total = torch.cuda.mem_get_info()
+        info.update(device_name=torch.cuda.get_device_name(dev), cudnn_benchmark=True,
+                    cudnn_allow_tf32=_flag(lambda: torch.backends.cudnn.allow_tf32),
+                    matmul_allow_tf32=_flag(lambda: torch.backends.cuda.matmul.allow_tf32),
+                    device_free_before_bytes=int(free_before), device_total_bytes=int(total))
+    model = model.to(device=dev, dtype=dtype)
+    x = x.to(device=dev, dtype=dtype)
+    info['weights_bytes'] = int(sum(t.numel() * t.element_size() for t in
+                                    list(model.parameters()) + list(model.buffers())))
+    run = model
+    if a.compile:
+        run = torch.compile(model)
+    warmup = max(a.warmup, 1) if a.compile else a.warmup
+    times, dev_times = [], []
+    y = None
+    with torch.no_grad():
+        for i in range(warmup + a.runs):
+            if cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda.synchronize()
+                t = time.perf_counter()
+                start.record()
+                y = run(x)
+                end.record()
+                torch.cuda.synchronize()
+                wall = time.perf_counter() - t
+            else:
+                t = time.perf_counter()
+                y = run(x)
+                wall = time.perf_counter() - t
+            if i == 0 and a.compile:
+                info['compile_s'] = round(wall, 3)
+            if i >= warmup:
+                times.append(wall)
+                if cuda:
+                    dev_times.append(start.elapsed_time(end) / 1e3)
+    med = float(np.median(times))
+    info.update(median_s_per_forward=med, median_ms_per_face=1e3 * med / a.batch,
+                min_ms_per_face=1e3 * min(times) / a.batch, peak_rss_mb=round(peak_rss_mb(), 1),
+                output_finite=bool(torch.isfinite(y).all()))
+    if cuda:
+        free_after, _ = torch.cuda.mem_get_info()
+        dmed = float(np.median(dev_times))
+        info.update(device_median_ms=1e3 * dmed, device_ms_per_face=1e3 * dmed / a.batch,
+                    peak_device_bytes=int(torch.cuda.max_memory_allocated()),
+                    peak_device_reserved_bytes=int(torch.cuda.max_memory_reserved()),
+                    device_free_after_bytes=int(free_after),
+                    device_used_bytes=int(max(free_before - free_after, 0)))
+    return info
+
+
 # ----------------------------------------------------------------------------- CLI
 
 def main(argv=None):
@@ -587,6 +684,12 @@ def main(argv=None):
     ap.add_argument('--runs', type=int, default=10)
     ap.add_argument('--warmup', type=int, default=2)
     ap.add_argument('--batch', type=int, default=1, help='faces per forward in --bench')
+    ap.add_argument('--device', choices=('cpu', 'cuda'), default='cpu',
+                    help='--bench: where the model runs (cuda: timed with torch.cuda.synchronize and events)')
+    ap.add_argument('--dtype', choices=('fp32', 'fp16', 'bf16'), default='fp32',
+                    help='--bench: weights and activations (16-bit types need --device cuda)')
+    ap.add_argument('--compile', action='store_true',
+                    help='--bench: time torch.compile(model) (compile time reported separately)')
     ap.add_argument('--upsample-impl', choices=('convT', 'conv'), default='convT',
                     help="'conv' replaces the official transposed conv by an equivalent direct conv "
                          "(torch's CPU conv_transpose2d is slow without an optimised BLAS)")
@@ -600,6 +703,11 @@ def main(argv=None):
         torch.set_num_threads(a.threads)
     global UPSAMPLE_IMPL
     UPSAMPLE_IMPL = a.upsample_impl
+    if a.bench and a.device == 'cuda' and not torch.cuda.is_available():
+        # before building the model: a machine without a GPU answers at once
+        print(json.dumps({'error': 'torch %s has no usable CUDA device (torch.cuda.is_available() is False)'
+                          % torch.__version__, 'device': a.device, 'dtype': a.dtype, 'compile': a.compile}))
+        return 2
     t0 = time.perf_counter()
     if a.checkpoint:
         model = load(a.checkpoint, a.size, a.cm, a.narrow)
@@ -613,25 +721,15 @@ def main(argv=None):
     size = model.size
 
     if a.bench:
-        if a.input:
-            x = load_input(a.input, size)[:1].repeat(a.batch, 1, 1, 1)
-        else:
-            x = torch.rand(a.batch, 3, size, size, generator=torch.Generator().manual_seed(0)) * 2 - 1
-        times = []
-        with torch.no_grad():
-            for i in range(a.warmup + a.runs):
-                t = time.perf_counter()
-                model(x)
-                if i >= a.warmup:
-                    times.append(time.perf_counter() - t)
-        med = float(np.median(times))
-        print(json.dumps({
-            'model': 'gpen', 'size': size, 'cm': model.cm, 'narrow': model.narrow,
-            'params': param_count(model), 'batch': a.batch, 'upsample_impl': UPSAMPLE_IMPL, 'threads': torch.get_num_threads(),
-            'runs': a.runs, 'warmup': a.warmup, 'load_s': round(load_s, 4),
-            'median_s_per_forward': med, 'median_ms_per_face': 1e3 * med / a.batch,
-            'min_ms_per_face': 1e3 * min(times) / a.batch, 'peak_rss_mb': round(peak_rss_mb(), 1)}))
-        return 0
+        try:
+            result = bench(model, a, load_s)
+        except Exception as e:  # one variant failing (e.g. torch.compile) must not hide the others
+            msg = str(e).strip().splitlines()[0][:500] if str(e).strip() else ''
+            print(json.dumps({'error': '%s: %s' % (type(e).__name__, msg),
+                              'device': a.device, 'dtype': a.dtype, 'compile': a.compile}))
+            return 1
+        print(json.dumps(result))
+        return 0 if 'error' not in result else 2
 
     if not a.input:
         ap.error('--input is required (or use --bench / --self-test)')

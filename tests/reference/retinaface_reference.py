@@ -414,12 +414,17 @@ def postprocess(loc, conf, landms, h, w, ss=1.0, conf_thresh=0.9, nms_thresh=0.4
 
 
 def detect(net, img_bgr, conf_thresh=0.9, nms_thresh=0.4, top_k=5000, keep_top_k=750,
-           max_side=1500, target_side=1000, trace=None):
+           max_side=1500, target_side=1000, trace=None, device=None):
+    """device: where `net` lives (None: the CPU); the input goes there and the head outputs come
+    back for the host post-processing (priors, decode, NMS), as the official code does."""
     x, ss = net_input(img_bgr, max_side, target_side)
     if trace is not None:
         trace['input'], trace['ss'] = x, ss
     with torch.no_grad():
-        loc, conf, landms = net(x, trace)
+        if device is not None and device.type != 'cpu':
+            loc, conf, landms = (t.cpu() for t in net(x.to(device), trace))
+        else:
+            loc, conf, landms = net(x, trace)
     return postprocess(loc[0], conf[0], landms[0], x.shape[2], x.shape[3], ss, conf_thresh,
                        nms_thresh, top_k, keep_top_k, trace)
 
@@ -466,6 +471,9 @@ def main(argv=None):
     ap.add_argument('--runs', type=int, default=10)
     ap.add_argument('--warmup', type=int, default=2)
     ap.add_argument('--threads', type=int, default=0)
+    ap.add_argument('--device', choices=('cpu', 'cuda'), default='cpu',
+                    help='--bench: where the network runs (pre- and post-processing stay on the host, '
+                         'as in the official code; fp32)')
     ap.add_argument('--self-test', action='store_true')
     a = ap.parse_args(argv)
     if a.self_test:
@@ -473,7 +481,21 @@ def main(argv=None):
         return 0
     if a.threads > 0:
         torch.set_num_threads(a.threads)
-    net = load(a.checkpoint)
+    if a.device == 'cuda' and not torch.cuda.is_available():
+        print(json.dumps({'error': 'torch %s has no usable CUDA device (torch.cuda.is_available() is False)'
+                          % torch.__version__, 'device': a.device}))
+        return 2
+    dev = torch.device(a.device)
+    mem = {}
+    if a.device == 'cuda':
+        torch.backends.cudnn.benchmark = True   # one photo size: let cuDNN pick its fastest kernels
+        torch.zeros(1, device=dev)               # the context exists before the first reading
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        free_before, total = torch.cuda.mem_get_info()
+        mem = {'device_name': torch.cuda.get_device_name(dev), 'device_free_before_bytes': int(free_before),
+               'device_total_bytes': int(total)}
+    net = load(a.checkpoint).to(dev)
     kw = dict(conf_thresh=a.threshold, nms_thresh=a.nms, max_side=a.max_side, target_side=a.target_side)
     for path in a.images:
         if a.bench:
@@ -481,14 +503,20 @@ def main(argv=None):
             times = []
             for i in range(a.warmup + a.runs):
                 t = time.perf_counter()
-                faces = detect(net, img, **kw)
+                faces = detect(net, img, device=dev, **kw)   # the .cpu() of the outputs synchronises
                 if i >= a.warmup:
                     times.append(time.perf_counter() - t)
-            print(json.dumps({'image': os.path.basename(path), 'backbone': net.backbone,
-                              'width': img.shape[1], 'height': img.shape[0], 'faces': len(faces),
-                              'threads': torch.get_num_threads(), 'runs': a.runs,
-                              'median_ms': 1e3 * float(np.median(times)), 'min_ms': 1e3 * min(times),
-                              'peak_rss_mb': round(peak_rss_mb(), 1)}))
+            r = {'image': os.path.basename(path), 'backbone': net.backbone,
+                 'width': img.shape[1], 'height': img.shape[0], 'faces': len(faces),
+                 'device': a.device, 'threads': torch.get_num_threads(), 'runs': a.runs,
+                 'median_ms': 1e3 * float(np.median(times)), 'min_ms': 1e3 * min(times),
+                 'peak_rss_mb': round(peak_rss_mb(), 1), 'torch': torch.__version__}
+            if a.device == 'cuda':
+                free_after, _ = torch.cuda.mem_get_info()
+                r.update(mem, peak_device_bytes=int(torch.cuda.max_memory_allocated()),
+                         device_free_after_bytes=int(free_after),
+                         device_used_bytes=int(max(mem['device_free_before_bytes'] - free_after, 0)))
+            print(json.dumps(r))
         else:
             r = detect_json(net, path, **kw)
             if a.json:
