@@ -4,6 +4,10 @@
 # GPEN_SKIP_ASAN=1 skips the sanitizer pass (for quick local runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# OpenMP threads that spin long at every barrier lose badly when other processes (here: the
+# parallel tests) hold the cores; a short spin costs nothing on an idle machine
+# (docs/benchmarks.md, "Contention"). A value the caller set wins.
+[ -n "${OMP_WAIT_POLICY:-}" ] || export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 scripts/setup.sh
 scripts/build.sh
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
