@@ -18,7 +18,11 @@
 # The real RetinaFace weights and the photo come from the shared folder (models/
 # retinaface-mobilenet0.25.pth, images/kids_1024x768.jpg): $GPEN_SHARED_DIR, ./shared, ../shared
 # or ./.gpu_inputs (flat or with models/ and images/), the first that has them; steps 3 and 4 are
-# skipped without them.
+# skipped without them. Laid out with models/ and images/, the folder also becomes the tests'
+# GPEN_SHARED_DIR, so the CUDA tests that use the real detector weights run instead of skipping:
+#   mkdir -p .gpu_inputs/models .gpu_inputs/images
+#   cp ../shared/models/retinaface-mobilenet0.25.pth .gpu_inputs/models/
+#   cp ../shared/images/kids_1024x768.jpg .gpu_inputs/images/     (then carry .gpu_inputs)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 DEADLINE=${GPU_CHECK_DEADLINE:-570}  # seconds from the start; the device tool stops us at 600
@@ -129,9 +133,12 @@ for want in cuda any; do
 done
 export GPEN_PYTHON=$PY
 # The shared inputs (they do not travel with the working tree unless copied into it).
-RETINA_PTH="" PHOTO=""
+RETINA_PTH="" PHOTO="" SHARED_FOR_TESTS=""
 for d in "${GPEN_SHARED_DIR:-}" shared ../shared .gpu_inputs; do
   if [ -z "$d" ] || [ ! -d "$d" ]; then continue; fi
+  # The tests read GPEN_SHARED_DIR/models/... (the CUDA pipeline and backend tests use the real
+  # mobilenet0.25 weights): give them the first folder laid out like ../shared.
+  [ -z "$SHARED_FOR_TESTS" ] && [ -f "$d/models/retinaface-mobilenet0.25.pth" ] && SHARED_FOR_TESTS=$(cd "$d" && pwd)
   for f in "$d/models/retinaface-mobilenet0.25.pth" "$d/retinaface-mobilenet0.25.pth"; do
     [ -z "$RETINA_PTH" ] && [ -f "$f" ] && RETINA_PTH=$f
   done
@@ -147,7 +154,7 @@ else
   log "gpu_check: no nvidia-smi on this machine"
 fi
 log "python with torch: ${PY:-none} ($([ -n "$PY" ] && "$PY" -c 'import torch; print(torch.__version__, "cuda", torch.cuda.is_available())' 2>&1))"
-log "RetinaFace weights: ${RETINA_PTH:-not found}; photo: ${PHOTO:-not found}"
+log "RetinaFace weights: ${RETINA_PTH:-not found}; photo: ${PHOTO:-not found}; shared dir for the tests: ${SHARED_FOR_TESTS:-none}"
 
 # ---------------------------------------------------------------- build: the CLI first
 # GPU_CHECK_BUILD_DIR + GPU_CHECK_SKIP_CONFIGURE=1: use an existing build (to try the script's
@@ -156,7 +163,7 @@ BUILD=${GPU_CHECK_BUILD_DIR:-build-gpu}
 log "configure + build gpen (sm_90) in $BUILD"
 if [ -z "${GPU_CHECK_SKIP_CONFIGURE:-}" ]; then
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPEN_CUDA=ON -DGPEN_CUDA_ARCHS=90 \
-    -DGPEN_CUDA_TESTS_NATIVE=ON > "$RES/configure.txt" 2>&1
+    -DGPEN_CUDA_TESTS_NATIVE=ON ${SHARED_FOR_TESTS:+-DGPEN_SHARED_DIR="$SHARED_FOR_TESTS"} > "$RES/configure.txt" 2>&1
 fi
 t0=$SECONDS
 timeout "$(cap 300)" cmake --build "$BUILD" -j "$(nproc)" --target gpen > "$RES/build_gpen.txt" 2>&1 ||
