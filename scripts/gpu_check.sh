@@ -20,9 +20,8 @@
 # or ./.gpu_inputs (flat or with models/ and images/), the first that has them; steps 3 and 4 are
 # skipped without them. Laid out with models/ and images/, the folder also becomes the tests'
 # GPEN_SHARED_DIR, so the CUDA tests that use the real detector weights run instead of skipping:
-#   mkdir -p .gpu_inputs/models .gpu_inputs/images
-#   cp ../shared/models/retinaface-mobilenet0.25.pth .gpu_inputs/models/
-#   cp ../shared/images/kids_1024x768.jpg .gpu_inputs/images/     (then carry .gpu_inputs)
+#   mkdir -p .gpu_inputs && cp -r ../shared/. .gpu_inputs/      (~6 MB; then carry .gpu_inputs)
+# (the whole folder, so the CPU tests that read the shared photos find them too).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 DEADLINE=${GPU_CHECK_DEADLINE:-570}  # seconds from the start; the device tool stops us at 600
