@@ -4,6 +4,7 @@
 // --accuracy: the same weights and input through the CPU backend in fp32, compared with
 // compare_outputs (engine/output_diff.h). --compare-pytorch: the PyTorch reference on the same
 // configuration (on CUDA: eager at the engine's precision, eager fp32, torch.compile on request).
+// --profile: each node timed alone (apps/bench_profile.h).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "apps/bench_detector.h"
+#include "apps/bench_profile.h"
 #include "apps/cli.h"
 #include "apps/format.h"
 #include "apps/peer.h"
@@ -47,6 +49,7 @@ struct BenchArgs {
   int pytorch_timeout = 0;       // seconds per PyTorch run; 0: none
   std::string pytorch_variants;  // CUDA: comma-separated list replacing the default runs
   bool accuracy = false;
+  bool profile = false;
   std::string detector, image, pytorch_checkpoint;  // --arch retinaface
 };
 
@@ -199,6 +202,7 @@ void run_bench(const BenchArgs& a) {
     d.compare_pytorch = a.compare_pytorch;
     d.pytorch_timeout = a.pytorch_timeout;
     GPEN_CHECK(!a.accuracy, "--accuracy is for GPEN (--arch gpen)");
+    GPEN_CHECK(!a.profile, "--profile is for GPEN (--arch gpen)");
     run_detector_bench(d);
     return;
   }
@@ -289,6 +293,12 @@ void run_bench(const BenchArgs& a) {
     j["device_used_bytes"] = mem_before.free > mem_after.free ? mem_before.free - mem_after.free : 0;
     j["device_total_bytes"] = mem_after.total;
   }
+  if (a.profile) {
+    // After the timed runs, so they are not disturbed; each node waits for the one before.
+    std::vector<std::vector<double>> runs;
+    for (int i = 0; i < std::max(3, a.runs); ++i) runs.push_back(m->run_profiled(in.data()));
+    j["profile"] = profile_summary(m->graph(), runs);
+  }
   if (a.accuracy) {
     // The reference is built after the engine's runs, so peak_rss_mib above is the engine's own.
     try {
@@ -353,6 +363,7 @@ void run_bench(const BenchArgs& a) {
               human_bytes(p.arena_bytes).c_str(), human_bytes(p.workspace_bytes).c_str(),
               human_bytes(p.lower_bound_bytes).c_str());
   print_accuracy(j);
+  if (j.contains("profile")) print_profile(j["profile"], 15);
   if (j.contains("pytorch") && !dev) {
     const auto& pt = j["pytorch"];
     if (pt.contains("ms_per_face"))
@@ -407,6 +418,9 @@ Command reg(
       sub.add_flag("--accuracy", g_args.accuracy,
                    "Also run the same weights on the same input on the CPU backend in fp32 and report max abs and "
                    "max relative difference of the raw output and the PSNR of the 8-bit faces");
+      sub.add_flag("--profile", g_args.profile,
+                   "Also time every node alone (CUDA: events, no graph; median of max(3, --runs) runs) and print "
+                   "time, share and GFLOP/s per op kind and for the slowest nodes");
       sub.callback([] { run_bench(g_args); });
     },
     60);

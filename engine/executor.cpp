@@ -1,5 +1,7 @@
 #include "engine/executor.h"
 
+#include <chrono>
+
 namespace gpen {
 
 Executor::Executor(const Graph& g, const MemoryPlan& plan, Backend& backend, const WeightMap& weights)
@@ -78,13 +80,36 @@ void Executor::get_output(int tensor, void* host_data, size_t bytes) const {
   backend_.download(host_data, views_[tensor].data, bytes);
 }
 
-void Executor::run() {
-  const auto& nodes = g_.nodes();
+void Executor::check_workspace() const {
   // A kernel's scratch need can depend on run-time settings (CPU thread count); a plan made under
   // other settings must fail here rather than let a kernel overrun its workspace.
-  for (const Node& n : nodes)
+  for (const Node& n : g_.nodes())
     GPEN_CHECK(backend_.workspace_bytes(g_, n) <= plan_.workspace_bytes,
                "op " + n.name + " needs more workspace than planned (was the thread count raised after planning?)");
+}
+
+std::vector<double> Executor::run_profiled() {
+  check_workspace();
+  const auto& nodes = g_.nodes();
+  std::vector<double> ms(nodes.size(), 0.0);
+  backend_.synchronize();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (device_) {
+      device_->start_timer();
+      backend_.run(nodes[i], node_in_[i], node_out_[i], workspace_);
+      ms[i] = device_->stop_timer_ms();
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      backend_.run(nodes[i], node_in_[i], node_out_[i], workspace_);
+      ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
+  backend_.synchronize();
+  return ms;
+}
+
+void Executor::run() {
+  check_workspace();
   if (device_ && device_->graphs_enabled()) {
     if (!graph_) graph_ = device_->capture([this] { launch_all(); });
     device_->replay(graph_);

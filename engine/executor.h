@@ -33,6 +33,10 @@ class Executor {
   void set_input(int tensor, const void* host_data, size_t bytes);
   void get_output(int tensor, void* host_data, size_t bytes) const;
   void run();
+  // One run with every node timed, for profiling: milliseconds per node in graph order. Device
+  // backends: events around each launch (no graph replay; the host waits after every node, so
+  // the sum exceeds a replayed run by the launch gaps); CPU: the wall clock around each node.
+  std::vector<double> run_profiled();
   // Whether run() replays a captured graph (after the first run on a device backend with graphs).
   bool uses_graph() const { return graph_ != nullptr; }
   size_t arena_bytes() const { return plan_.arena_bytes; }
@@ -45,6 +49,7 @@ class Executor {
   Backend& backend_;
   void bind(const WeightMap& weights);
   void launch_all();
+  void check_workspace() const;
   bool owns_memory_ = true;
   void* arena_ = nullptr;
   void* workspace_ = nullptr;

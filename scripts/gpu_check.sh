@@ -183,11 +183,15 @@ bench() {  # bench NAME ESTIMATE CAP gpen-bench-args...
   log "  $name: rc=$rc $((SECONDS - t))s $(field "$RES/$name.json" ms_per_face device_ms_per_face device_planned_bytes \
     accuracy_max_abs accuracy_max_rel accuracy_psnr_8bit speedup_vs_pytorch) $([ $rc -ne 0 ] && tail -c 300 "$RES/$name.err")"
 }
-log "1. GPEN on CUDA, batch 1, fp16/bf16/fp32, --accuracy vs CPU fp32"
+log "1. GPEN on CUDA, batch 1, fp16/bf16/fp32, --accuracy vs CPU fp32, --profile (each node timed alone)"
 for size in 512 256 1024; do
   for prec in fp16 bf16 fp32; do
     bench "gpen_cuda_${size}_b1_${prec}" 25 90 --device cuda --size "$size" --batch 1 --precision "$prec" \
-      --runs 10 --warmup 2 --accuracy
+      --runs 10 --warmup 2 --accuracy --profile
+    # Where the time goes: the op kinds by share (the full per-node table is in the JSON).
+    python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['profile']; print('    profile: ' + ', '.join(
+      '%s %.0f%% %.1f TFLOP/s' % (o['op'], 100 * o['share'], o['gflops'] / 1e3) for o in p['by_op'][:5]))" \
+      "$RES/gpen_cuda_${size}_b1_${prec}.json" >> "$SUMMARY" 2> /dev/null || true
   done
 done
 

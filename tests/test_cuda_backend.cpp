@@ -154,6 +154,17 @@ TEST_CASE("CUDA backend: steady-state runs allocate nothing, graph replays equal
   // Faces are independent: face 0 alone equals face 0 of the batch.
   CHECK(rel_error(y1, std::vector<float>(out_a.begin(), out_a.begin() + static_cast<std::ptrdiff_t>(y1.size()))) <
         1e-6);
+
+  // A profiled run (gpen bench --profile): every node timed with events, launched directly (no
+  // capture, no allocation), and the replayed runs after it unchanged.
+  const std::vector<double> ms = a->run_profiled(in.data());
+  CHECK(ms.size() == a->graph().nodes().size());
+  for (double t : ms) CHECK(t >= 0.0);
+  CHECK(dev.captures() == 2);
+  CHECK(with_graphs->allocations() == after_prepare);
+  std::vector<float> after(in.size());
+  a->run(in.data(), after.data());
+  CHECK(after == out_a);
 }
 
 TEST_CASE("CUDA backend: a converted GPEN checkpoint (s32 fixture) matches PyTorch, from f32 and f16 files") {

@@ -122,6 +122,23 @@ TEST_CASE("executor: repeated runs allocate nothing and give identical results")
   CHECK(out1 == out3);
 }
 
+TEST_CASE("executor: a profiled run times every node and computes the same result") {
+  Net n;
+  build(n);
+  auto backend = make_cpu_backend();
+  MemoryPlan plan = plan_memory(n.g, [&](const Graph& g, const Node& nd) { return backend->workspace_bytes(g, nd); });
+  Executor ex(n.g, plan, *backend, n.weights);
+  std::vector<float> xin = random_vec(2 * 8 * 8 * 4, 5), want(2 * 8 * 8 * 4), got(want.size());
+  ex.set_input(n.x, xin.data(), xin.size() * 4);
+  ex.run();
+  ex.get_output(n.y, want.data(), want.size() * 4);
+  const std::vector<double> ms = ex.run_profiled();
+  REQUIRE(ms.size() == n.g.nodes().size());
+  for (double t : ms) CHECK(t >= 0.0);
+  ex.get_output(n.y, got.data(), got.size() * 4);
+  CHECK(got == want);
+}
+
 TEST_CASE("memory plan: views share their root, in-place reuses a dying input") {
   Net n;
   build(n);

@@ -297,6 +297,18 @@ const TensorView& GpenModel::view(const std::string& name) const {
   throw Error("no tensor named '" + name + "' in the GPEN graph");
 }
 
+std::vector<double> GpenModel::run_profiled(const float* in) {
+  GPEN_CHECK(exec_, "GpenModel::run_profiled before prepare");
+  const size_t count = static_cast<size_t>(batch_) * config_.size * config_.size * 3;
+  if (!device_) {
+    exec_->set_input(graph_->input, in, count * sizeof(float));
+  } else {
+    floats_to(in, io_in_, config_.act_dtype, count);
+    exec_->set_input(graph_->input, io_in_, count * dtype_size(config_.act_dtype));
+  }
+  return exec_->run_profiled();
+}
+
 GpenModel::Prepared GpenModel::prepared_for(int n) {
   GPEN_CHECK(exec_ && n >= 1 && n <= batch_, "GpenModel::run with " + std::to_string(n) + " faces, prepared for " +
                                                  std::to_string(batch_));

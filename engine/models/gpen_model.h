@@ -60,6 +60,9 @@ class GpenModel {
   // so a pipeline on the device needs no copies: `fill` queues the writing of x [n, S, S, 3] (in
   // precision()) on the backend's stream, `drain` the reading of the raw output y, which the next
   // run (or anything else lent this arena) overwrites.
+  // One run of the prepared batch with every node timed (Executor::run_profiled): milliseconds per
+  // node of graph(), in order. For `gpen bench --profile`.
+  std::vector<double> run_profiled(const float* in);
   void run_in_place(int n, const std::function<void(const TensorView& x)>& fill,
                     const std::function<void(const TensorView& y)>& drain);
   size_t weights_bytes() const;

@@ -1,0 +1,83 @@
+#include "apps/bench_profile.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "engine/error.h"
+
+namespace gpen::cli {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+nlohmann::json entry(double ms, double total, double flops) {
+  return {{"ms", ms},
+          {"share", total > 0 ? ms / total : 0.0},
+          {"gflop", flops / 1e9},
+          {"gflops", ms > 0 ? flops / 1e6 / ms : 0.0}};
+}
+
+}  // namespace
+
+nlohmann::json profile_summary(const Graph& g, const std::vector<std::vector<double>>& runs) {
+  const auto& nodes = g.nodes();
+  GPEN_CHECK(!runs.empty(), "profile: no runs");
+  for (const auto& r : runs) GPEN_CHECK(r.size() == nodes.size(), "profile: a run does not time every node");
+  std::vector<double> ms(nodes.size());
+  double total = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::vector<double> t;
+    for (const auto& r : runs) t.push_back(r[i]);
+    ms[i] = median(std::move(t));
+    total += ms[i];
+  }
+  std::map<std::string, std::pair<double, double>> by_op;  // op -> (ms, flops)
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    const double f = node_flops(g, n);
+    auto& [op_ms, op_f] = by_op[op_name(n.params)];
+    op_ms += ms[i];
+    op_f += f;
+    nlohmann::json e = entry(ms[i], total, f);
+    e["node"] = n.name;
+    e["op"] = op_name(n.params);
+    e["output"] = n.outputs.empty() ? std::string() : g.tensor(n.outputs[0]).shape.str();
+    list.push_back(std::move(e));
+  }
+  auto by_time = [](const nlohmann::json& a, const nlohmann::json& b) { return a["ms"].get<double>() > b["ms"].get<double>(); };
+  std::stable_sort(list.begin(), list.end(), by_time);
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& [op, v] : by_op) {
+    nlohmann::json e = entry(v.first, total, v.second);
+    e["op"] = op;
+    ops.push_back(std::move(e));
+  }
+  std::stable_sort(ops.begin(), ops.end(), by_time);
+  return {{"runs", runs.size()}, {"total_ms", total}, {"by_op", ops}, {"nodes", list}};
+}
+
+void print_profile(const nlohmann::json& s, int top) {
+  std::printf("  profile (median of %d runs, each node timed alone: %.3f ms in all)\n", s["runs"].get<int>(),
+              s["total_ms"].get<double>());
+  std::printf("    %-22s %10s %7s %10s\n", "op", "ms", "share", "GFLOP/s");
+  for (const auto& e : s["by_op"])
+    std::printf("    %-22s %10.3f %6.1f%% %10.1f\n", e["op"].get<std::string>().c_str(), e["ms"].get<double>(),
+                100 * e["share"].get<double>(), e["gflops"].get<double>());
+  std::printf("    slowest nodes:\n");
+  int k = 0;
+  for (const auto& e : s["nodes"]) {
+    if (k++ >= top) break;
+    std::printf("    %-28s %-14s %-20s %9.3f ms %6.1f%% %10.1f GFLOP/s\n", e["node"].get<std::string>().c_str(),
+                e["op"].get<std::string>().c_str(), e["output"].get<std::string>().c_str(), e["ms"].get<double>(),
+                100 * e["share"].get<double>(), e["gflops"].get<double>());
+  }
+}
+
+}  // namespace gpen::cli
