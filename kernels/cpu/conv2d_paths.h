@@ -1,29 +1,16 @@
 #pragma once
 // Internal to conv2d (kernels/cpu/conv2d*.cpp): the specialised paths that conv2d.cpp dispatches
-// to, and the 8-float vector helpers they share. Each path computes exactly the conv2d contract
+// to, and the 8-float activation they share (the vectors themselves: simd8.h). Each path computes exactly the conv2d contract
 // of kernels/cpu/ops.h (bias, activation, then residual, through the output's strides).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "engine/tensor.h"
+#include "kernels/cpu/simd8.h"
 #include "kernels/params.h"
 
 namespace gpen::cpu::detail {
-
-// Eight floats as one value (GCC/Clang vector extension): one AVX register where the build has
-// AVX (the project builds with -mavx2 -mfma), a pair of SSE registers otherwise, so the same
-// source is correct everywhere and fast where it matters.
-typedef float v8f __attribute__((vector_size(32)));
-
-inline v8f load8(const float* p) {
-  v8f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store8(float* p, v8f v) { std::memcpy(p, &v, sizeof v); }
-inline v8f splat8(float s) { return v8f{s, s, s, s, s, s, s, s}; }
 
 // act_branchless (kernels/cpu/strided.h) on eight lanes, with the same std::max / std::min
 // semantics (a NaN passes through as in the scalar code).

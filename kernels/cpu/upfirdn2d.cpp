@@ -18,10 +18,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/simd8.h"
 #include "kernels/cpu/strided.h"
 
 namespace gpen::cpu {
@@ -123,15 +123,10 @@ inline int64_t source_index(int64_t o, int64_t t, int down, int up, int pad0, in
   return i < in ? i : -1;
 }
 
-// Eight floats as one value (GCC/Clang vector extension), so the sums below keep their
-// accumulators in registers across taps.
-typedef float v8f __attribute__((vector_size(32)));
-inline v8f load8(const float* p) {
-  v8f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store8(float* p, v8f v) { std::memcpy(p, &v, sizeof v); }
+// Eight-lane accumulators (simd8.h), so the sums below stay in registers across taps.
+using detail::load8;
+using detail::store8;
+using detail::v8f;
 
 // Taps are gathered into tables of this many (source, weight) pairs; more are summed in batches.
 constexpr int kTapBatch = 32;
