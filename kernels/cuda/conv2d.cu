@@ -55,11 +55,6 @@ SplitK conv_split(const ConvGeometry& g) {
   return choose_split_k(tiles, g.k, int64_t{g.m} * g.cout * 4, 65535 / g.groups);
 }
 
-size_t split_bytes(const ConvGeometry& g, const SplitK& s) {
-  return s.splits > 1 ? static_cast<size_t>(s.splits) * static_cast<size_t>(g.m) * static_cast<size_t>(g.cout) * 4
-                      : 0;
-}
-
 template <class T>
 struct ConvSplitFinish {
   ConvGeometry g;
@@ -73,7 +68,7 @@ struct ConvSplitFinish {
 
 size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape& y) {
   const ConvGeometry g = make_geometry(p, x, y);
-  return split_bytes(g, conv_split(g));
+  return split_k_workspace_bytes(conv_split(g), int64_t{g.m} * g.cout);
 }
 
 void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
@@ -117,9 +112,7 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     const SplitK sk = conv_split(g);
     g.splits = sk.splits;
     g.kchunk = sk.chunk;
-    GPEN_CHECK(g.splits == 1 || workspace != nullptr,
-               "conv2d: " + x.shape.str() + " -> " + y.shape.str() + " splits its depth " + std::to_string(g.splits) +
-                   " ways and needs conv2d_workspace_bytes of workspace, got none");
+    require_split_k_workspace(sk, workspace, "conv2d", x.shape, y.shape);
   }
   dispatch_float(x.dtype, "conv2d", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -133,12 +126,8 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     } else if constexpr (!std::is_same_v<T, float>) {
       launch_conv2d_wmma<T>(g, t, stream);
     }
-    if (g.splits > 1) {
-      check_launch("conv2d");
-      const int64_t count = int64_t{g.m} * g.cout;
-      GPEN_LAUNCH(grid_for(count, 256), 256, 0, stream, split_k_reduce_kernel<ConvSplitFinish<T>>)(
-          count, g.splits, t.partial, ConvSplitFinish<T>{g, t});
-    }
+    if (g.splits > 1)
+      launch_split_k_reduce("conv2d", int64_t{g.m} * g.cout, g.splits, t.partial, ConvSplitFinish<T>{g, t}, stream);
   });
   check_launch("conv2d");
 }

@@ -116,6 +116,14 @@ void check_faces_tensor(const TensorView& t, const char* op, const char* what) {
   GPEN_CHECK(t.data != nullptr || t.numel() == 0, std::string(op) + ": " + what + " has no data");
 }
 
+// Bytes from one S x S crop to the next: 0 means packed.
+int64_t face_stride_or_packed(int64_t stride, int size, const char* op) {
+  const int64_t face = int64_t{size} * size * 3;
+  if (stride == 0) return face;
+  GPEN_CHECK(stride >= face, std::string(op) + ": face stride is shorter than a face");
+  return stride;
+}
+
 }  // namespace
 
 void face_to_model(const uint8_t* faces, int n, int size, int64_t face_stride, const TensorView& x, Stream stream) {
@@ -124,8 +132,7 @@ void face_to_model(const uint8_t* faces, int n, int size, int64_t face_stride, c
   GPEN_CHECK(x.dim(0) == n && x.dim(1) == size,
              std::string(op) + ": output " + x.shape.str() + " does not hold " + std::to_string(n) + " faces of " +
                  std::to_string(size) + "x" + std::to_string(size));
-  if (face_stride == 0) face_stride = int64_t{size} * size * 3;
-  GPEN_CHECK(face_stride >= int64_t{size} * size * 3, std::string(op) + ": face stride is shorter than a face");
+  face_stride = face_stride_or_packed(face_stride, size, op);
   if (n == 0) return;
   GPEN_CHECK(faces != nullptr, std::string(op) + ": null input");
   const int64_t total = int64_t{n} * size * size;
@@ -141,8 +148,7 @@ void model_to_face(const TensorView& y, uint8_t* faces, int64_t face_stride, Str
   const char* op = "model_to_face";
   check_faces_tensor(y, op, "input");
   const int n = static_cast<int>(y.dim(0)), size = static_cast<int>(y.dim(1));
-  if (face_stride == 0) face_stride = int64_t{size} * size * 3;
-  GPEN_CHECK(face_stride >= int64_t{size} * size * 3, std::string(op) + ": face stride is shorter than a face");
+  face_stride = face_stride_or_packed(face_stride, size, op);
   if (n == 0) return;
   GPEN_CHECK(faces != nullptr, std::string(op) + ": null output");
   const int64_t total = int64_t{n} * size * size;

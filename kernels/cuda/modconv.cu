@@ -121,10 +121,6 @@ SplitK modconv_split(const ModConvParams& p, const Shape& x_cat, const Shape& y)
                         std::max<int64_t>(1, 65535 / std::max<int64_t>(1, n * nphase)));
 }
 
-size_t split_bytes(const SplitK& sk, const Shape& y) {
-  return sk.splits > 1 ? static_cast<size_t>(sk.splits) * static_cast<size_t>(y.numel()) * 4 : 0;
-}
-
 template <class T>
 struct ModConvSplitFinish {
   ModConvGeometry g;
@@ -152,7 +148,7 @@ bool vector_path(const ModConvArgs& a, const ModConvGeometry& g, int kv) {
 
 size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y) {
   check_shapes(p, x_cat, y);
-  return split_bytes(modconv_split(p, x_cat, y), y);
+  return split_k_workspace_bytes(modconv_split(p, x_cat, y), y.numel());
 }
 
 void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace, Stream stream) {
@@ -162,10 +158,8 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
   Shape x_cat = a.x->shape;
   x_cat[3] = g.c;
   const SplitK sk = modconv_split(p, x_cat, y.shape);
+  require_split_k_workspace(sk, workspace, "modconv", x_cat, y.shape);
   if (sk.splits > 1) {
-    GPEN_CHECK(workspace != nullptr, "modconv: " + x_cat.str() + " -> " + y.shape.str() + " splits its depth " +
-                                         std::to_string(sk.splits) +
-                                         " ways and needs modconv_workspace_bytes of workspace, got none");
     g.splits = sk.splits;
     g.kchunk = sk.chunk;
   }
@@ -180,12 +174,8 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
       launch_modconv_simt<T>(g, t, vec, stream);
     else
       launch_modconv_wmma<T>(g, t, vec, stream);
-    if (g.splits > 1) {
-      check_launch("modconv");
-      const int64_t count = y.numel();
-      GPEN_LAUNCH(grid_for(count, 256), 256, 0, stream, split_k_reduce_kernel<ModConvSplitFinish<T>>)(
-          count, g.splits, t.partial, ModConvSplitFinish<T>{g, t});
-    }
+    if (g.splits > 1)
+      launch_split_k_reduce("modconv", y.numel(), g.splits, t.partial, ModConvSplitFinish<T>{g, t}, stream);
   });
   check_launch("modconv");
 }

@@ -9,6 +9,7 @@
 // and a GPU is not needed to plan. The constants are a starting point to tune on a real GPU.
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "kernels/cuda/common.cuh"
 
@@ -46,6 +47,19 @@ inline SplitK choose_split_k(int64_t tiles, int64_t depth, int64_t output_bytes,
   return s;  // splits <= want, so splits * output_bytes <= kSplitKMaxBytes
 }
 
+// Workspace of a split over `outputs` results: one f32 slice per split (0 without a split).
+inline size_t split_k_workspace_bytes(const SplitK& s, int64_t outputs) {
+  return s.splits > 1 ? static_cast<size_t>(s.splits) * static_cast<size_t>(outputs) * sizeof(float) : 0;
+}
+
+// A split cannot run without its workspace (the message is built only when it is missing).
+inline void require_split_k_workspace(const SplitK& s, const void* workspace, const char* op, const Shape& x,
+                                      const Shape& y) {
+  GPEN_CHECK(s.splits == 1 || workspace != nullptr,
+             std::string(op) + ": " + x.str() + " -> " + y.str() + " splits its depth " + std::to_string(s.splits) +
+                 " ways and needs " + op + "_workspace_bytes of workspace, got none");
+}
+
 // The second pass: out(i) for each of `count` outputs, with the partial sums of split s at
 // partial[s * count + i], added in split order.
 template <class Finish>
@@ -55,6 +69,14 @@ __global__ void split_k_reduce_kernel(int64_t count, int splits, const float* pa
     for (int s = 1; s < splits; ++s) acc += partial[s * count + i];
     finish(i, acc);
   }
+}
+
+// Queues the second pass after the GEMM launch (checked first, so a failure names the right one).
+template <class Finish>
+void launch_split_k_reduce(const char* op, int64_t count, int splits, const float* partial, const Finish& finish,
+                           Stream stream) {
+  check_launch(op);
+  GPEN_LAUNCH(grid_for(count, 256), 256, 0, stream, split_k_reduce_kernel<Finish>)(count, splits, partial, finish);
 }
 
 GPEN_CUDA_NAMESPACE_END
