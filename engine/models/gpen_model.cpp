@@ -264,22 +264,34 @@ void GpenModel::prepare(int batch, const PlanOptions& opt) {
   }
 }
 
-void GpenModel::run_on(Executor& ex, const GpenGraph& gg, int n, const float* in, float* out) {
+void GpenModel::set_input(Executor& ex, const GpenGraph& gg, int n, const float* in) {
   const size_t count = static_cast<size_t>(n) * config_.size * config_.size * 3;
   if (!device_) {
     ex.set_input(gg.input, in, count * sizeof(float));
-    ex.run();
+    return;
+  }
+  // Through the pinned buffer: the input copy is asynchronous, and the conversion to the
+  // precision happens on the way.
+  floats_to(in, io_in_, config_.act_dtype, count);
+  ex.set_input(gg.input, io_in_, count * dtype_size(config_.act_dtype));
+}
+
+void GpenModel::run_timed(Executor& ex) {
+  const bool timed = timing_ && device_;
+  if (timed) device_->start_timer();
+  ex.run();
+  if (timed) last_device_ms_ = device_->stop_timer_ms();
+}
+
+void GpenModel::run_on(Executor& ex, const GpenGraph& gg, int n, const float* in, float* out) {
+  const size_t count = static_cast<size_t>(n) * config_.size * config_.size * 3;
+  set_input(ex, gg, n, in);
+  run_timed(ex);
+  if (!device_) {
     ex.get_output(gg.output, out, count * sizeof(float));
     return;
   }
-  // Through the pinned buffers: the input copy is asynchronous, and the conversion to the
-  // precision happens on the way.
   const DType t = config_.act_dtype;
-  floats_to(in, io_in_, t, count);
-  ex.set_input(gg.input, io_in_, count * dtype_size(t));
-  if (timing_) device_->start_timer();
-  ex.run();
-  if (timing_) last_device_ms_ = device_->stop_timer_ms();
   ex.get_output(gg.output, io_out_, count * dtype_size(t));
   floats_from(io_out_, t, out, count);
 }
@@ -299,13 +311,7 @@ const TensorView& GpenModel::view(const std::string& name) const {
 
 std::vector<double> GpenModel::run_profiled(const float* in) {
   GPEN_CHECK(exec_, "GpenModel::run_profiled before prepare");
-  const size_t count = static_cast<size_t>(batch_) * config_.size * config_.size * 3;
-  if (!device_) {
-    exec_->set_input(graph_->input, in, count * sizeof(float));
-  } else {
-    floats_to(in, io_in_, config_.act_dtype, count);
-    exec_->set_input(graph_->input, io_in_, count * dtype_size(config_.act_dtype));
-  }
+  set_input(*exec_, *graph_, batch_, in);
   return exec_->run_profiled();
 }
 
@@ -343,9 +349,7 @@ void GpenModel::run_in_place(int n, const std::function<void(const TensorView& x
   GPEN_CHECK(device_, "GpenModel::run_in_place needs a device backend");
   Prepared p = prepared_for(n);
   fill(p.exec->view(p.graph->input));
-  if (timing_) device_->start_timer();
-  p.exec->run();
-  if (timing_) last_device_ms_ = device_->stop_timer_ms();
+  run_timed(*p.exec);
   drain(p.exec->view(p.graph->output));
 }
 

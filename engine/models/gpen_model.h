@@ -85,6 +85,8 @@ class GpenModel {
   GpenModel(Backend& b) : backend_(b), device_(dynamic_cast<DeviceBackend*>(&b)) {}
   // Puts the weights where the backend reads them: `src` holds host views of any float dtype.
   void load_weights(const WeightMap& src, const std::string& origin);
+  void set_input(Executor& ex, const GpenGraph& gg, int n, const float* in);  // n faces, any backend
+  void run_timed(Executor& ex);  // ex.run(), timed with events when set_device_timing is on
   void run_on(Executor& ex, const GpenGraph& gg, int n, const float* in, float* out);
   struct Prepared {
     Executor* exec;
