@@ -9,13 +9,12 @@
 #include <immintrin.h>
 #endif
 
+#include "engine/device_weights.h"
 #include "weights/half.h"
 
 namespace gpen {
 
 namespace {
-
-size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 
 float load_as_f32(const void* p, DType t, size_t i) {
   switch (t) {
@@ -112,18 +111,16 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
     weights_ = src;
     return;
   }
-  // Every weight the graph binds, in the graph's dtype, 256-byte aligned in one buffer: one
-  // allocation and one copy.
+  // Every weight the graph binds, in the graph's dtype, in one upload (device_weights.h).
   GpenConfig c = config_;
   c.batch = 1;
   const GpenGraph gg = build_gpen_graph(c);
   struct Slot {
     const TensorDesc* t;
     const TensorView* v;
-    size_t offset;
   };
   std::vector<Slot> slots;
-  size_t total = 0;
+  std::vector<size_t> sizes;
   for (const TensorDesc& t : gg.graph.tensors()) {
     if (t.kind != TensorKind::Weight) continue;
     auto it = src.find(t.name);
@@ -134,13 +131,12 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
                origin + ": weight '" + t.name + "' is " + v.shape.str() + " " + dtype_name(v.dtype) +
                    ", the graph expects " + t.shape.str());
     GPEN_CHECK(v.contiguous(), origin + ": weight '" + t.name + "' is not contiguous");
-    slots.push_back({&t, &v, total});
-    total += align256(t.bytes());
+    slots.push_back({&t, &v});
+    sizes.push_back(t.bytes());
   }
-  std::vector<uint8_t> host(total, 0);
-  for (const Slot& s : slots) {
+  const PackedWeights packed = upload_packed(backend_, sizes, [&](size_t i, uint8_t* dst) {
+    const Slot& s = slots[i];
     const size_t n = static_cast<size_t>(s.t->shape.numel());
-    uint8_t* dst = host.data() + s.offset;
     if (s.v->dtype == s.t->dtype) {
       std::memcpy(dst, s.v->data, s.t->bytes());
     } else if (s.v->dtype == DType::f32) {
@@ -150,14 +146,14 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
       for (size_t i = 0; i < n; ++i) wide[i] = load_as_f32(s.v->data, s.v->dtype, i);
       floats_to(wide.data(), dst, s.t->dtype, n);
     }
-  }
-  device_weights_ = backend_.allocate(total);
-  device_weights_bytes_ = total;
-  backend_.upload(device_weights_, host.data(), total);
+  });
+  device_weights_ = packed.base;
+  device_weights_bytes_ = packed.bytes;
   weights_.clear();
-  for (const Slot& s : slots) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Slot& s = slots[i];
     TensorView v;
-    v.data = static_cast<uint8_t*>(device_weights_) + s.offset;
+    v.data = static_cast<uint8_t*>(device_weights_) + packed.offset[i];
     v.dtype = s.t->dtype;
     v.shape = s.t->shape;
     v.strides = s.t->strides;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/device.h"
+#include "engine/device_weights.h"
 #include "engine/executor.h"
 #include "engine/memory_plan.h"
 #include "weights/gpw.h"
@@ -330,20 +331,19 @@ RetinaFaceDetector::RetinaFaceDetector(const std::string& path, std::unique_ptr<
   }
   Backend& inner = static_cast<SharedArenaBackend&>(*backend_).inner();
   if (is_device_backend(inner)) {
-    // One buffer, 256-byte aligned slots, one copy; the host copies go.
-    size_t total = 0;
-    std::map<std::string, size_t> offset;
-    for (const auto& [name, v] : model_->weights) {
+    // One upload (device_weights.h); the host copies go.
+    std::vector<TensorView*> views;
+    std::vector<size_t> sizes;
+    for (auto& [name, v] : model_->weights) {
       GPEN_CHECK(v.contiguous(), path + ": tensor '" + name + "' is not contiguous");
-      offset[name] = total;
-      total += (static_cast<size_t>(v.numel()) * 4 + 255) / 256 * 256;
+      views.push_back(&v);
+      sizes.push_back(static_cast<size_t>(v.numel()) * 4);
     }
-    std::vector<uint8_t> host(std::max<size_t>(total, 1), 0);
-    for (const auto& [name, v] : model_->weights)
-      std::memcpy(host.data() + offset[name], v.data, static_cast<size_t>(v.numel()) * 4);
-    model_->device_weights = inner.allocate(total);
-    inner.upload(model_->device_weights, host.data(), total);
-    for (auto& [name, v] : model_->weights) v.data = static_cast<uint8_t*>(model_->device_weights) + offset[name];
+    const PackedWeights packed = upload_packed(
+        inner, sizes, [&](size_t i, uint8_t* dst) { std::memcpy(dst, views[i]->data, sizes[i]); });
+    model_->device_weights = packed.base;
+    for (size_t i = 0; i < views.size(); ++i)
+      views[i]->data = static_cast<uint8_t*>(packed.base) + packed.offset[i];
     model_->widened.clear();
   }
 }
