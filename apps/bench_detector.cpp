@@ -1,7 +1,5 @@
 #include "apps/bench_detector.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +10,7 @@
 
 #include "apps/format.h"
 #include "apps/peer.h"
+#include "apps/rss.h"
 #include "engine/device.h"
 #include "engine/error.h"
 #include "engine/image.h"
@@ -19,16 +18,6 @@
 #include "kernels/cpu/ops.h"
 
 namespace gpen::cli {
-
-namespace {
-
-double peak_rss_mib() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024.0;
-}
-
-}  // namespace
 
 void run_detector_bench(const DetectorBenchArgs& a) {
   GPEN_CHECK(!a.detector.empty(), "--arch retinaface needs the detector weights: -d RETINAFACE.gpw");

@@ -5,7 +5,6 @@
 // compare_outputs (engine/output_diff.h). --compare-pytorch: the PyTorch reference on the same
 // configuration (on CUDA: eager at the engine's precision, eager fp32, torch.compile on request).
 // --profile: each node timed alone (apps/bench_profile.h).
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +22,7 @@
 #include "apps/cli.h"
 #include "apps/format.h"
 #include "apps/peer.h"
+#include "apps/rss.h"
 #include "engine/device.h"
 #include "engine/models/gpen_model.h"
 #include "engine/output_diff.h"
@@ -52,12 +52,6 @@ struct BenchArgs {
   bool profile = false;
   std::string detector, image, pytorch_checkpoint;  // --arch retinaface
 };
-
-double peak_rss_mib() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024.0;
-}
 
 // --accuracy: `out` (the engine's output for `in`) against the CPU backend in fp32 on the same
 // weights (the .gpw, or the synthetic ones of `rc` with the same seed) and input.

@@ -3,7 +3,6 @@
 // Inputs are checked before work starts where that is cheap; every output is written atomically
 // and never over an input; in a folder run a bad file is reported and skipped, and the exit
 // status says that something failed.
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,10 +19,12 @@
 
 #include "apps/cli.h"
 #include "apps/format.h"
+#include "apps/rss.h"
 #include "apps/svg.h"
 #include "engine/device.h"
 #include "engine/face_io.h"
 #include "engine/image.h"
+#include "engine/stopwatch.h"
 #include "engine/models/gpen_model.h"
 #include "engine/npy.h"
 #include "engine/pipeline.h"
@@ -65,14 +66,6 @@ bool is_image_name(const std::string& p) {
   return false;
 }
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-double peak_rss_mib() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024.0;
-}
 size_t available_ram() {
   std::ifstream f("/proc/meminfo");
   std::string key;

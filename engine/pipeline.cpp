@@ -6,14 +6,9 @@
 #include "engine/align.h"
 #include "engine/face_io.h"
 #include "engine/paste.h"
+#include "engine/stopwatch.h"
 
 namespace gpen {
-
-namespace {
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
 
 int choose_batch(const GpenConfig& base, Backend& backend, size_t budget, int cap) {
   WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend.workspace_bytes(g, n); };

@@ -16,14 +16,11 @@
 #include "engine/device.h"
 #include "engine/paste.h"
 #include "engine/pipeline.h"
+#include "engine/stopwatch.h"
 
 namespace gpen {
 
 namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Offsets into the buffer, each slot 256-byte aligned.
 struct Layout {
