@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/npy.h"
+#include "engine/photo/npy.h"
 #include "kernels/cpu/ops.h"
 
 using namespace gpen;

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/detect_post.h"
+#include "kernels/cpu/detect_post.h"
 #include "engine/models/retinaface.h"
-#include "engine/npy.h"
+#include "engine/photo/npy.h"
 
 using namespace gpen;
 

@@ -7,10 +7,10 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
-#include "engine/image.h"
-#include "engine/npy.h"
-#include "engine/warp.h"
+#include "engine/core/error.h"
+#include "engine/photo/image.h"
+#include "engine/photo/npy.h"
+#include "kernels/cpu/warp.h"
 
 using namespace gpen;
 
