@@ -283,11 +283,16 @@ void run_photos(const RestoreArgs& a) {
       budget = available_ram() / 2;
     opt.batch = choose_batch(model->config(), *backend, budget, 16);
   }
+  // The batch above is a limit: GPEN is planned for the faces the photos have, up to it.
+  opt.grow_batch = true;
   FaceRestorer restorer(*model, detector, opt);
-  const MemoryPlan& plan = model->plan();
-  std::fprintf(stderr, "GPEN %dx%d on %s (%s), batch %d: weights %s, arena %s, workspace %s\n", model->size(),
-               model->size(), backend->name(), precision_name(model->precision()), opt.batch, human_bytes(double(plan.weights_bytes)).c_str(), human_bytes(double(plan.arena_bytes)).c_str(),
-               human_bytes(double(plan.workspace_bytes)).c_str());
+  {
+    const MemoryPlan& plan = model->plan();
+    std::fprintf(stderr, "GPEN %dx%d on %s (%s), up to %d faces per run (planned as photos need; batch 1: weights %s, arena %s, workspace %s)\n",
+                 model->size(), model->size(), backend->name(), precision_name(model->precision()), opt.batch,
+                 human_bytes(double(plan.weights_bytes)).c_str(), human_bytes(double(plan.arena_bytes)).c_str(),
+                 human_bytes(double(plan.workspace_bytes)).c_str());
+  }
 
   nlohmann::json images = nlohmann::json::array();
   StageTimes sum;
@@ -339,6 +344,7 @@ void run_photos(const RestoreArgs& a) {
   }
   progress(jobs.size(), jobs.size(), "");
   if (!a.report.empty()) {
+    const MemoryPlan& plan = model->plan();  // the plan of the batch the photos needed
     nlohmann::json report = {
         {"images", images},
         {"totals",
@@ -351,7 +357,8 @@ void run_photos(const RestoreArgs& a) {
         {"memory",
          {{"device", backend->name()},
           {"precision", precision_name(model->precision())},
-          {"gpen_batch", opt.batch},
+          {"gpen_batch", restorer.batch()},
+          {"gpen_batch_limit", opt.batch},
           {"weights_bytes", plan.weights_bytes},
           {"arena_bytes", plan.arena_bytes},
           {"workspace_bytes", plan.workspace_bytes},
@@ -391,7 +398,7 @@ Command reg(
                      "only; the detector always runs fp32)");
       sub.add_flag("--no-cuda-graphs", g_args.no_cuda_graphs,
                    "CUDA: launch every kernel each run instead of replaying a captured graph");
-      sub.add_option("--batch", g_args.batch, "Faces per GPEN run (default: from --vram-budget)");
+      sub.add_option("--batch", g_args.batch, "Most faces per GPEN run (default: from --vram-budget); GPEN is planned for the faces the photos have, up to this");
       sub.add_option("--vram-budget", g_args.vram_budget,
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB; the batch is the largest that fits "
                      "(default: half the free RAM on CPU, 80% of the free GPU memory on CUDA)");

@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(kVersionText()));
   app.add_option("--threads", globals().threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
   app.require_subcommand(1);
+  // Global options are accepted after the subcommand too (`gpen bench --threads 2`).
+  app.fallthrough();
   std::sort(registry().begin(), registry().end(), [](const auto& a, const auto& b) { return a.order < b.order; });
   for (auto& e : registry()) {
     CLI::App* sub = app.add_subcommand(e.name, e.help);

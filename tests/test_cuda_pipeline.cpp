@@ -133,6 +133,27 @@ TEST_CASE("device pipeline: the photo stays on the device, results as the host s
   }
 }
 
+TEST_CASE("device pipeline with grow_batch: the batch and the buffer grow to the faces, same composite") {
+  Models m;
+  if (!prepare(m)) return;
+  const Image photo = read_image(std::string(GPEN_FIXTURE_DIR) + "/align/kids/image.png");
+  auto gpen_be = cuda_backend();
+  auto gpen = GpenModel::open(m.gpen, *gpen_be, DType::f32);
+  RetinaFaceDetector det(m.det, cuda_backend());
+  RestoreOptions opt;
+  opt.batch = 3;
+  FaceRestorer fixed(*gpen, det, opt);
+  REQUIRE(fixed.on_device());
+  const PhotoResult want = fixed.process(photo);
+  REQUIRE(want.restored > 3);
+  opt.grow_batch = true;
+  FaceRestorer grown(*gpen, det, opt);
+  CHECK(grown.batch() == 1);
+  const PhotoResult got = grown.process(photo);
+  CHECK(grown.batch() == 3);
+  CHECK(got.image.bgr == want.image.bgr);
+}
+
 TEST_CASE("device pipeline: a photo without faces comes back unchanged, an empty one is refused") {
   Models m;
   if (!prepare(m)) return;

@@ -38,16 +38,20 @@ bool prepare(Models& m) {
   return true;
 }
 
-PhotoResult restore(const Models& m, const Image& photo, int batch, bool share, bool* borrowed) {
+PhotoResult restore(const Models& m, const Image& photo, int batch, bool share, bool* borrowed, bool grow = false,
+                    int* planned = nullptr) {
   auto backend = make_cpu_backend();
   auto gpen = GpenModel::open(m.gpen, *backend);
   RetinaFaceDetector det(m.det);
   RestoreOptions opt;
   opt.batch = batch;
   opt.share_arena = share;
+  opt.grow_batch = grow;
   FaceRestorer r(*gpen, det, opt);
+  if (planned) CHECK(r.batch() == (grow ? 1 : batch));
   PhotoResult out = r.process(photo);
   *borrowed = det.uses_shared_memory();
+  if (planned) *planned = r.batch();
   return out;
 }
 
@@ -74,5 +78,24 @@ TEST_CASE("the detector runs in the generator's arena when its plan fits, with i
   const PhotoResult own = restore(m, photo, 1, true, &borrowed);
   CHECK_FALSE(borrowed);
   CHECK(own.image.bgr == apart.image.bgr);
+  fs::remove_all(fs::path(m.gpen).parent_path());
+}
+
+TEST_CASE("grow_batch plans GPEN for the faces a photo has, up to the limit, with identical results") {
+  Models m;
+  if (!prepare(m)) return;
+  const Image photo = read_image(std::string(GPEN_FIXTURE_DIR) + "/align/kids/image.png");
+  bool borrowed = false;
+  int planned = 0;
+  const PhotoResult fixed = restore(m, photo, 16, true, &borrowed, false, &planned);
+  CHECK(planned == 16);
+  REQUIRE(fixed.restored >= 3);
+  // Limit above the face count: planned for exactly the faces; limit below: the limit.
+  const PhotoResult grown = restore(m, photo, 16, true, &borrowed, true, &planned);
+  CHECK(planned == grown.restored);
+  CHECK(grown.image.bgr == fixed.image.bgr);
+  const PhotoResult capped = restore(m, photo, 2, true, &borrowed, true, &planned);
+  CHECK(planned == 2);
+  CHECK(capped.image.bgr == fixed.image.bgr);
   fs::remove_all(fs::path(m.gpen).parent_path());
 }

@@ -5,6 +5,8 @@
 // fast enough for the sanitizer pass.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -167,8 +169,13 @@ TEST_CASE("gpen restore: a folder with corrupt, empty and non-image files") {
   }
   CHECK(failed == std::set<std::string>(s.bad.begin(), s.bad.end()));
   CHECK(restored == want);
-  for (const auto& im : j["images"])
+  int most_faces = 0;
+  for (const auto& im : j["images"]) {
     if (fs::relative(im["image"].get<std::string>(), s.in) == "kids.png") CHECK(im["faces_restored"].get<int>() >= 5);
+    most_faces = std::max(most_faces, im.value("faces_restored", 0));
+  }
+  // GPEN is planned for the faces the photos had, not for the budget's batch.
+  CHECK(j["memory"]["gpen_batch"].get<int>() == std::min(most_faces, j["memory"]["gpen_batch_limit"].get<int>()));
 
   // Inputs untouched.
   CHECK(snapshot(s.in) == before);
@@ -233,4 +240,15 @@ TEST_CASE("gpen restore refuses two inputs that would share one output, before a
     CHECK(!fs::exists(out));
   }
   fs::remove_all(s.root);
+}
+
+TEST_CASE("global options are accepted before and after the subcommand") {
+  const fs::path log = fs::temp_directory_path() / ("gpen_test_cli_globals_" + std::to_string(getpid()) + ".txt");
+  const std::string plan = " plan --arch gpen --size 64 --channel-multiplier 1 --narrow 0.5";
+  CHECK(run(kGpen + " --threads 1" + plan, log) == 0);
+  CHECK(run(kGpen + plan + " --threads 1", log) == 0);
+  // Still checked where it stands: a negative count is refused, after the subcommand too.
+  CHECK(run(kGpen + plan + " --threads -1", log) != 0);
+  CHECK(read_file(log).find("--threads") != std::string::npos);
+  fs::remove(log);
 }

@@ -39,21 +39,32 @@ FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const Resto
     : gpen_(gpen), det_(det), opt_(opt) {
   GPEN_CHECK(opt_.batch >= 1, "batch must be at least 1");
   GPEN_CHECK(opt_.alpha >= 0.0 && opt_.alpha <= 1.0, "alpha must be in [0, 1]");
-  gpen_.prepare(opt_.batch);
-  // Detection and restoration take turns, so the detector runs in the generator's arena (on the
-  // same device) and the photo pipeline holds the larger of the two arenas, not their sum.
-  if (opt_.share_arena && std::string(gpen_.backend().name()) == det_.device())
-    det_.share_memory(gpen_.arena(), gpen_.plan().arena_bytes, gpen_.workspace(), gpen_.plan().workspace_bytes);
   if (opt_.device_pipeline)
     if (auto* dev = dynamic_cast<DeviceBackend*>(&gpen_.backend())) {
       ops_ = dev->pipeline_ops();
       det_ops_ = det_.pipeline_ops();
       if (!ops_ || !det_ops_) ops_ = det_ops_ = nullptr;
     }
+  plan_batch(opt_.grow_batch ? 1 : opt_.batch);
+}
+
+void FaceRestorer::plan_batch(int batch) {
+  gpen_.prepare(batch);
+  batch_ = batch;
+  // Detection and restoration take turns, so the detector runs in the generator's arena (on the
+  // same device) and the photo pipeline holds the larger of the two arenas, not their sum.
+  if (opt_.share_arena && std::string(gpen_.backend().name()) == det_.device())
+    det_.share_memory(gpen_.arena(), gpen_.plan().arena_bytes, gpen_.workspace(), gpen_.plan().workspace_bytes);
   if (ops_) return;
   const size_t face = static_cast<size_t>(gpen_.size()) * gpen_.size() * 3;
-  in_.assign(face * opt_.batch, 0.0f);
-  out_.assign(face * opt_.batch, 0.0f);
+  in_.assign(face * static_cast<size_t>(batch), 0.0f);
+  out_.assign(face * static_cast<size_t>(batch), 0.0f);
+}
+
+void FaceRestorer::grow_batch(size_t faces) {
+  if (!opt_.grow_batch) return;
+  const int want = static_cast<int>(std::min<size_t>(faces, static_cast<size_t>(opt_.batch)));
+  if (want > batch_) plan_batch(want);
 }
 
 FaceRestorer::~FaceRestorer() { release_buffer(); }
@@ -83,9 +94,10 @@ PhotoResult FaceRestorer::process_on_host(const Image& photo) {
   r.times.align_ms = ms_since(t0);
 
   t0 = std::chrono::steady_clock::now();
+  grow_batch(pasted.size());
   const size_t face = static_cast<size_t>(S) * S * 3;
-  for (size_t start = 0; start < pasted.size(); start += opt_.batch) {
-    size_t n = std::min<size_t>(opt_.batch, pasted.size() - start);
+  for (size_t start = 0; start < pasted.size(); start += batch_) {
+    size_t n = std::min<size_t>(batch_, pasted.size() - start);
     // A short batch runs a smaller plan inside the same arena: no padding work, no new memory.
     for (size_t i = 0; i < n; ++i) face_to_model(pasted[start + i].crop, S, in_.data() + i * face);
     gpen_.run(static_cast<int>(n), in_.data(), out_.data());

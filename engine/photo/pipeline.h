@@ -17,6 +17,10 @@ struct RestoreOptions {
   float min_score = 0.9f;  // faces below are left untouched (official: score < 0.9 skipped)
   double alpha = 1.0;      // restored * alpha + crop * (1 - alpha)
   int batch = 1;           // faces per GPEN run (see choose_batch)
+  // Plan GPEN for min(batch, the faces of the largest photo so far) instead of `batch` at once:
+  // the arena grows (re-planned, never shrinking) only when a photo has more faces, so a photo
+  // with 8 faces never holds an arena planned for 16.
+  bool grow_batch = false;
   bool share_arena = true; // the detector runs in GPEN's arena (same device): max, not sum
   // On a device whose backend has the pipeline steps (CUDA), the photo stays on the device from
   // upload to composite; false runs warps, conversions and paste on the host (for comparisons).
@@ -52,14 +56,19 @@ class FaceRestorer {
   // Device pipeline: bytes of its one buffer (photo, paste canvas, detection candidates, paste
   // mask, one batch of crops and restored faces), sized for the largest photo seen so far.
   size_t device_buffer_bytes() const { return buffer_bytes_; }
+  // The batch GPEN is planned for now (RestoreOptions::batch, or less with grow_batch).
+  int batch() const { return batch_; }
 
  private:
   PhotoResult process_on_host(const Image& photo);
   PhotoResult process_on_device(const Image& photo);  // engine/photo/pipeline_device.cpp
   void release_buffer() noexcept;
+  void plan_batch(int batch);   // prepares GPEN for `batch` faces and lends its arena to the detector
+  void grow_batch(size_t faces);  // with grow_batch: plan_batch when a photo needs a larger batch
   GpenModel& gpen_;
   RetinaFaceDetector& det_;
   RestoreOptions opt_;
+  int batch_ = 0;
   std::vector<float> in_, out_;  // host path: one batch, reused across photos
   PipelineOps* ops_ = nullptr;      // GPEN's device steps (device path)
   PipelineOps* det_ops_ = nullptr;  // the detector's (its own stream)

@@ -70,19 +70,19 @@ PhotoResult FaceRestorer::process_on_device(const Image& photo) {
   const int S = gpen_.size(), W = photo.width, H = photo.height;
   int nw = 0, nh = 0;
   detect_input_scale(W, H, opt_.detect.max_side, opt_.detect.target_side, &nw, &nh);
-  const Layout L = layout(W, H, det_ops_->detect_scratch_bytes(nh, nw), S, opt_.batch);
-  if (L.total > buffer_bytes_) {
+  const size_t scratch = det_ops_->detect_scratch_bytes(nh, nw);
+  Layout L = layout(W, H, scratch, S, batch_);
+  // Grows only; returns whether the buffer was replaced (its contents are then gone).
+  auto reserve = [&] {
+    if (L.total <= buffer_bytes_) return false;
     release_buffer();
     buffer_ = be.allocate(L.total);
     buffer_bytes_ = L.total;
-  }
+    return true;
+  };
+  reserve();
   auto* base = static_cast<uint8_t*>(buffer_);
   uint8_t* dphoto = base + L.photo;
-  auto* canvas_mask = reinterpret_cast<float*>(base + L.canvas_mask);
-  uint8_t* canvas_faces = base + L.canvas_faces;
-  const auto* mask = reinterpret_cast<const float*>(base + L.mask);
-  uint8_t* crops = base + L.crops;
-  uint8_t* restored = base + L.restored;
   const size_t face = static_cast<size_t>(S) * S * 3;
 
   auto t0 = std::chrono::steady_clock::now();
@@ -106,6 +106,22 @@ PhotoResult FaceRestorer::process_on_device(const Image& photo) {
     r.image = photo;
     return r;
   }
+  // A larger batch (grow_batch) needs more crop slots: in a new buffer, the photo goes up again.
+  const int planned = batch_;
+  grow_batch(kept.size());
+  if (batch_ != planned) {
+    L = layout(W, H, scratch, S, batch_);
+    if (reserve()) {
+      base = static_cast<uint8_t*>(buffer_);
+      dphoto = base + L.photo;
+      be.upload(dphoto, photo.bgr.data(), photo.bgr.size());
+    }
+  }
+  auto* canvas_mask = reinterpret_cast<float*>(base + L.canvas_mask);
+  uint8_t* canvas_faces = base + L.canvas_faces;
+  const auto* mask = reinterpret_cast<const float*>(base + L.mask);
+  uint8_t* crops = base + L.crops;
+  uint8_t* restored = base + L.restored;
   if (mask_size_ != S) {
     const auto m = paste_mask(S);
     be.upload(base + L.mask, m->data(), m->size() * sizeof(float));
@@ -117,8 +133,8 @@ PhotoResult FaceRestorer::process_on_device(const Image& photo) {
   double paste_ms = 0;
   t0 = std::chrono::steady_clock::now();
   ops_->canvas_clear(canvas_mask, canvas_faces, W, H);
-  for (size_t start = 0; start < kept.size(); start += opt_.batch) {
-    const size_t n = std::min<size_t>(opt_.batch, kept.size() - start);
+  for (size_t start = 0; start < kept.size(); start += batch_) {
+    const size_t n = std::min<size_t>(batch_, kept.size() - start);
     for (size_t i = 0; i < n; ++i) ops_->warp_face(dphoto, W, H, fwd[start + i], S, crops + i * face);
     gpen_.run_in_place(
         static_cast<int>(n), [&](const TensorView& x) { ops_->face_to_model(crops, static_cast<int>(n), S, x); },
