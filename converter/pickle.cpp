@@ -1,10 +1,10 @@
+// The restricted unpickler's objects and calls: the Object arena, dict inserts, persistent-id
+// storages, the REDUCE targets and the global whitelist. The opcode loop: converter/pickle_load.cpp.
 #include "converter/pickle.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <string>
 
+#include "converter/pickle_internal.h"
 #include "engine/core/error.h"
 
 namespace gpen::conv::pickle {
@@ -15,40 +15,6 @@ namespace {
 // checkpoint, far below what would overflow 64-bit byte arithmetic.
 constexpr int64_t kMaxDim = int64_t{1} << 40;
 constexpr uint64_t kMaxElems = uint64_t{1} << 48;
-
-std::string hex_op(uint8_t op) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "0x%02x", op);
-  return buf;
-}
-
-const char* opcode_name(uint8_t op) {
-  switch (op) {
-    case 'i': return "INST";
-    case 'o': return "OBJ";
-    case 0x82: case 0x83: case 0x84: return "EXT";
-    case 'P': return "PERSID";
-    case 0x92: return "NEWOBJ_EX";
-    case 0x8f: return "EMPTY_SET";
-    case 0x90: return "ADDITEMS";
-    case 0x91: return "FROZENSET";
-    case 0x96: return "BYTEARRAY8";
-    case 0x97: return "NEXT_BUFFER";
-    case 0x98: return "READONLY_BUFFER";
-    case 'S': return "STRING";
-    case 'V': return "UNICODE";
-    case 'F': return "FLOAT";
-    case 'L': return "LONG";
-    default: return "unknown";
-  }
-}
-
-uint32_t le32(const uint8_t* p) { return p[0] | (p[1] << 8) | (p[2] << 16) | (uint32_t(p[3]) << 24); }
-uint64_t le64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int k = 7; k >= 0; --k) v = (v << 8) | p[k];
-  return v;
-}
 
 struct StorageName {
   const char* name;
@@ -99,7 +65,7 @@ Object* Unpickler::make(Kind k) {
   return arena_.back().get();
 }
 
-static void dict_set(Object* d, Object* k, Object* v) {
+void dict_set(Object* d, Object* k, Object* v) {
   if (k->kind == Kind::Str) {
     if (!d->str_index) d->str_index = std::make_unique<std::unordered_map<std::string, size_t>>();
     auto [it, inserted] = d->str_index->emplace(k->s, d->entries.size());
@@ -222,7 +188,7 @@ Object* Unpickler::call(Object* fn, Object* args) {
   throw Error("pickle: refusing to call " + fn->s);
 }
 
-static Object* resolve_global(Object* g, const std::string& module, const std::string& name) {
+Object* resolve_global(Object* g, const std::string& module, const std::string& name) {
   g->s = module + "." + name;
   if (module == "collections" && name == "OrderedDict") {
     g->fn = GlobalFn::OrderedDict;
@@ -247,272 +213,6 @@ static Object* resolve_global(Object* g, const std::string& module, const std::s
     if (static_cast<unsigned char>(c) < 32 || static_cast<unsigned char>(c) > 126) c = '?';
   throw Error("pickle: refusing unsupported global '" + shown +
               "' (only state dicts of tensors can be read; nothing in a checkpoint is executed)");
-}
-
-const Object* Unpickler::load(ByteReader& in) {
-  std::vector<Object*> stack;
-  std::vector<size_t> marks;
-  std::unordered_map<uint64_t, Object*> memo;
-
-  auto pop = [&]() -> Object* {
-    if (stack.empty() || (!marks.empty() && stack.size() <= marks.back()))
-      throw Error("pickle: stack underflow at byte " + std::to_string(in.position()));
-    Object* o = stack.back();
-    stack.pop_back();
-    return o;
-  };
-  auto top = [&]() -> Object* {
-    if (stack.empty() || (!marks.empty() && stack.size() <= marks.back()))
-      throw Error("pickle: stack underflow at byte " + std::to_string(in.position()));
-    return stack.back();
-  };
-  auto pop_mark = [&]() -> std::vector<Object*> {
-    if (marks.empty()) throw Error("pickle: MARK expected at byte " + std::to_string(in.position()));
-    size_t m = marks.back();
-    marks.pop_back();
-    std::vector<Object*> items(stack.begin() + static_cast<std::ptrdiff_t>(m), stack.end());
-    stack.resize(m);
-    return items;
-  };
-  auto push = [&](Object* o) {
-    if (stack.size() >= lim_.max_objects) throw Error("pickle: stack too deep");
-    stack.push_back(o);
-  };
-  auto memo_put = [&](uint64_t idx) {
-    if (stack.empty()) throw Error("pickle: memo store with an empty stack");
-    if (memo.size() >= lim_.max_objects) throw Error("pickle: memo too large");
-    memo[idx] = stack.back();
-  };
-  auto memo_get = [&](uint64_t idx) {
-    auto it = memo.find(idx);
-    if (it == memo.end()) throw Error("pickle: memo key " + std::to_string(idx) + " is not defined");
-    push(it->second);
-  };
-  auto readline = [&]() {
-    std::string s;
-    for (;;) {
-      char c = static_cast<char>(in.byte());
-      if (c == '\n') return s;
-      if (s.size() >= 256) throw Error("pickle: text argument too long");
-      s.push_back(c);
-    }
-  };
-  auto string_obj = [&](Kind k, uint64_t len) {
-    if (len > lim_.max_string) throw Error("pickle: string of " + std::to_string(len) + " bytes is too long");
-    const uint8_t* p = in.take(static_cast<size_t>(len));
-    Object* o = make(k);
-    o->s.assign(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
-    push(o);
-  };
-  auto int_obj = [&](int64_t v) {
-    Object* o = make(Kind::Int);
-    o->i = v;
-    push(o);
-  };
-  auto long_obj = [&](uint64_t n) {
-    if (n > 1024) throw Error("pickle: integer of " + std::to_string(n) + " bytes is too long");
-    const uint8_t* p = in.take(static_cast<size_t>(n));
-    if (n <= 8) {
-      uint64_t v = 0;
-      for (size_t k = 0; k < n; ++k) v |= uint64_t(p[k]) << (8 * k);
-      if (n > 0 && n < 8 && (p[n - 1] & 0x80)) v |= ~uint64_t{0} << (8 * n);  // sign-extend
-      int_obj(static_cast<int64_t>(v));
-    } else {
-      Object* o = make(Kind::BigInt);
-      o->s.assign(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
-      push(o);
-    }
-  };
-
-  for (;;) {
-    uint64_t at = in.position();
-    uint8_t op = in.byte();
-    switch (op) {
-      case 0x80: {  // PROTO
-        uint8_t v = in.byte();
-        if (v > 5) throw Error("pickle: unsupported protocol " + std::to_string(v));
-        break;
-      }
-      case 0x95: in.take(8); break;  // FRAME: framing is only a read-ahead hint
-      case '.': {                    // STOP
-        if (stack.size() != 1 || !marks.empty())
-          throw Error("pickle: STOP with " + std::to_string(stack.size()) + " objects on the stack");
-        return stack.back();
-      }
-      case '(': marks.push_back(stack.size()); break;  // MARK
-      case '0': pop(); break;                          // POP
-      case '1': pop_mark(); break;                     // POP_MARK
-      case '2': push(top()); break;                    // DUP
-      case 'N': push(make(Kind::None)); break;
-      case 0x88: case 0x89: {  // NEWTRUE / NEWFALSE
-        Object* o = make(Kind::Bool);
-        o->b = op == 0x88;
-        push(o);
-        break;
-      }
-      case 'K': int_obj(in.byte()); break;  // BININT1
-      case 'M': {                           // BININT2
-        const uint8_t* p = in.take(2);
-        int_obj(p[0] | (p[1] << 8));
-        break;
-      }
-      case 'J': int_obj(static_cast<int32_t>(le32(in.take(4)))); break;  // BININT
-      case 0x8a: long_obj(in.byte()); break;                             // LONG1
-      case 0x8b: long_obj(le32(in.take(4))); break;                      // LONG4
-      case 'I': {                                                        // INT (text)
-        std::string s = readline();
-        if (s == "01" || s == "00") {
-          Object* o = make(Kind::Bool);
-          o->b = s == "01";
-          push(o);
-          break;
-        }
-        char* end = nullptr;
-        errno = 0;
-        long long v = std::strtoll(s.c_str(), &end, 10);
-        if (s.empty() || *end != '\0' || errno) throw Error("pickle: malformed INT argument");
-        int_obj(v);
-        break;
-      }
-      case 'G': {  // BINFLOAT, big-endian
-        const uint8_t* p = in.take(8);
-        uint64_t bits = 0;
-        for (int k = 0; k < 8; ++k) bits = (bits << 8) | p[k];
-        Object* o = make(Kind::Float);
-        std::memcpy(&o->f, &bits, 8);
-        push(o);
-        break;
-      }
-      case 'X': string_obj(Kind::Str, le32(in.take(4))); break;    // BINUNICODE
-      case 0x8c: string_obj(Kind::Str, in.byte()); break;          // SHORT_BINUNICODE
-      case 0x8d: string_obj(Kind::Str, le64(in.take(8))); break;   // BINUNICODE8
-      case 'T': string_obj(Kind::Str, le32(in.take(4))); break;    // BINSTRING (py2 str)
-      case 'U': string_obj(Kind::Str, in.byte()); break;           // SHORT_BINSTRING
-      case 'B': string_obj(Kind::Bytes, le32(in.take(4))); break;  // BINBYTES
-      case 'C': string_obj(Kind::Bytes, in.byte()); break;         // SHORT_BINBYTES
-      case 0x8e: string_obj(Kind::Bytes, le64(in.take(8))); break; // BINBYTES8
-      case ')': push(make(Kind::Tuple)); break;                    // EMPTY_TUPLE
-      case ']': push(make(Kind::List)); break;                     // EMPTY_LIST
-      case '}': push(make(Kind::Dict)); break;                     // EMPTY_DICT
-      case 't': case 'l': {                                        // TUPLE / LIST
-        auto items = pop_mark();
-        Object* o = make(op == 't' ? Kind::Tuple : Kind::List);
-        o->items = std::move(items);
-        push(o);
-        break;
-      }
-      case 0x85: case 0x86: case 0x87: {  // TUPLE1..3
-        size_t n = op - 0x84u;
-        Object* o = make(Kind::Tuple);
-        o->items.resize(n);
-        for (size_t k = n; k-- > 0;) o->items[k] = pop();
-        push(o);
-        break;
-      }
-      case 'd': {  // DICT
-        auto items = pop_mark();
-        if (items.size() % 2) throw Error("pickle: DICT with an odd number of items");
-        Object* d = make(Kind::Dict);
-        for (size_t k = 0; k < items.size(); k += 2) dict_set(d, items[k], items[k + 1]);
-        push(d);
-        break;
-      }
-      case 'a': {  // APPEND
-        Object* v = pop();
-        Object* l = top();
-        if (l->kind != Kind::List) throw Error(std::string("pickle: APPEND to a ") + kind_name(l->kind));
-        l->items.push_back(v);
-        break;
-      }
-      case 'e': {  // APPENDS
-        auto items = pop_mark();
-        Object* l = top();
-        if (l->kind != Kind::List) throw Error(std::string("pickle: APPENDS to a ") + kind_name(l->kind));
-        l->items.insert(l->items.end(), items.begin(), items.end());
-        break;
-      }
-      case 's': {  // SETITEM
-        Object* v = pop();
-        Object* k = pop();
-        Object* d = top();
-        if (d->kind != Kind::Dict) throw Error(std::string("pickle: SETITEM on a ") + kind_name(d->kind));
-        dict_set(d, k, v);
-        break;
-      }
-      case 'u': {  // SETITEMS
-        auto items = pop_mark();
-        Object* d = top();
-        if (d->kind != Kind::Dict) throw Error(std::string("pickle: SETITEMS on a ") + kind_name(d->kind));
-        if (items.size() % 2) throw Error("pickle: SETITEMS with an odd number of items");
-        for (size_t k = 0; k < items.size(); k += 2) dict_set(d, items[k], items[k + 1]);
-        break;
-      }
-      case 'q': memo_put(in.byte()); break;              // BINPUT
-      case 'r': memo_put(le32(in.take(4))); break;       // LONG_BINPUT
-      case 0x94: memo_put(memo.size()); break;           // MEMOIZE
-      case 'h': memo_get(in.byte()); break;              // BINGET
-      case 'j': memo_get(le32(in.take(4))); break;       // LONG_BINGET
-      case 'p': case 'g': {                              // PUT / GET (text)
-        std::string s = readline();
-        char* end = nullptr;
-        errno = 0;
-        unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-        if (s.empty() || *end != '\0' || errno) throw Error("pickle: malformed memo index");
-        if (op == 'p') memo_put(v);
-        else memo_get(v);
-        break;
-      }
-      case 'c': {  // GLOBAL
-        std::string module = readline();
-        std::string name = readline();
-        push(resolve_global(make(Kind::Global), module, name));
-        break;
-      }
-      case 0x93: {  // STACK_GLOBAL
-        Object* name = pop();
-        Object* module = pop();
-        if (name->kind != Kind::Str || module->kind != Kind::Str) throw Error("pickle: STACK_GLOBAL needs two strings");
-        push(resolve_global(make(Kind::Global), module->s, name->s));
-        break;
-      }
-      case 'R': {  // REDUCE
-        Object* args = pop();
-        Object* fn = pop();
-        push(call(fn, args));
-        break;
-      }
-      case 0x81: {  // NEWOBJ
-        Object* args = pop();
-        Object* cls = pop();
-        if (cls->kind != Kind::Global || cls->fn != GlobalFn::OrderedDict || args->kind != Kind::Tuple ||
-            !args->items.empty())
-          throw Error("pickle: NEWOBJ of " + (cls->kind == Kind::Global ? cls->s : std::string(kind_name(cls->kind))) +
-                      " refused");
-        Object* d = make(Kind::Dict);
-        d->ordered = true;
-        push(d);
-        break;
-      }
-      case 'b': {  // BUILD
-        Object* state = pop();
-        Object* target = top();
-        // An OrderedDict state dict carries its `_metadata` attribute this way; attributes are
-        // not needed and are dropped.
-        if (target->kind == Kind::Dict &&
-            (state->kind == Kind::Dict || state->kind == Kind::None || state->kind == Kind::Tuple))
-          break;
-        throw Error(std::string("pickle: BUILD on a ") + kind_name(target->kind) + " refused");
-      }
-      case 'Q': {  // BINPERSID
-        Object* pid = pop();
-        push(persistent_load(pid));
-        break;
-      }
-      default:
-        throw Error("pickle: unsupported opcode " + hex_op(op) + " (" + opcode_name(op) + ") at byte " +
-                    std::to_string(at) + ": only PyTorch state dicts can be read");
-    }
-  }
 }
 
 }  // namespace gpen::conv::pickle
