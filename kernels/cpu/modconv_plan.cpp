@@ -1,0 +1,108 @@
+// The modconv task plan: output phases and their taps (one for the plain conv, four for the
+// transposed one), task tiling, and the workspace layout, all from shapes alone.
+#include <algorithm>
+#include <string>
+
+#include "kernels/cpu/modconv_internal.h"
+
+namespace gpen::cpu::modconv_detail {
+
+Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
+  GPEN_CHECK(p.k >= 1 && p.k <= kMaxK, "modconv: kernel size " + std::to_string(p.k) + " outside [1, 7]");
+  GPEN_CHECK(N >= 1 && H >= 1 && W >= 1 && C >= 1 && Co >= 1,
+             "modconv: empty tensor (N=" + std::to_string(N) + ", H=" + std::to_string(H) + ", W=" + std::to_string(W) +
+                 ", C=" + std::to_string(C) + ", Cout=" + std::to_string(Co) + ")");
+  GPEN_CHECK(H <= (int64_t{1} << 20) && W <= (int64_t{1} << 20) && C <= (int64_t{1} << 20) && Co <= (int64_t{1} << 20),
+             "modconv: implausible dimensions");
+  Plan pl;
+  pl.N = N, pl.H = H, pl.W = W, pl.C = C, pl.Co = Co, pl.k = p.k;
+  const int k = p.k;
+  if (!p.up) {
+    pl.stride = 1;
+    pl.Ho = H, pl.Wo = W;
+    pl.nphase = 1;
+    Phase& ph = pl.phases[0];
+    ph.na = H, ph.nb = W;
+    const int pad = k / 2;
+    for (int ky = 0; ky < k; ++ky)
+      for (int kx = 0; kx < k; ++kx) ph.taps[ph.ntap++] = Tap{ky, kx, ky - pad, kx - pad};
+  } else {
+    pl.stride = 2;
+    pl.Ho = 2 * (H - 1) + k, pl.Wo = 2 * (W - 1) + k;
+    pl.nphase = 4;
+    for (int py = 0; py < 2; ++py)
+      for (int px = 0; px < 2; ++px) {
+        Phase& ph = pl.phases[py * 2 + px];
+        ph.py = py, ph.px = px;
+        ph.na = (pl.Ho - py + 1) / 2, ph.nb = (pl.Wo - px + 1) / 2;
+        for (int ky = py; ky < k; ky += 2)
+          for (int kx = px; kx < k; kx += 2) ph.taps[ph.ntap++] = Tap{ky, kx, -(ky - py) / 2, -(kx - px) / 2};
+      }
+  }
+  for (int i = 0; i < pl.nphase; ++i) {
+    const Phase& ph = pl.phases[i];
+    pl.ga = std::max(pl.ga, ph.na);
+    pl.gb = std::max(pl.gb, ph.nb);
+    for (int t = 0; t < ph.ntap; ++t) {
+      pl.mindy = std::min(pl.mindy, ph.taps[t].dy), pl.maxdy = std::max(pl.maxdy, ph.taps[t].dy);
+      pl.mindx = std::min(pl.mindx, ph.taps[t].dx), pl.maxdx = std::max(pl.maxdx, ph.taps[t].dx);
+    }
+  }
+  // Tiles of about kTilePixels, balanced so the last one in a row is not a sliver.
+  const int64_t tile_px = kTilePixels, co_cap = kCoChunkMax;
+  {
+    const int64_t ntb = (pl.gb + tile_px - 1) / tile_px;
+    pl.tb = (pl.gb + ntb - 1) / ntb;
+  }
+  pl.ta = std::max<int64_t>(1, std::min(pl.ga, tile_px / pl.tb));
+  if (pl.ta > 1) {
+    const int64_t nta = (pl.ga + pl.ta - 1) / pl.ta;
+    pl.ta = (pl.ga + nta - 1) / nta;
+  }
+  pl.ntask_a = (pl.ga + pl.ta - 1) / pl.ta;
+  pl.ntask_b = (pl.gb + pl.tb - 1) / pl.tb;
+  // Small images give few pixel tiles: split the output channels too so every thread has work.
+  const int64_t spatial_tasks = N * pl.ntask_a * pl.ntask_b;
+  pl.co_chunk = std::min(round_up(Co, kNR), co_cap);
+  const int64_t want = 4 * std::max(1, threads);
+  while (spatial_tasks * ((Co + pl.co_chunk - 1) / pl.co_chunk) < want && pl.co_chunk > 4 * kNR)
+    pl.co_chunk = round_up(pl.co_chunk / 2, kNR);
+  pl.ntask_co = (Co + pl.co_chunk - 1) / pl.co_chunk;
+  pl.ntask = spatial_tasks * pl.ntask_co;
+
+  pl.band_h = pl.ta + pl.maxdy - pl.mindy;
+  pl.band_w = pl.tb + pl.maxdx - pl.mindx;
+  const int64_t mrows = round_up(pl.ta * pl.tb, kMR);
+  // Offsets rounded to 16 floats keep every block 64-byte aligned for the vector loads.
+  int64_t off = 0;
+  auto take = [&](int64_t floats) {
+    const int64_t o = off;
+    off += round_up(floats, 16);
+    return o;
+  };
+  // The micro-kernel reads 6 band pixels at once; with C a multiple of 1 KB (256, 512, 1024
+  // channels) those rows would share L1 sets and evict the B panel, so the pixel stride is
+  // padded off such multiples.
+  pl.cs = round_up(C, 16);
+  if (pl.cs % 64 == 0) pl.cs += 16;
+  pl.off_band = take(pl.band_h * pl.band_w * pl.cs);
+  // Sized for the widest chunk so the layout does not depend on the thread count.
+  pl.off_ctile = take(mrows * std::min(round_up(Co, kNR), co_cap));
+  pl.off_bpack = take(int64_t{kKcMax} * kNR);
+  pl.off_svec = take(C);
+  pl.off_b2vec = take(2 * C);
+  pl.off_row = take(C);
+  pl.off_dvec = take(round_up(Co, kNR));
+  pl.off_bvec = take(round_up(Co, kNR));
+  pl.per_thread = off;
+  pl.kdim = int64_t{k} * k * C;
+  pl.npanel = (Co + kNR - 1) / kNR;
+  // Packing the weight costs about two passes over it; it pays when each weight is used by many
+  // output pixels. For the small early layers (4x4 .. 8x8) the GEMM is bound by reading the
+  // weight once, so they read B in place instead.
+  pl.direct_b = N * pl.ga * pl.gb <= kDirectPixels;
+  pl.shared = pl.direct_b ? 0 : round_up(pl.npanel * pl.kdim * kNR, 16);
+  return pl;
+}
+
+}  // namespace gpen::cpu::modconv_detail
