@@ -80,4 +80,69 @@ size_t direct_conv_workspace_floats(int64_t depth, int64_t cout);
 void direct_conv(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
                  const TensorView* residual, const TensorView& y, float* ws);
 
+// ---- the generic paths: implicit-im2col GEMM (kernels/cpu/conv2d_gemm.cpp), other depthwise
+// (kernels/cpu/conv2d_depthwise_any.cpp), their epilogue (kernels/cpu/conv2d_epilogue.cpp), and
+// the geometry and plan conv2d.cpp derives for them from the shapes.
+struct Geom {
+  int64_t N = 0, H = 0, W = 0, C = 0, Ho = 0, Wo = 0, Co = 0;
+  int64_t G = 1, cin_g = 0, cout_g = 0, K = 0;
+};
+
+struct Plan {
+  bool depthwise = false;
+  bool direct = false;  // kernels/cpu/conv2d_direct.cpp
+  int64_t dw_seg = 0;  // depthwise: output pixels per item
+  // GEMM path
+  int64_t tile_m = 0;                    // pixels per tile
+  int64_t kb = 0, nkb = 0;               // depth block, number of depth blocks
+  int64_t nb = 0, nib = 0;               // channel block, blocks per group
+  int64_t item_blocks = 0;               // channel blocks per work item (by default)
+  size_t slot_floats = 0;                // one packed weight block, rounded
+  size_t cache_floats = 0;               // shared packed-weight cache (0: pack per use)
+  size_t pix_floats = 0, acc_floats = 0, wblk_floats = 0;
+  size_t per_thread_floats = 0;
+};
+
+struct Args {
+  const Conv2dParams* p;
+  Geom g;
+  Plan pl;
+  const TensorView* x;
+  const TensorView* w;
+  int64_t wld;  // element distance between rows of the weight seen as [K][cout]
+  const TensorView* bias;
+  const TensorView* res;
+  const TensorView* y;
+};
+
+// Decomposes a flat output pixel index into (n, oy, ox) and steps through consecutive pixels.
+struct PixelCursor {
+  int64_t n, oy, ox, Ho, Wo;
+  PixelCursor(int64_t pix, int64_t ho, int64_t wo) : Ho(ho), Wo(wo) {
+    n = pix / (ho * wo);
+    const int64_t r = pix % (ho * wo);
+    oy = r / wo;
+    ox = r % wo;
+  }
+  void next() {
+    if (++ox == Wo) {
+      ox = 0;
+      if (++oy == Ho) {
+        oy = 0;
+        ++n;
+      }
+    }
+  }
+};
+
+// y[pixels p0.., channels co0..co0+nc) = act(acc + bias) + residual, acc being m x nc row-major.
+void epilogue(const Args& a, int64_t p0, int64_t m, int64_t co0, int64_t nc, const float* acc);
+// Weight block (group grp, depth block kk, channel block ib) packed for GEBP.
+void pack_weight_block(const Args& a, int64_t grp, int64_t kk, int64_t ib, float* dst);
+// One work item: output pixels [p0, p0+m) x channel blocks [ib0, ib1) of group grp.
+void gemm_item(const Args& a, int64_t grp, int64_t p0, int64_t m, int64_t ib0, int64_t ib1, const float* wcache,
+               float* scratch);
+// Output row (n, oy), pixels [ox0, ox0+len), all channels.
+void depthwise_item(const Args& a, int64_t n, int64_t oy, int64_t ox0, int64_t len, float* acc);
+
 }  // namespace gpen::cpu::detail
