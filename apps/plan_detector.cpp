@@ -1,0 +1,120 @@
+// `gpen plan` for the detector: RetinaFace alone (--arch retinaface-r50 | retinaface-mnet), or the
+// restore pipeline (--pipeline), the detector and GPEN sharing one arena.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "apps/format.h"
+#include "apps/plan_internal.h"
+#include "engine/models/retinaface.h"
+
+namespace gpen::cli::plan_detail {
+
+// RetinaFace plans: one input size (WxH), the detector's graph, same report fields as GPEN.
+void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev) {
+  RetinaFaceBackbone bb = parse_retinaface_backbone(a.arch == "retinaface-r50" ? "resnet50" : "mobilenet0.25");
+  auto [w, h] = parse_input_size(a.input_size);
+  RetinaFaceGraph rg = build_retinaface_graph(bb, h, w);
+  const bool all = a.strategy == "all";
+  Planned pd = plan_with_transforms(rg.graph, dev.ws, plan_options(a, all ? "" : a.strategy));
+  const MemoryPlan& p = pd.plan;
+  std::vector<MemoryPlan> strategies;
+  if (all)
+    for (const auto& name : strategy_names()) strategies.push_back(plan_memory(rg.graph, dev.ws, {name}));
+  if (a.json) {
+    nlohmann::json j = plan_json(p);
+    j.update({{"arch", a.arch},
+              {"config", {{"backbone", retinaface_backbone_name(bb)}}},
+              {"input_size", {w, h}},
+              {"precision", "fp32"},
+              {"device", dev.name},
+              {"ops", rg.graph.nodes().size()},
+              {"tensors", rg.graph.tensors().size()}});
+    if (pd.transformed) j["transform"] = transform_json(pd);
+    if (all) {
+      j["strategies"] = nlohmann::json::array();
+      for (const MemoryPlan& q : strategies) j["strategies"].push_back(strategy_json(q));
+    }
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  std::printf("RetinaFace %s at %dx%d, fp32\n", retinaface_backbone_name(bb), w, h);
+  std::printf("  ops %zu, tensors %zu\n", rg.graph.nodes().size(), rg.graph.tensors().size());
+  // The CPU report names no backend (as before --device existed); another device is named.
+  print_plan(p, dev.name == "cpu" ? nullptr : dev.name.c_str());
+  if (pd.transformed) print_transform(pd);
+  for (const MemoryPlan& q : strategies) print_strategy(q);
+}
+
+// The restore pipeline: the detector runs, then the generator, never both at once, so one arena
+// (and one workspace) of the larger size serves both.
+void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev) {
+  RetinaFaceBackbone bb = parse_retinaface_backbone(a.arch == "retinaface-mnet" ? "mobilenet0.25" : "resnet50");
+  auto [w, h] = parse_input_size(a.input_size);
+  const std::string strategy = a.strategy == "all" ? "" : a.strategy;
+  RetinaFaceGraph rg = build_retinaface_graph(bb, h, w);
+  Planned det = plan_with_transforms(rg.graph, dev.ws, plan_options(a, strategy));
+
+  const auto [name, c] = gpen_base(a);
+  Planner planner(a, dev);
+  Row gen = planner.plan(name, c, a.precision, strategy);
+
+  SharedMemory joint = shared_memory({&det.plan, &gen.plan});
+  const size_t sep_arena = det.plan.arena_bytes + gen.plan.arena_bytes;
+  const size_t sep_ws = det.plan.workspace_bytes + gen.plan.workspace_bytes;
+  const size_t sep_total = joint.weights_bytes + sep_arena + sep_ws;
+  auto part = [](const MemoryPlan& p) {
+    return nlohmann::json{{"strategy", p.strategy},          {"weights_bytes", p.weights_bytes},
+                          {"arena_bytes", p.arena_bytes},    {"lower_bound_bytes", p.lower_bound_bytes},
+                          {"workspace_bytes", p.workspace_bytes}, {"total_bytes", p.total_bytes()}};
+  };
+  nlohmann::json jd = part(det.plan), jg = part(gen.plan);
+  jd["arch"] = std::string("retinaface-") + (bb == RetinaFaceBackbone::resnet50 ? "r50" : "mnet");
+  jd["input_size"] = {w, h};
+  jd["precision"] = "fp32";
+  if (det.transformed) jd["transform"] = transform_json(det);
+  jg["model"] = name;
+  jg["size"] = c.size;
+  jg["batch"] = c.batch;
+  jg["precision"] = a.precision;
+  if (gen.detail.transformed) jg["transform"] = transform_json(gen.detail);
+  nlohmann::json j = {{"device", dev.name},
+                      {"detector", jd},
+                      {"generator", jg},
+                      {"joint", {{"arena_bytes", joint.arena_bytes},
+                                 {"workspace_bytes", joint.workspace_bytes},
+                                 {"weights_bytes", joint.weights_bytes},
+                                 {"total_bytes", joint.total_bytes()}}},
+                      {"separate", {{"arena_bytes", sep_arena}, {"workspace_bytes", sep_ws}, {"total_bytes", sep_total}}},
+                      {"bytes_saved", sep_total - joint.total_bytes()}};
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  auto mb = [](size_t b) { return human_bytes(double(b)); };
+  std::printf("Pipeline: RetinaFace %s at %dx%d (fp32), then %s (workspace for the %s backend)\n",
+              retinaface_backbone_name(bb), w, h, gen.cfg.describe().c_str(), dev.name.c_str());
+  auto line = [](const char* label, const std::string& weights, const std::string& arena, const std::string& lower,
+                 const std::string& workspace, const std::string& total) {
+    std::printf("  %-10s %10s %10s %10s %10s %10s\n", label, weights.c_str(), arena.c_str(), lower.c_str(),
+                workspace.c_str(), total.c_str());
+  };
+  line("", "weights", "arena", "lower bnd", "workspace", "total");
+  for (auto [label, p] : {std::pair<const char*, const MemoryPlan*>{"detector", &det.plan}, {"generator", &gen.plan}})
+    line(label, mb(p->weights_bytes), mb(p->arena_bytes), mb(p->lower_bound_bytes), mb(p->workspace_bytes),
+         mb(p->total_bytes()));
+  line("separate", mb(joint.weights_bytes), mb(sep_arena), "", mb(sep_ws), mb(sep_total));
+  line("joint", mb(joint.weights_bytes), mb(joint.arena_bytes), "", mb(joint.workspace_bytes), mb(joint.total_bytes()));
+  std::printf("  one shared arena saves %s (%.1f%% of the separate total)\n", mb(sep_total - joint.total_bytes()).c_str(),
+              100.0 * double(sep_total - joint.total_bytes()) / double(sep_total));
+  if (det.transformed) {
+    std::printf("  detector ");
+    print_transform(det);
+  }
+  if (gen.detail.transformed) {
+    std::printf("  generator ");
+    print_transform(gen.detail);
+  }
+}
+
+}  // namespace gpen::cli::plan_detail

@@ -1,0 +1,121 @@
+#pragma once
+// Internal to `gpen plan` (apps/cmd_plan.cpp, apps/plan_*.cpp): the options, the plan of one graph
+// with the asked-for transforms, the figures every report shares (apps/plan_report.cpp), the GPEN
+// planner (apps/plan_gpen.cpp) and the RetinaFace and pipeline plans (apps/plan_detector.cpp).
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/models/gpen.h"
+#include "engine/models/gpen_model.h"
+#include "engine/plan/memory_plan.h"
+#include "engine/runtime/backend.h"
+
+namespace gpen::cli::plan_detail {
+
+struct PlanArgs {
+  std::string arch = "gpen";
+  std::string model;
+  int size = 512;
+  std::vector<int> sizes;
+  bool sweep = false;
+  int channel_multiplier = 2;
+  double narrow = 1.0;
+  int batch = 1;
+  std::vector<int> batches;
+  std::string precision = "fp32";
+  std::vector<std::string> precisions;
+  std::string strategy;
+  bool json = false;
+  bool csv = false;
+  bool official = false;
+  bool tensors = false;
+  std::string max_batch_for;
+  std::string plot;
+  std::string plot_lifetimes;
+  std::string input_size = "1000x750";
+  bool remat = false;
+  bool reorder = false;
+  double remat_max_flops = 2.0;  // percent of the model's FLOPs
+  bool pipeline = false;
+  std::string device = "cpu";
+};
+
+// The backend whose workspace figures a plan uses.
+struct PlanDevice {
+  std::string name;
+  WorkspaceFn ws;
+};
+
+// Only the workspace function of a backend is used, so no device is opened (and none is needed).
+PlanDevice plan_device(const std::string& device);
+PlanOptions plan_options(const PlanArgs& a, const std::string& strategy);
+
+// A plan of one graph, with the graph transforms of --remat / --reorder: `before` plans the
+// builder's graph, `plan` the transformed one (the same when no transform was asked for).
+struct Planned {
+  MemoryPlan plan, before;
+  bool transformed = false;
+  TransformReport xf;
+};
+Planned plan_with_transforms(Graph& g, const WorkspaceFn& ws, const PlanOptions& o);
+nlohmann::json transform_json(const Planned& p);
+void print_transform(const Planned& p);
+std::pair<int, int> parse_input_size(const std::string& s);
+double ratio(const MemoryPlan& p);
+
+// The figures every plan report has (GPEN and RetinaFace), as JSON fields and as text lines.
+nlohmann::json plan_json(const MemoryPlan& p);
+// `backend`: named after the workspace figure when not null.
+void print_plan(const MemoryPlan& p, const char* backend);
+// One entry of the --strategy all comparison.
+nlohmann::json strategy_json(const MemoryPlan& q);
+void print_strategy(const MemoryPlan& q);
+
+struct Row {
+  std::string model;
+  GpenConfig cfg;
+  std::string precision;
+  MemoryPlan plan;
+  size_t ops = 0, tensors = 0;
+  Planned detail;  // before / after the graph transforms
+};
+
+class Planner {
+ public:
+  Planner(const PlanArgs& a, PlanDevice dev) : dev_(std::move(dev)), args_(a) {}
+  Row plan(const std::string& name, GpenConfig c, const std::string& prec, const std::string& strategy) {
+    c.act_dtype = c.weight_dtype = parse_dtype(prec);
+    GpenGraph gg = build_gpen_graph(c);
+    Planned pd = plan_with_transforms(gg.graph, dev_.ws, plan_options(args_, strategy));
+    Row r{name, c, prec, pd.plan, gg.graph.nodes().size(), gg.graph.tensors().size(), pd};
+    last_graph_ = std::move(gg);
+    return r;
+  }
+  const Graph& last_graph() const { return last_graph_.graph; }
+  const char* device() const { return dev_.name.c_str(); }
+
+ private:
+  PlanDevice dev_;
+  PlanArgs args_;
+  GpenGraph last_graph_;
+};
+
+// The GPEN configuration asked for: from the converted model (-m), or --size and the width options;
+// batch from --batch.
+struct GpenBase {
+  std::string name = "gpen";
+  GpenConfig cfg;
+};
+GpenBase gpen_base(const PlanArgs& a);
+
+// RetinaFace plans: one input size (WxH), the detector's graph, same report fields as GPEN.
+void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev);
+// The restore pipeline: the detector runs, then the generator, never both at once, so one arena
+// (and one workspace) of the larger size serves both.
+void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev);
+// Runs the plan the options ask for: the pipeline, RetinaFace, or GPEN (one report or a table).
+void run_plan(PlanArgs a);
+
+}  // namespace gpen::cli::plan_detail

@@ -1,0 +1,128 @@
+// What every `gpen plan` report shares: the backend's workspace function, the planner options and
+// graph transforms, and the plan figures as JSON fields and as text lines.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apps/format.h"
+#include "apps/plan_internal.h"
+#include "engine/runtime/device.h"
+
+namespace gpen::cli::plan_detail {
+
+PlanDevice plan_device(const std::string& device) {
+  GPEN_CHECK(device == "cpu" || device == "cuda", "gpen plan: unknown --device '" + device + "' (expected cpu or cuda)");
+  if (device == "cuda") {
+    const CudaProvider* cuda = native_cuda();
+    GPEN_CHECK(cuda && cuda->workspace_bytes,
+               "gpen plan --device cuda: CUDA support was not compiled in (rebuild with nvcc / -DGPEN_CUDA=ON)");
+    return {"cuda", cuda->workspace_bytes};
+  }
+  std::shared_ptr<const Backend> cpu = make_cpu_backend();
+  return {cpu->name(), [cpu](const Graph& g, const Node& n) { return cpu->workspace_bytes(g, n); }};
+}
+
+PlanOptions plan_options(const PlanArgs& a, const std::string& strategy) {
+  PlanOptions o;
+  o.strategy = strategy;
+  o.rematerialize = a.remat;
+  o.reorder = a.reorder;
+  o.remat_max_flops_fraction = a.remat_max_flops / 100.0;
+  return o;
+}
+
+Planned plan_with_transforms(Graph& g, const WorkspaceFn& ws, const PlanOptions& o) {
+  Planned r;
+  r.transformed = o.rematerialize || o.reorder;
+  if (r.transformed) {
+    r.before = plan_memory(g, ws, o);
+    r.xf = transform_for_memory(g, o);
+  }
+  r.plan = plan_memory(g, ws, o);
+  if (!r.transformed) r.before = r.plan;
+  return r;
+}
+
+nlohmann::json transform_json(const Planned& p) {
+  const TransformReport& x = p.xf;
+  return {{"rematerialize", !x.recomputed.empty() || x.remat_flops > 0},
+          {"recomputed", x.recomputed},
+          {"flops_added", x.remat_flops},
+          {"model_flops", x.model_flops},
+          {"flops_added_percent", x.model_flops > 0 ? 100.0 * x.remat_flops / x.model_flops : 0.0},
+          {"reorder_rule", x.reorder_rule},
+          {"nodes_moved", x.nodes_moved},
+          {"lower_bound_before_bytes", x.lower_bound_before},
+          {"lower_bound_after_remat_bytes", x.lower_bound_after_remat},
+          {"lower_bound_after_bytes", x.lower_bound_after},
+          {"arena_before_bytes", p.before.arena_bytes},
+          {"arena_after_bytes", p.plan.arena_bytes},
+          {"bytes_saved", static_cast<int64_t>(p.before.arena_bytes) - static_cast<int64_t>(p.plan.arena_bytes)}};
+}
+
+void print_transform(const Planned& p) {
+  const TransformReport& x = p.xf;
+  auto mb = [](size_t b) { return human_bytes(double(b)); };
+  std::printf("  transforms (model %.3f GFLOP):\n", x.model_flops * 1e-9);
+  std::printf("    lower bound  %s -> %s after remat -> %s after reorder\n", mb(x.lower_bound_before).c_str(),
+              mb(x.lower_bound_after_remat).c_str(), mb(x.lower_bound_after).c_str());
+  std::printf("    arena        %s -> %s  (saved %s)\n", mb(p.before.arena_bytes).c_str(), mb(p.plan.arena_bytes).c_str(),
+              p.before.arena_bytes >= p.plan.arena_bytes ? mb(p.before.arena_bytes - p.plan.arena_bytes).c_str() : "-");
+  std::string names;
+  for (const auto& n : x.recomputed) names += (names.empty() ? "" : ", ") + n;
+  std::printf("    remat        %zu tensor(s) recomputed%s%s, +%.4f GFLOP (%.3f%% of the model)\n", x.recomputed.size(),
+              names.empty() ? "" : ": ", names.c_str(), x.remat_flops * 1e-9,
+              x.model_flops > 0 ? 100.0 * x.remat_flops / x.model_flops : 0.0);
+  std::printf("    reorder      order %s, %d node(s) moved\n", x.reorder_rule.c_str(), x.nodes_moved);
+}
+
+std::pair<int, int> parse_input_size(const std::string& s) {
+  int w = 0, h = 0;
+  char x = 0;
+  std::istringstream is(s);
+  GPEN_CHECK((is >> w >> x >> h) && x == 'x' && w > 0 && h > 0 && is.eof(),
+             "--input-size '" + s + "': expected WIDTHxHEIGHT, e.g. 1000x750");
+  return {w, h};
+}
+
+double ratio(const MemoryPlan& p) { return p.lower_bound_bytes ? double(p.arena_bytes) / p.lower_bound_bytes : 1.0; }
+
+nlohmann::json plan_json(const MemoryPlan& p) {
+  return {{"strategy", p.strategy},
+          {"weights_bytes", p.weights_bytes},
+          {"arena_bytes", p.arena_bytes},
+          {"lower_bound_bytes", p.lower_bound_bytes},
+          {"naive_bytes", p.naive_bytes},
+          {"workspace_bytes", p.workspace_bytes},
+          {"total_bytes", p.total_bytes()},
+          {"arena_over_lower_bound", ratio(p)},
+          {"plan_ms", p.plan_ms}};
+}
+
+void print_plan(const MemoryPlan& p, const char* backend) {
+  auto mb = [](size_t b) { return human_bytes(double(b)); };
+  std::printf("  weights      %12zu  (%s)\n", p.weights_bytes, mb(p.weights_bytes).c_str());
+  std::printf("  arena        %12zu  (%s, strategy %s)\n", p.arena_bytes, mb(p.arena_bytes).c_str(), p.strategy.c_str());
+  std::printf("  lower bound  %12zu  (%s, arena/lower bound %.4f)\n", p.lower_bound_bytes,
+              mb(p.lower_bound_bytes).c_str(), ratio(p));
+  std::printf("  naive        %12zu  (%s)\n", p.naive_bytes, mb(p.naive_bytes).c_str());
+  if (backend)
+    std::printf("  workspace    %12zu  (%s, %s backend)\n", p.workspace_bytes, mb(p.workspace_bytes).c_str(), backend);
+  else
+    std::printf("  workspace    %12zu  (%s)\n", p.workspace_bytes, mb(p.workspace_bytes).c_str());
+  std::printf("  total        %12zu  (%s)\n", p.total_bytes(), mb(p.total_bytes()).c_str());
+}
+
+nlohmann::json strategy_json(const MemoryPlan& q) {
+  return {{"name", q.strategy},
+          {"arena_bytes", q.arena_bytes},
+          {"plan_ms", q.plan_ms},
+          {"arena_over_lower_bound", ratio(q)}};
+}
+
+void print_strategy(const MemoryPlan& q) {
+  std::printf("  strategy %-14s arena %12zu  ratio %.4f  %.2f ms\n", q.strategy.c_str(), q.arena_bytes, ratio(q),
+              q.plan_ms);
+}
+
+}  // namespace gpen::cli::plan_detail
