@@ -102,24 +102,29 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+void draw(Attempt* a, uint64_t have, uint64_t total) {
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - a->t0).count();
+  const double rate = secs > 0 ? mib(have - std::min(have, a->offset)) / secs : 0;
+  a->drawn = true;
+  if (total) {
+    char bar[31] = {};
+    const int fill = int(30.0 * double(have) / double(total));
+    for (int i = 0; i < 30; ++i) bar[i] = i < fill ? '#' : '.';
+    std::fprintf(stderr, "\r%-16s [%s] %3d%%  %.1f / %.1f MiB  %.1f MiB/s ", a->label.c_str(), bar,
+                 int(100.0 * double(have) / double(total)), mib(have), mib(total), rate);
+  } else {
+    std::fprintf(stderr, "\r%-16s %.1f MiB  %.1f MiB/s ", a->label.c_str(), mib(have), rate);
+  }
+  std::fflush(stderr);
+}
+
 int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t, curl_off_t) {
   auto* a = static_cast<Attempt*>(user);
   const auto now = std::chrono::steady_clock::now();
+  if (dltotal <= 0 && dlnow <= 0) return 0;  // no response yet
   if (a->drawn && now - a->last < std::chrono::milliseconds(200)) return 0;
   a->last = now;
-  a->drawn = true;
-  const uint64_t have = a->offset + uint64_t(dlnow), total = dltotal > 0 ? a->offset + uint64_t(dltotal) : 0;
-  const double secs = std::chrono::duration<double>(now - a->t0).count();
-  const double rate = secs > 0 ? mib(uint64_t(dlnow)) / secs : 0;
-  char bar[31] = {};
-  const int fill = total ? int(30.0 * double(have) / double(total)) : 0;
-  for (int i = 0; i < 30; ++i) bar[i] = i < fill ? '#' : '.';
-  if (total)
-    std::fprintf(stderr, "\r%-16s [%s] %3d%%  %.1f / %.1f MiB  %.1f MiB/s ", a->label.c_str(), bar,
-                 int(100.0 * double(have) / double(total)), mib(have), mib(total), rate);
-  else
-    std::fprintf(stderr, "\r%-16s %.1f MiB  %.1f MiB/s ", a->label.c_str(), mib(have), rate);
-  std::fflush(stderr);
+  draw(a, a->offset + uint64_t(dlnow), dltotal > 0 ? a->offset + uint64_t(dltotal) : 0);
   return 0;
 }
 
@@ -219,6 +224,7 @@ Transfer download(const std::string& url, const std::string& part, const Options
     }
     const CURLcode rc = curl_easy_perform(c);
     const bool closed = std::fclose(a.f) == 0;
+    if (opt.progress && rc == CURLE_OK) draw(&a, file_bytes(part), file_bytes(part));  // the throttle may skip the end
     if (a.drawn) std::fputc('\n', stderr);
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
@@ -254,7 +260,7 @@ Transfer download(const std::string& url, const std::string& part, const Options
     throw Error(detail);
   }
   throw Error("truncated: the transfer was cut " + std::to_string(t.transfers) + " times (" + last_cut + "); got " +
-              mib_str(file_bytes(part)) + " in " + part);
+              mib_str(file_bytes(part)));
 }
 
 std::string verify(const std::string& path, const ModelInfo& m, const std::string& pinned_sha, std::string* what) {
