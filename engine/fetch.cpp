@@ -216,7 +216,9 @@ Transfer download(const std::string& url, const std::string& part, const Options
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
-    if (a.offset > 0) curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, curl_off_t(a.offset));
+    // CURLOPT_RANGE rather than RESUME_FROM: libcurl then hands over a 200 (range ignored) instead of failing.
+    const std::string range = std::to_string(a.offset) + "-";
+    if (a.offset > 0) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
     if (opt.progress) {
       curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
       curl_easy_setopt(c, CURLOPT_XFERINFODATA, &a);
