@@ -48,13 +48,20 @@ int run_fetch(FetchArgs& a) {
   }
   a.opt.progress = !a.quiet && isatty(STDERR_FILENO);
   int failed = 0;
-  for (const auto* m : ms) {
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const auto* m = ms[i];
     try {
       const auto r = gpen::fetch::fetch_model(*m, a.opt);
       std::printf("%s: %s %s (%.1f MiB, %s, sha256 %s)%s%s\n", m->name.c_str(),
                   r.downloaded ? (r.resumed ? "downloaded (resumed)" : "downloaded") : "already there,", r.pth.c_str(),
                   double(r.bytes) / (1024.0 * 1024.0), r.what.c_str(), r.sha256.c_str(),
                   r.gpw.empty() ? "" : " -> ", r.gpw.c_str());
+    } catch (const gpen::fetch::Unreachable& e) {
+      // One line, not one per model: the rest would wait for the same timeout and say the same.
+      std::string rest;
+      for (size_t j = i + 1; j < ms.size(); ++j) rest += (rest.empty() ? "" : ", ") + ms[j]->name;
+      std::fprintf(stderr, "gpen: error: %s%s%s\n", e.what(), rest.empty() ? "" : "; not tried: ", rest.c_str());
+      return 1;
     } catch (const gpen::Error& e) {
       std::fprintf(stderr, "gpen: error: %s\n", e.what());
       ++failed;
@@ -91,7 +98,7 @@ gpen::cli::Command reg(
           "(also by the next run, if this one is killed), and renamed to NAME.pth only once the converter recognises "
           "the model's architecture, configuration and every tensor shape (and its size and sha256 match, where known). "
           "A failed or wrong download is deleted. A NAME.pth already there is verified, not downloaded again. "
-          "Exit status 1 when any model failed.");
+          "When the server cannot be reached, the remaining models are not tried. Exit status 1 when any model failed.");
       sub.callback([a] {
         if (int rc = run_fetch(*a); rc != 0) throw CLI::RuntimeError(rc);
       });

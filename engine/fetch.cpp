@@ -252,9 +252,9 @@ Transfer download(const std::string& url, const std::string& part, const Options
       throw Error(status);
     }
     if (is_tls(rc)) throw Error("TLS error: " + detail);
-    if (rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY) throw Error("cannot resolve the host: " + detail);
-    if (rc == CURLE_COULDNT_CONNECT) throw Error("cannot connect: " + detail);
-    if (rc == CURLE_OPERATION_TIMEDOUT && code == 0 && a.written == 0) throw Error("timed out: " + detail);
+    if (rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY) throw Unreachable("cannot resolve the host: " + detail);
+    if (rc == CURLE_COULDNT_CONNECT) throw Unreachable("cannot connect: " + detail);
+    if (rc == CURLE_OPERATION_TIMEDOUT && code == 0 && a.written == 0) throw Unreachable("timed out: " + detail);
     if (is_cut(rc)) {
       last_cut = detail;
       continue;
@@ -329,6 +329,9 @@ Result fetch_model(const ModelInfo& m, const Options& opt) {
       r.resumed = t.resumed;
       r.sha256 = verify(part, m, opt.sha256, &r.what);
       fs::rename(part, r.pth);
+    } catch (const Unreachable& e) {
+      std::remove(part.c_str());
+      throw Unreachable(m.name + ": " + r.url + ": " + e.what());
     } catch (const std::exception& e) {
       std::remove(part.c_str());
       throw Error(m.name + ": " + r.url + ": " + e.what());

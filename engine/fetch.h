@@ -7,9 +7,17 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/error.h"
 #include "engine/fetch_models.h"
 
 namespace gpen::fetch {
+
+// The server could not be reached at all (host not resolved, connection refused or timed out):
+// the other models of the same base URL would fail the same way.
+class Unreachable : public Error {
+ public:
+  using Error::Error;
+};
 
 struct Options {
   std::string dir = "models";

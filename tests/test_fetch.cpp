@@ -3,7 +3,7 @@
 // a Range request (also one left as .part by an earlier run); a server that ignores Range or
 // answers 416 makes it start over; a wrong model, a truncated file, a connection that keeps
 // being cut, a 404, a refused connection and a wrong sha256 are each refused with the reason and
-// leave no file behind. The official-size layouts are in test_fetch_official.cpp.
+// leave no file behind; an unreachable server stops the run at once. The official-size layouts are in test_fetch_official.cpp.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -188,7 +188,8 @@ TEST_CASE("gpen fetch: wrong model, truncated, always cut, 404, refused, bad nam
       {"GPEN-BFR-256 --base-url " + env.server.url("ok/trunc"), {"truncated", "not a valid zip archive"}, 1},
       {"GPEN-BFR-256 --attempts 3 --base-url " + env.server.url("cutalways/small"), {"truncated: the transfer was cut 3 times"}, 3},
       {"GPEN-BFR-256 --base-url " + env.server.url("ok/missing"), {"404 Not Found", env.server.url("ok/missing") + "/GPEN-BFR-256.pth"}, 1},
-      {"GPEN-BFR-256 --base-url http://127.0.0.1:1", {"cannot connect", "http://127.0.0.1:1/GPEN-BFR-256.pth"}, 0},
+      {"GPEN-BFR-256 RetinaFace-R50 --base-url http://127.0.0.1:1",
+       {"cannot connect", "http://127.0.0.1:1/GPEN-BFR-256.pth", "not tried: RetinaFace-R50"}, 0},
       {"GPEN-BFR-256 --base-url ftp://127.0.0.1/x", {"not an http:// or https:// URL"}, 0},
       {"GPEN-BFR-256 --sha256 " + std::string(64, 'f') + " --base-url " + env.server.url("ok/small"), {"sha256 " + kS64Sha + ", expected"}, 1},
       {"GPEN-BFR-999", {"unknown model 'GPEN-BFR-999'", "GPEN-BFR-512"}, 0},
