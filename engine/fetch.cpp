@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -321,17 +322,20 @@ Result fetch_model(const ModelInfo& m, const Options& opt) {
       throw Error(r.pth + " is already there but is not usable as " + m.name + ": " + e.what() + "; delete it to fetch again");
     }
   } else {
+    const uint64_t had = file_bytes(part);
     try {
-      if (const uint64_t have = file_bytes(part); have > 0)
-        std::fprintf(stderr, "%s: resuming %s (%s already there)\n", m.name.c_str(), part.c_str(), mib_str(have).c_str());
+      if (had > 0)
+        std::fprintf(stderr, "%s: resuming %s (%s already there)\n", m.name.c_str(), part.c_str(), mib_str(had).c_str());
       const Transfer t = download(r.url, part, opt, m.name);
       r.transfers = t.transfers;
       r.resumed = t.resumed;
       r.sha256 = verify(part, m, opt.sha256, &r.what);
       fs::rename(part, r.pth);
     } catch (const Unreachable& e) {
-      std::remove(part.c_str());
-      throw Unreachable(m.name + ": " + r.url + ": " + e.what());
+      // Nothing was transferred: a .part an earlier run left stays for the next one.
+      if (had == 0) std::remove(part.c_str());
+      throw Unreachable(m.name + ": " + r.url + ": " + e.what() +
+                        (had ? " (kept " + part + ", " + mib_str(had) + ", for the next run)" : std::string()));
     } catch (const std::exception& e) {
       std::remove(part.c_str());
       throw Error(m.name + ": " + r.url + ": " + e.what());

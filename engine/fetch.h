@@ -43,7 +43,8 @@ struct Result {
 };
 
 // Fetches, verifies and (with opt.convert) converts one model. Throws gpen::Error, after removing
-// everything it wrote, when any step fails.
+// everything it wrote, when any step fails (Unreachable when the server was not reached; then a
+// .part left by an earlier run is kept for the next one).
 Result fetch_model(const ModelInfo& m, const Options& opt);
 
 // Checks that `path` is model `m`: size and sha256 when known (`pinned_sha` overrides the table),

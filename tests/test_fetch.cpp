@@ -220,3 +220,23 @@ TEST_CASE("gpen fetch: wrong model, truncated, always cut, 404, refused, bad nam
   CHECK(read_file(dir / "GPEN-BFR-256.pth") == "not a checkpoint");
   CHECK(env.server.requests().empty());
 }
+
+TEST_CASE("fetch: an unreachable server keeps the .part an earlier run left, for the next run") {
+  const fs::path work = fs::temp_directory_path() / ("gpen_test_fetch_unreach_" + std::to_string(getpid()));
+  fs::remove_all(work);
+  fetch::Options opt;
+  opt.dir = (work / "models").string();
+  opt.base_url = "http://127.0.0.1:1";  // nothing listens on port 1
+  const fs::path part = work / "models" / "tiny-gpen.pth.part";
+  write_file(part, std::string(1000, 'x'));
+  try {
+    fetch::fetch_model(tiny_gpen(), opt);
+    FAIL("port 1 answered");
+  } catch (const fetch::Unreachable& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find("cannot connect") != std::string::npos);
+    CHECK(msg.find("kept " + part.string()) != std::string::npos);
+  }
+  CHECK(fs::file_size(part) == 1000);
+  fs::remove_all(work);
+}
