@@ -11,9 +11,9 @@
 #include "apps/format.h"
 #include "apps/peer.h"
 #include "apps/rss.h"
-#include "engine/device.h"
-#include "engine/error.h"
-#include "engine/image.h"
+#include "engine/runtime/device.h"
+#include "engine/core/error.h"
+#include "engine/photo/image.h"
 #include "engine/models/retinaface.h"
 #include "kernels/cpu/ops.h"
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace gpen::cli {
 

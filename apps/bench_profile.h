@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "engine/graph.h"
+#include "engine/graph/graph.h"
 
 namespace gpen::cli {
 

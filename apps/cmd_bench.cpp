@@ -2,7 +2,7 @@
 // figures, for a converted model or an architecture with synthetic weights. On CUDA also the
 // device time per face (cudaEvent) and the device memory (plan figures, cudaMemGetInfo).
 // --accuracy: the same weights and input through the CPU backend in fp32, compared with
-// compare_outputs (engine/output_diff.h). --compare-pytorch: the PyTorch reference on the same
+// compare_outputs (engine/photo/output_diff.h). --compare-pytorch: the PyTorch reference on the same
 // configuration (on CUDA: eager at the engine's precision, eager fp32, torch.compile on request).
 // --profile: each node timed alone (apps/bench_profile.h).
 
@@ -23,9 +23,9 @@
 #include "apps/format.h"
 #include "apps/peer.h"
 #include "apps/rss.h"
-#include "engine/device.h"
+#include "engine/runtime/device.h"
 #include "engine/models/gpen_model.h"
-#include "engine/output_diff.h"
+#include "engine/photo/output_diff.h"
 #include "kernels/cpu/ops.h"
 
 namespace gpen::cli {

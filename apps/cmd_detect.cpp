@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli.h"
-#include "engine/device.h"
-#include "engine/image.h"
+#include "engine/runtime/device.h"
+#include "engine/photo/image.h"
 #include "engine/models/retinaface.h"
 
 namespace gpen::cli {

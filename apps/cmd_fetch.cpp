@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "apps/cli.h"
-#include "engine/error.h"
-#include "engine/fetch.h"
+#include "engine/core/error.h"
+#include "converter/fetch.h"
 
 namespace {
 

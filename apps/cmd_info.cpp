@@ -6,7 +6,7 @@
 
 #include "apps/cli.h"
 #include "converter/convert.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "weights/gpw.h"
 
 namespace {

@@ -23,7 +23,7 @@ inline std::string human_bytes(double b) {
 #include <cmath>
 #include <string_view>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace gpen::cli {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "apps/cli.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "kernels/cpu/ops.h"
 
 namespace gpen::cli {

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "apps/format.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace gpen::cli {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/memory_plan.h"
+#include "engine/plan/memory_plan.h"
 
 namespace gpen::cli {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <random>
 
-#include "engine/planner.h"
+#include "engine/plan/planner.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace gpen::conv {
 

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "converter/pickle.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "weights/half.h"
 #include "weights/json_parse.h"
 

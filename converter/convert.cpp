@@ -6,7 +6,7 @@
 #include <map>
 #include <memory>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace gpen::conv {
 

@@ -11,7 +11,7 @@
 
 #include "converter/checkpoint.h"
 #include "converter/layouts.h"
-#include "engine/dtype.h"
+#include "engine/core/dtype.h"
 #include "weights/gpw_writer.h"
 
 namespace gpen::conv {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <set>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace gpen::conv {
 

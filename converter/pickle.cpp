@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace gpen::conv::pickle {
 

@@ -7,10 +7,10 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "engine/align.h"
-#include "engine/error.h"
-#include "engine/image.h"
-#include "engine/warp.h"
+#include "engine/photo/align.h"
+#include "engine/core/error.h"
+#include "engine/photo/image.h"
+#include "kernels/cpu/warp.h"
 
 using namespace gpen;
 

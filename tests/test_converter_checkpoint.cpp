@@ -14,7 +14,7 @@
 
 #include "converter/checkpoint.h"
 #include "converter/convert.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "weights/gpw_format.h"
 
 using namespace gpen;

@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "converter/convert.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "weights/gpw.h"
 #include "weights/half.h"
 

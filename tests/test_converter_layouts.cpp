@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "converter/layouts.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 using namespace gpen;
 using namespace gpen::conv;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "converter/pickle.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 using namespace gpen;
 using namespace gpen::conv;

@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "engine/npy.h"
+#include "engine/photo/npy.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
 

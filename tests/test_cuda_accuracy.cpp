@@ -1,16 +1,16 @@
 // The figures of `gpen bench --accuracy` on the CUDA backend (emulated by default, natively with
 // GPEN_CUDA_TESTS_NATIVE): a small GPEN in fp16 and bf16 against the CPU backend's fp32 on the
-// same synthetic weights and input, through compare_outputs (engine/output_diff.h).
+// same synthetic weights and input, through compare_outputs (engine/photo/output_diff.h).
 #include <doctest/doctest.h>
 
 #include <random>
 #include <string>
 #include <vector>
 
-#include "engine/device.h"
+#include "engine/runtime/device.h"
 #include "engine/models/gpen_model.h"
-#include "engine/output_diff.h"
-#include "kernels/cuda/backend_cuda.h"
+#include "engine/photo/output_diff.h"
+#include "engine/runtime/cuda/backend_cuda.h"
 #include "tests/cuda_emu/small_gpen.h"
 
 using namespace gpen;

@@ -1,4 +1,4 @@
-// The CUDA backend (kernels/cuda/backend_cuda.cu) behind engine/backend.h: whole graphs (a small
+// The CUDA backend (engine/runtime/cuda/backend_cuda.cu) behind engine/runtime/backend.h: whole graphs (a small
 // GPEN, RetinaFace mobilenet0.25) against the CPU backend, zero allocations per run, CUDA-graph
 // replay against direct launches, device selection and its errors. Emulated by default
 // (tests/cuda_emu), natively on a GPU with GPEN_CUDA_TESTS_NATIVE.
@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "converter/convert.h"
-#include "engine/device.h"
+#include "engine/runtime/device.h"
 #include "engine/models/gpen_model.h"
 #include "engine/models/retinaface.h"
-#include "engine/npy.h"
-#include "kernels/cuda/backend_cuda.h"
+#include "engine/photo/npy.h"
+#include "engine/runtime/cuda/backend_cuda.h"
 #include "tests/cuda_emu/small_gpen.h"
 #include "kernels/cuda/compat.h"
 #include "kernels/cuda/ops.h"

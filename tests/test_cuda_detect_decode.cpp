@@ -1,4 +1,4 @@
-// CUDA detect_decode + detect_finish against engine/detect_post.cpp (retinaface_priors,
+// CUDA detect_decode + detect_finish against kernels/cpu/detect_post.cpp (retinaface_priors,
 // decode_boxes, decode_landmarks, retinaface_postprocess) on random head outputs.
 //
 // What is compared how:
@@ -18,8 +18,8 @@
 #include <map>
 #include <random>
 
-#include "engine/detect_post.h"
-#include "engine/error.h"
+#include "kernels/cpu/detect_post.h"
+#include "engine/core/error.h"
 #include "kernels/cuda/ops_pipeline.h"
 #include "tests/cuda_emu/test_util.h"
 

@@ -1,4 +1,4 @@
-// CUDA face_to_model / model_to_face / detect_input against engine/face_io.cpp and the input
+// CUDA face_to_model / model_to_face / detect_input against kernels/cpu/face_io.cpp and the input
 // preparation of RetinaFaceDetector::detect.
 //  - face_to_model: the same two float divisions and one subtraction, each rounded once: exact in
 //    f32; f16 / bf16 hold the f32 value rounded once, so exact against the rounded CPU value.
@@ -6,7 +6,7 @@
 //    v * 0.5 is exact, so fused or not the sum rounds the same).
 //  - detect_input without resizing: exact (u8 -> float, minus an integer mean).
 //  - detect_input with resizing: the kernel multiplies and adds without fusing (OpenCV's scalar
-//    order); the CPU twin (engine/image.cpp) is compiled with -mfma and no fp-contract pragma, so
+//    order); the CPU twin (engine/photo/image.cpp) is compiled with -mfma and no fp-contract pragma, so
 //    GCC may fuse either product of each blend. Three blends of values <= 255, each rounding at
 //    most half an ulp of 256 (2^-16) differently, give |diff| <= 1.5 * 2^-15 < 5e-5 before the
 //    mean subtraction, which is exact for these magnitudes; the tolerance is 5e-5 absolute.
@@ -14,9 +14,9 @@
 
 #include <cstring>
 
-#include "engine/error.h"
-#include "engine/face_io.h"
-#include "engine/image.h"
+#include "engine/core/error.h"
+#include "kernels/cpu/face_io.h"
+#include "engine/photo/image.h"
 #include "engine/models/retinaface.h"
 #include "kernels/cuda/ops_pipeline.h"
 #include "tests/cuda_emu/test_util.h"

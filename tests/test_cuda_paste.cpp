@@ -1,4 +1,4 @@
-// CUDA paste-back kernels against engine/paste.cpp: smoothing, alpha blend, the per-face
+// CUDA paste-back kernels against engine/photo/paste.cpp: smoothing, alpha blend, the per-face
 // accumulation (PasteCanvas::add) and the composite, then the whole paste_faces sequence on a
 // 64 x 48 photo with overlapping faces, one partly outside the photo. Everything is compared bit
 // for bit: the kernels perform the CPU's integer arithmetic, its one FMA (the blend) and its
@@ -9,8 +9,8 @@
 #include <cstring>
 #include <random>
 
-#include "engine/error.h"
-#include "engine/paste.h"
+#include "engine/core/error.h"
+#include "engine/photo/paste.h"
 #include "kernels/cuda/ops_pipeline.h"
 #include "tests/cuda_emu/test_util.h"
 

@@ -1,4 +1,4 @@
-// FaceRestorer on the CUDA backend with the photo kept on the device (engine/pipeline_device.cpp)
+// FaceRestorer on the CUDA backend with the photo kept on the device (engine/photo/pipeline_device.cpp)
 // against the same models with the pipeline steps on the host: the same faces, restored faces and
 // composite; one buffer, no allocation once it is sized; alpha blending and short batches.
 // Emulated by default (tests/cuda_emu), natively with GPEN_CUDA_TESTS_NATIVE.
@@ -12,12 +12,12 @@
 #include <string>
 
 #include "converter/convert.h"
-#include "engine/device.h"
-#include "engine/image.h"
+#include "engine/runtime/device.h"
+#include "engine/photo/image.h"
 #include "engine/models/gpen_model.h"
 #include "engine/models/retinaface.h"
-#include "engine/pipeline.h"
-#include "kernels/cuda/backend_cuda.h"
+#include "engine/photo/pipeline.h"
+#include "engine/runtime/cuda/backend_cuda.h"
 
 using namespace gpen;
 namespace fs = std::filesystem;

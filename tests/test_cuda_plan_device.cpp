@@ -14,11 +14,11 @@
 #include <string>
 #include <unistd.h>
 
-#include "engine/device.h"
-#include "engine/memory_plan.h"
+#include "engine/runtime/device.h"
+#include "engine/plan/memory_plan.h"
 #include "engine/models/gpen.h"
 #include "engine/models/retinaface.h"
-#include "kernels/cuda/backend_cuda.h"
+#include "engine/runtime/cuda/backend_cuda.h"
 #include "kernels/cuda/compat.h"
 
 using namespace gpen;

@@ -1,4 +1,4 @@
-// CUDA warp_affine_roi against gpen::warp_affine_roi (engine/warp.cpp), bilinear and bicubic, on
+// CUDA warp_affine_roi against gpen::warp_affine_roi (kernels/cpu/warp.cpp), bilinear and bicubic, on
 // 8-bit BGR and float planes: random similarity and general affine matrices (rotations, scales,
 // flips, shears, integer translations that hit the weight-1 cell), ROIs covering borders and
 // regions mapped wholly or partly outside the source, compact and pitched destinations.
@@ -10,8 +10,8 @@
 #include <cmath>
 #include <random>
 
-#include "engine/error.h"
-#include "engine/warp.h"
+#include "engine/core/error.h"
+#include "kernels/cpu/warp.h"
 #include "kernels/cuda/ops_pipeline.h"
 #include "tests/cuda_emu/test_util.h"
 

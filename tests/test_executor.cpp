@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "engine/executor.h"
-#include "engine/memory_plan.h"
+#include "engine/runtime/executor.h"
+#include "engine/plan/memory_plan.h"
 #include "kernels/cpu/ops.h"
 
 using namespace gpen;

@@ -8,9 +8,9 @@
 
 #include <string>
 
-#include "engine/error.h"
-#include "engine/fetch.h"
-#include "engine/sha256.h"
+#include "engine/core/error.h"
+#include "converter/fetch.h"
+#include "converter/sha256.h"
 #include "tests/fetch_test_server.h"
 #include "weights/gpw.h"
 

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "converter/convert.h"
-#include "engine/face_io.h"
+#include "kernels/cpu/face_io.h"
 #include "engine/models/gpen_model.h"
-#include "engine/npy.h"
+#include "engine/photo/npy.h"
 #include "kernels/cpu/ops.h"
 
 using namespace gpen;

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "engine/graph.h"
+#include "engine/graph/graph.h"
 
 using namespace gpen;
 

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/error.h"
-#include "engine/image.h"
-#include "engine/npy.h"
+#include "engine/core/error.h"
+#include "engine/photo/image.h"
+#include "engine/photo/npy.h"
 
 using namespace gpen;
 namespace fs = std::filesystem;

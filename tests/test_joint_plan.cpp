@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "engine/memory_plan.h"
+#include "engine/plan/memory_plan.h"
 #include "engine/models/gpen.h"
 #include "engine/models/retinaface.h"
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/npy.h"
+#include "engine/photo/npy.h"
 
 using namespace gpen;
 

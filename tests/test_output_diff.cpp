@@ -1,4 +1,4 @@
-// compare_outputs (engine/output_diff.h): the raw and 8-bit figures of `gpen bench --accuracy`,
+// compare_outputs (engine/photo/output_diff.h): the raw and 8-bit figures of `gpen bench --accuracy`,
 // on outputs small enough to work out by hand. 8-bit values follow model_to_face:
 // trunc(clip(y * 0.5 + 0.5, 0, 1) * 255), so y = 0 -> 127, 0.5 -> 191, -0.25 -> 95,
 // 0.02 -> trunc(130.05) = 130, -0.26 -> trunc(94.35) = 94, and everything >= 1 -> 255.
@@ -7,8 +7,8 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/error.h"
-#include "engine/output_diff.h"
+#include "engine/core/error.h"
+#include "engine/photo/output_diff.h"
 
 using namespace gpen;
 

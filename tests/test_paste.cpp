@@ -11,12 +11,12 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "engine/align.h"
-#include "engine/error.h"
-#include "engine/image.h"
-#include "engine/npy.h"
-#include "engine/paste.h"
-#include "engine/warp.h"
+#include "engine/photo/align.h"
+#include "engine/core/error.h"
+#include "engine/photo/image.h"
+#include "engine/photo/npy.h"
+#include "engine/photo/paste.h"
+#include "kernels/cpu/warp.h"
 
 using namespace gpen;
 

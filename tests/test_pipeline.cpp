@@ -22,12 +22,12 @@
 #include <vector>
 
 #include "converter/convert.h"
-#include "engine/align.h"
-#include "engine/image.h"
+#include "engine/photo/align.h"
+#include "engine/photo/image.h"
 #include "engine/models/gpen_model.h"
 #include "engine/models/retinaface.h"
-#include "engine/paste.h"
-#include "engine/pipeline.h"
+#include "engine/photo/paste.h"
+#include "engine/photo/pipeline.h"
 #include "kernels/cpu/ops.h"
 
 using namespace gpen;

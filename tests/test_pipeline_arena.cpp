@@ -9,10 +9,10 @@
 #include <string>
 
 #include "converter/convert.h"
-#include "engine/image.h"
+#include "engine/photo/image.h"
 #include "engine/models/gpen_model.h"
 #include "engine/models/retinaface.h"
-#include "engine/pipeline.h"
+#include "engine/photo/pipeline.h"
 
 using namespace gpen;
 namespace fs = std::filesystem;

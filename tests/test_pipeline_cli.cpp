@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "converter/convert.h"
-#include "engine/image.h"
+#include "engine/photo/image.h"
 
 using namespace gpen;
 namespace fs = std::filesystem;

@@ -8,8 +8,8 @@
 #include <random>
 #include <string>
 
-#include "engine/error.h"
-#include "engine/planner.h"
+#include "engine/core/error.h"
+#include "engine/plan/planner.h"
 
 using namespace gpen;
 

@@ -1,4 +1,4 @@
-// Rematerialization (engine/remat.h): GPEN's first encoder feature is recomputed from the input
+// Rematerialization (engine/plan/remat.h): GPEN's first encoder feature is recomputed from the input
 // before the last decoder layers instead of living across the whole decoder. The transformed
 // graph computes bit-identical output, and on GPEN-512 the lower bound drops by exactly what the
 // shapes at the two peak steps predict.
@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "engine/memory_plan.h"
+#include "engine/plan/memory_plan.h"
 #include "engine/models/gpen_model.h"
-#include "engine/remat.h"
+#include "engine/plan/remat.h"
 #include "kernels/cpu/ops.h"
 
 using namespace gpen;

@@ -1,4 +1,4 @@
-// Execution-order exploration (engine/reorder.h): any order it keeps is a valid topological order
+// Execution-order exploration (engine/plan/reorder.h): any order it keeps is a valid topological order
 // of the builder's graph, computes exactly the same output, and never has a higher liveness peak.
 #include <doctest/doctest.h>
 
@@ -7,11 +7,11 @@
 #include <random>
 #include <vector>
 
-#include "engine/executor.h"
-#include "engine/memory_plan.h"
+#include "engine/runtime/executor.h"
+#include "engine/plan/memory_plan.h"
 #include "engine/models/gpen_model.h"
 #include "engine/models/retinaface.h"
-#include "engine/reorder.h"
+#include "engine/plan/reorder.h"
 #include "kernels/cpu/ops.h"
 
 using namespace gpen;

@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "converter/convert.h"
-#include "engine/executor.h"
-#include "engine/image.h"
-#include "engine/memory_plan.h"
+#include "engine/runtime/executor.h"
+#include "engine/photo/image.h"
+#include "engine/plan/memory_plan.h"
 #include "engine/models/retinaface.h"
-#include "engine/npy.h"
+#include "engine/photo/npy.h"
 #include "weights/gpw.h"
 
 using namespace gpen;

@@ -15,10 +15,10 @@
 
 #include "converter/convert.h"
 #include "converter/layouts.h"
-#include "engine/executor.h"
-#include "engine/memory_plan.h"
+#include "engine/runtime/executor.h"
+#include "engine/plan/memory_plan.h"
 #include "engine/models/retinaface.h"
-#include "engine/npy.h"
+#include "engine/photo/npy.h"
 #include "weights/gpw.h"
 
 using namespace gpen;

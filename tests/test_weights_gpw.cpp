@@ -16,7 +16,7 @@
 #include <immintrin.h>
 #endif
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "weights/gpw.h"
 #include "weights/gpw_format.h"
 #include "weights/gpw_writer.h"

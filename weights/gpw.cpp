@@ -11,7 +11,7 @@
 #include <cstring>
 #include <set>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "weights/gpw_format.h"
 #include "weights/json_parse.h"
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <new>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "weights/gpw_format.h"
 #include "weights/half.h"
 

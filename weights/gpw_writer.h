@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/tensor.h"
+#include "engine/core/tensor.h"
 
 namespace gpen {
 

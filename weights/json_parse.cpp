@@ -1,6 +1,6 @@
 #include "weights/json_parse.h"
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 namespace gpen {
 

@@ -3,7 +3,7 @@
 // names and layouts as the converter writes them (docs/weights-format.md).
 #include <string>
 
-#include "engine/graph.h"
+#include "engine/graph/graph.h"
 
 namespace gpen {
 

@@ -9,7 +9,7 @@
 #include <immintrin.h>
 #endif
 
-#include "engine/device_weights.h"
+#include "engine/runtime/device_weights.h"
 #include "weights/half.h"
 
 namespace gpen {

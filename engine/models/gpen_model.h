@@ -1,7 +1,7 @@
 #pragma once
 // A runnable GPEN: weights (a mapped .gpw, or synthetic ones for benchmarks and plans), the graph
 // for one batch size, its memory plan and an executor. Runs NHWC float batches in model space.
-// On a device backend (engine/device.h) the weights are converted to the model's precision and
+// On a device backend (engine/runtime/device.h) the weights are converted to the model's precision and
 // uploaded once, into one allocation; faces go through pinned host buffers in that precision.
 #include <functional>
 #include <map>
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend.h"
-#include "engine/device.h"
-#include "engine/executor.h"
-#include "engine/memory_plan.h"
+#include "engine/runtime/backend.h"
+#include "engine/runtime/device.h"
+#include "engine/runtime/executor.h"
+#include "engine/plan/memory_plan.h"
 #include "engine/models/gpen.h"
 #include "weights/gpw.h"
 

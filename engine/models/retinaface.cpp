@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/device.h"
-#include "engine/device_weights.h"
-#include "engine/executor.h"
-#include "engine/memory_plan.h"
+#include "engine/runtime/device.h"
+#include "engine/runtime/device_weights.h"
+#include "engine/runtime/executor.h"
+#include "engine/plan/memory_plan.h"
 #include "weights/gpw.h"
 #include "weights/half.h"
 

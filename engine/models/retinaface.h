@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend.h"
-#include "engine/detect_post.h"
-#include "engine/graph.h"
-#include "engine/image.h"
-#include "engine/pipeline_ops.h"
+#include "engine/runtime/backend.h"
+#include "kernels/cpu/detect_post.h"
+#include "engine/graph/graph.h"
+#include "engine/photo/image.h"
+#include "engine/runtime/pipeline_ops.h"
 
 namespace gpen {
 

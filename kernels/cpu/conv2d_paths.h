@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/tensor.h"
+#include "engine/core/tensor.h"
 #include "kernels/cpu/simd8.h"
 #include "kernels/params.h"
 

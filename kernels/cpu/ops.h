@@ -8,7 +8,7 @@
 // inputs, except the elementwise ops (in place allowed) and a residual, which may be the output.
 #include <cstddef>
 
-#include "engine/tensor.h"
+#include "engine/core/tensor.h"
 #include "kernels/params.h"
 
 namespace gpen::cpu {

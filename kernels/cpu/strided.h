@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/error.h"
-#include "engine/tensor.h"
+#include "engine/core/error.h"
+#include "engine/core/tensor.h"
 
 namespace gpen::cpu::detail {
 

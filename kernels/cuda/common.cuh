@@ -8,8 +8,8 @@
 #include <string>
 #include <type_traits>
 
-#include "engine/error.h"
-#include "engine/tensor.h"
+#include "engine/core/error.h"
+#include "engine/core/tensor.h"
 #include "kernels/cuda/compat.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/params.h"

@@ -1,6 +1,6 @@
 // RetinaFace decode on the device: one thread per prior, grid-stride, 256 threads. A prior whose
 // face score passes the threshold recomputes its (cx, cy, sx, sy) from its index (no prior table
-// in memory), decodes box and landmarks as engine/detect_post.cpp does, and appends itself to the
+// in memory), decodes box and landmarks as kernels/cpu/detect_post.cpp does, and appends itself to the
 // candidate list through an atomic counter. Sorting, top-k and the greedy NMS run on the host
 // (detect_finish) over the few candidates: NMS is sequential by nature, and copying back a few
 // hundred 64-byte candidates costs less than any device-side sort of them.

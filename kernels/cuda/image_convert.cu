@@ -1,5 +1,5 @@
 // Conversions between 8-bit BGR images and the networks' tensors: face_to_model / model_to_face
-// (engine/face_io.cpp) and the RetinaFace input (RetinaFaceDetector::detect). One thread per
+// (kernels/cpu/face_io.cpp) and the RetinaFace input (RetinaFaceDetector::detect). One thread per
 // pixel (3 channels), grid-stride, 256 threads; the tensor side goes through its NHWC strides.
 #include <string>
 
@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One axis of cv2.resize INTER_LINEAR (engine/linear_taps.cpp): source index pair and weights.
+// One axis of cv2.resize INTER_LINEAR (kernels/cpu/linear_taps.cpp): source index pair and weights.
 struct AxisTap {
   int i0, i1;
   float a0, a1;

@@ -14,7 +14,7 @@
 // them as C++ for the host emulator (inline namespace emu), see kernels/cuda/abi.h.
 #include <cstddef>
 
-#include "engine/tensor.h"
+#include "engine/core/tensor.h"
 #include "kernels/cuda/abi.h"
 #include "kernels/params.h"
 

@@ -8,19 +8,19 @@
 // Conventions as kernels/cuda/ops.h: pointers are device pointers, work is queued on `stream`,
 // nothing is allocated or synchronised, bad arguments throw gpen::Error before anything is
 // queued, a failed launch throws gpen::Error naming the op. Images are 8-bit BGR interleaved
-// (engine/image.h) with a row pitch in bytes; float planes have a row pitch in elements. A pitch
+// (engine/photo/image.h) with a row pitch in bytes; float planes have a row pitch in elements. A pitch
 // of 0 means "rows are contiguous" (width * 3 bytes, or width elements).
 #include <cstdint>
 #include <vector>
 
-#include "engine/align.h"
-#include "engine/detect_post.h"
-#include "engine/warp.h"
+#include "engine/photo/align.h"
+#include "kernels/cpu/detect_post.h"
+#include "kernels/cpu/warp.h"
 #include "kernels/cuda/ops.h"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
-// ---- Warps (engine/warp.h: warp_affine_roi)
+// ---- Warps (kernels/cpu/warp.h: warp_affine_roi)
 
 // The pixels of `roi` of cv2.warpAffine(src, m, ...) with a constant 0 border, bit-identical to
 // gpen::warp_affine_roi (bilinear or bicubic). `m` maps source to destination pixels; it is
@@ -33,7 +33,7 @@ void warp_affine_roi(const uint8_t* src_bgr, int src_w, int src_h, int64_t src_p
 void warp_affine_roi(const float* src, int src_w, int src_h, int64_t src_pitch, const AffineTransform& m,
                      PixelRect roi, float* dst, int64_t dst_pitch, WarpInterp interp, Stream stream);
 
-// ---- Model inputs and outputs (engine/face_io.h, engine/models/retinaface.cpp)
+// ---- Model inputs and outputs (kernels/cpu/face_io.h, engine/models/retinaface.cpp)
 
 // face_to_model of n S x S BGR crops (face i at faces + i * face_stride bytes; 0: S * S * 3):
 // (v / 255 - 0.5) / 0.5 in RGB order into x [n, S, S, 3] (f32, f16 or bf16, any strides; the
@@ -52,7 +52,7 @@ void model_to_face(const TensorView& y, uint8_t* faces, int64_t face_stride, Str
 // (equal to h, w when scale == 1).
 void detect_input(const uint8_t* bgr, int w, int h, int64_t pitch, double scale, const TensorView& x, Stream stream);
 
-// ---- RetinaFace decode (engine/detect_post.h)
+// ---- RetinaFace decode (kernels/cpu/detect_post.h)
 
 // One prior whose face score passed the threshold, decoded (input pixels, before `scale`).
 struct DetectCandidate {
@@ -78,7 +78,7 @@ void detect_decode(const float* loc, const float* conf, const float* landms, int
 // the threshold take part. gpen::Error when n exceeds the count the kernel wrote (capacity).
 std::vector<Face> detect_finish(const DetectCandidate* candidates, size_t n, const DetectParams& p, float scale = 1.0f);
 
-// ---- Paste-back (engine/paste.h)
+// ---- Paste-back (engine/photo/paste.h)
 
 // smooth_small_face of an S x S crop (in != out).
 void paste_smooth_face(const uint8_t* in, uint8_t* out, int size, Stream stream);

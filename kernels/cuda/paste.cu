@@ -1,4 +1,4 @@
-// The paste-back of engine/paste.cpp on the device: small-face smoothing, the alpha blend, the
+// The paste-back of engine/photo/paste.cpp on the device: small-face smoothing, the alpha blend, the
 // per-face accumulation of the warped mask and face (PasteCanvas::add) and the final composite.
 // One thread per pixel, grid-stride, 256 threads. Every step is bit-identical to the CPU: the
 // smoothing is integer arithmetic, the blend one FMA as the CPU's std::fma, the warps those of
@@ -106,7 +106,7 @@ void check_canvas(int width, int height, const char* op) {
                  " is out of range");
 }
 
-// Larger |alpha| could overflow float and give inf - inf (as engine/paste.cpp).
+// Larger |alpha| could overflow float and give inf - inf (as engine/photo/paste.cpp).
 constexpr double kMaxAlpha = 1e6;
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the pipeline kernels (warp.cu, paste.cu, image_convert.cu, detect_decode.cu):
 // float / double operations that are rounded one by one and never fused, and the warp sampling
-// of cv2.warpAffine (engine/warp.cpp) in device code.
+// of cv2.warpAffine (kernels/cpu/warp.cpp) in device code.
 //
 // Why the rounded helpers: the CPU twins are compiled without fused multiply-adds where OpenCV
 // has none, and nvcc contracts a * b + c into an FMA by default (GCC does too with -mfma, which
@@ -54,14 +54,14 @@ __host__ __device__ __forceinline__ double dadd_rn(double a, double b) {
 #endif
 }
 
-// saturate_cast<uchar>(float) as engine/paste.cpp: clamp first (so the conversion is defined),
+// saturate_cast<uchar>(float) as engine/photo/paste.cpp: clamp first (so the conversion is defined),
 // round half to even, clamp.
 __device__ __forceinline__ uint8_t round_sat_u8(float v) {
   const int i = static_cast<int>(rintf(fminf(fmaxf(v, -1.0f), 256.0f)));
   return static_cast<uint8_t>(i < 0 ? 0 : (i > 255 ? 255 : i));
 }
 
-// ---- cv2.warpAffine (see engine/warp.cpp for the derivation of each step)
+// ---- cv2.warpAffine (see kernels/cpu/warp.cpp for the derivation of each step)
 
 constexpr int kInterBits = 5, kTabSize = 1 << kInterBits, kAbBits = 10;
 constexpr int kRoundDelta = (1 << kAbBits) / kTabSize / 2;
@@ -113,7 +113,7 @@ __device__ __forceinline__ Tap source_tap(const WarpArgs& a, int x, int y) {
 
 // Bilinear 15-bit weights of a cell: (32 - f) or f per axis, times 32, exact. The one cell
 // whose weight is 1 (0, 0) saturates to 32767 and OpenCV's sum correction puts the missing unit
-// on tap 3 (see build_table in engine/warp.cpp): {32767, 0, 0, 1}.
+// on tap 3 (see build_table in kernels/cpu/warp.cpp): {32767, 0, 0, 1}.
 __device__ __forceinline__ void linear_weights_i(int fx, int fy, int (&w)[4]) {
   if (fx == 0 && fy == 0) {
     w[0] = 32767;

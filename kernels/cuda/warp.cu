@@ -1,4 +1,4 @@
-// cv2.warpAffine on the device, bit-identical to gpen::warp_affine_roi (engine/warp.cpp): one
+// cv2.warpAffine on the device, bit-identical to gpen::warp_affine_roi (kernels/cpu/warp.cpp): one
 // thread per destination pixel of the ROI, grid-stride, 256 threads. Each thread recomputes
 // OpenCV's per-column and per-row fixed-point terms in double (the same roundings as the CPU's
 // tables) and its cell's weights (pipeline.cuh), so no table lives in device memory.

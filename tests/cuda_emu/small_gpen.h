@@ -1,7 +1,7 @@
 #pragma once
 // The GPEN the whole-model CUDA tests run: small enough for the emulator under ASan (32 x 32,
 // 16 channels, style_dim 16), with every op of the real one.
-#include "engine/dtype.h"
+#include "engine/core/dtype.h"
 #include "engine/models/gpen.h"
 
 namespace cuda_test {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/tensor.h"
+#include "engine/core/tensor.h"
 #include "kernels/cuda/compat.h"
 #include "tests/cuda_emu/fp16_bits.h"
 

@@ -7,7 +7,7 @@
 
 #include "converter/checkpoint.h"
 #include "converter/convert.h"
-#include "engine/error.h"
+#include "engine/core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/error.h"
+#include "engine/core/error.h"
 #include "weights/gpw.h"
 #include "weights/gpw_format.h"
 

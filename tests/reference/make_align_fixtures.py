@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Fixtures for engine/align, engine/warp and engine/paste (tests/test_align.cpp, test_warp.cpp,
+"""Fixtures for engine/align, engine/warp and engine/paste (tests/test_align.cpp, test_cpu_warp.cpp,
 test_paste.cpp): the image geometry of the official GPEN pipeline computed with OpenCV exactly as
 FaceEnhancement.process does it (../shared/reference/gpen-semantics.md, last section).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Fixtures for the CPU GPEN ops (tests/test_cpu_gpen_ops.cpp): pixel_norm, demod, modconv
+"""Fixtures for the CPU GPEN ops (tests/test_cpu_modconv.cpp): pixel_norm, demod, modconv
 (plain, upsampling, ToRGB) and the blur epilogue.
 
 The expected outputs come from the literal official formulation of

@@ -1,0 +1,63 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "engine/core/dtype.h"
+#include "engine/core/error.h"
+
+namespace gpen {
+
+constexpr int kMaxRank = 6;
+
+// A shape of up to kMaxRank dimensions. Activations are NHWC (see docs/architecture.md).
+struct Shape {
+  int rank = 0;
+  std::array<int64_t, kMaxRank> d{};
+
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims) {
+    GPEN_CHECK(dims.size() <= kMaxRank, "shape rank too large");
+    for (int64_t v : dims) d[rank++] = v;
+  }
+  int64_t operator[](int i) const { return d[i]; }
+  int64_t& operator[](int i) { return d[i]; }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= d[i];
+    return n;
+  }
+  bool operator==(const Shape& o) const {
+    if (rank != o.rank) return false;
+    for (int i = 0; i < rank; ++i)
+      if (d[i] != o.d[i]) return false;
+    return true;
+  }
+  std::string str() const;
+};
+
+// Row-major strides (in elements) of a dense tensor of this shape.
+std::array<int64_t, kMaxRank> dense_strides(const Shape& s);
+
+// A non-owning view: the only thing kernels see. Strides are in elements, so a channel slice of
+// an NHWC buffer is the parent's strides with the data pointer moved by the channel offset.
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::array<int64_t, kMaxRank> strides{};
+
+  int rank() const { return shape.rank; }
+  int64_t dim(int i) const { return shape.d[i]; }
+  int64_t stride(int i) const { return strides[i]; }
+  int64_t numel() const { return shape.numel(); }
+  bool contiguous() const;
+  float* f32() const { return static_cast<float*>(data); }
+  template <class T>
+  T* as() const { return static_cast<T*>(data); }
+};
+
+TensorView make_view(void* data, DType dt, const Shape& s);
+
+}  // namespace gpen

@@ -1,0 +1,324 @@
+// Paste-back of restored faces: the official rectangle mask, small-face smoothing, alpha blend,
+// mask accumulation and the final composite, each with OpenCV's rounding (see paste.h).
+#include "engine/photo/paste.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "engine/core/error.h"
+#include "kernels/cpu/linear_taps.h"
+
+// The float steps below follow OpenCV's operation order exactly: fused multiply-adds only where
+// OpenCV's AVX2 code has them (written as std::fma), never introduced by the compiler.
+#include "engine/core/no_fp_contract.h"  // NOLINT: must follow the other includes
+
+namespace gpen {
+
+namespace {
+
+constexpr int kBase = 512;          // the official mask is drawn at 512 x 512
+constexpr int kRectLo = 26, kRectHi = 486;
+constexpr int kKsize = 101, kRadius = kKsize / 2;
+constexpr double kSigma = 4.0;
+
+// cv::getGaussianKernel(101, 4, CV_32F): OpenCV 4 computes it in double (softfloat, bit-exact),
+// normalised by 1 / (2 * sum of one half + centre), then rounds each tap to float.
+std::vector<float> gaussian_kernel() {
+  const int n = kKsize, half = (n - 1) / 2;
+  const double scale2x = -0.125 / (kSigma * kSigma);  // x below is twice the offset
+  std::vector<double> values(static_cast<size_t>(half));
+  double sum = 0.0;
+  for (int i = 0, x = 1 - n; i < half; ++i, x += 2) {
+    values[static_cast<size_t>(i)] = std::exp(static_cast<double>(x * x) * scale2x);
+    sum += values[static_cast<size_t>(i)];
+  }
+  sum *= 2.0;
+  sum += 1.0;
+  const double mul = 1.0 / sum;
+  std::vector<float> k(static_cast<size_t>(n));
+  for (int i = 0; i < half; ++i)
+    k[static_cast<size_t>(i)] = k[static_cast<size_t>(n - 1 - i)] = static_cast<float>(values[static_cast<size_t>(i)] * mul);
+  k[static_cast<size_t>(half)] = static_cast<float>(mul);
+  return k;
+}
+
+int reflect101(int i, int n) {
+  if (n == 1) return 0;
+  while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+  return i;
+}
+
+// One cv2.GaussianBlur(101x101, sigma 4, BORDER_REFLECT_101) of an n x n float image with the
+// arithmetic of OpenCV's AVX2 separable filter: rows accumulate s = fma(x[t], k[t], s) from 0
+// over the 101 taps; columns start from fma(centre, k[50], 0) and add fma(up + down, k[50+t], s).
+void gaussian_blur(std::vector<float>& img, int n, const std::vector<float>& k) {
+  std::vector<float> rows(img.size());
+  std::vector<float> padded(static_cast<size_t>(n + 2 * kRadius));
+  for (int y = 0; y < n; ++y) {
+    const float* src = img.data() + static_cast<size_t>(y) * n;
+    for (int j = 0; j < n + 2 * kRadius; ++j) padded[static_cast<size_t>(j)] = src[reflect101(j - kRadius, n)];
+    float* s = rows.data() + static_cast<size_t>(y) * n;
+    std::fill(s, s + n, 0.0f);
+    for (int t = 0; t < kKsize; ++t) {
+      const float kt = k[static_cast<size_t>(t)];
+      const float* p = padded.data() + t;
+      for (int x = 0; x < n; ++x) s[x] = std::fma(p[x], kt, s[x]);
+    }
+  }
+  for (int y = 0; y < n; ++y) {
+    float* s = img.data() + static_cast<size_t>(y) * n;
+    const float* c = rows.data() + static_cast<size_t>(y) * n;
+    const float k0 = k[kRadius];
+    for (int x = 0; x < n; ++x) s[x] = std::fma(c[x], k0, 0.0f);
+    for (int t = 1; t <= kRadius; ++t) {
+      const float* up = rows.data() + static_cast<size_t>(reflect101(y - t, n)) * n;
+      const float* dn = rows.data() + static_cast<size_t>(reflect101(y + t, n)) * n;
+      const float kt = k[static_cast<size_t>(kRadius + t)];
+      for (int x = 0; x < n; ++x) s[x] = std::fma(dn[x] + up[x], kt, s[x]);
+    }
+  }
+}
+
+std::vector<float> base_mask() {
+  std::vector<float> m(static_cast<size_t>(kBase) * kBase, 0.0f);
+  // cv2.rectangle(..., thickness=-1, LINE_AA) on a float image fills the closed rectangle with
+  // no anti-aliased fringe (OpenCV only anti-aliases 8-bit images).
+  for (int y = kRectLo; y <= kRectHi; ++y)
+    std::fill(m.begin() + y * kBase + kRectLo, m.begin() + y * kBase + kRectHi + 1, 1.0f);
+  const std::vector<float> k = gaussian_kernel();
+  gaussian_blur(m, kBase, k);
+  gaussian_blur(m, kBase, k);
+  return m;
+}
+
+std::vector<float> resize_mask(const std::vector<float>& g, int size) {
+  const size_t S = static_cast<size_t>(size);
+  std::vector<float> out(S * S);
+  if (size == kBase) return g;
+  if (size * 2 == kBase) {
+    // OpenCV turns an exact 2:1 INTER_LINEAR downscale into its fast INTER_AREA path.
+    for (size_t y = 0; y < S; ++y)
+      for (size_t x = 0; x < S; ++x) {
+        const float* r0 = g.data() + 2 * y * kBase + 2 * x;
+        const float* r1 = r0 + kBase;
+        out[y * S + x] = ((r0[0] + r0[1]) + (r1[0] + r1[1])) * 0.25f;
+      }
+    return out;
+  }
+  // Horizontal pass of each source row, then the vertical blend (both multiply, multiply, add).
+  const std::vector<LinearTap> t = linear_taps(kBase, size, static_cast<double>(size) / kBase);
+  std::vector<float> h(static_cast<size_t>(kBase) * S);
+  for (size_t y = 0; y < static_cast<size_t>(kBase); ++y)
+    for (size_t x = 0; x < S; ++x) {
+      const LinearTap& a = t[x];
+      const float* r = g.data() + y * kBase;
+      h[y * S + x] = r[a.i0] * a.a0 + r[a.i1] * a.a1;
+    }
+  for (size_t y = 0; y < S; ++y) {
+    const LinearTap& b = t[y];
+    const float* h0 = h.data() + static_cast<size_t>(b.i0) * S;
+    const float* h1 = h.data() + static_cast<size_t>(b.i1) * S;
+    for (size_t x = 0; x < S; ++x) out[y * S + x] = h0[x] * b.a0 + h1[x] * b.a1;
+  }
+  return out;
+}
+
+void check_image(const Image& img, const std::string& what) {
+  GPEN_CHECK(img.width > 0 && img.height > 0 && img.width <= kMaxImageSide && img.height <= kMaxImageSide &&
+                 img.bgr.size() == img.pixels() * 3,
+             what + ": empty or malformed image");
+}
+
+// saturate_cast<uchar>(float): round half to even, then clamp. Callers pass finite values; the
+// clamp comes first so that the conversion to int is always defined.
+inline uint8_t round_sat_u8(float v) {
+  const int i = static_cast<int>(std::nearbyint(std::clamp(v, -1.0f, 256.0f)));
+  return static_cast<uint8_t>(std::clamp(i, 0, 255));
+}
+
+// Larger |alpha| could overflow float and give inf - inf; GPEN uses 0..1.
+constexpr double kMaxAlpha = 1e6;
+
+}  // namespace
+
+std::shared_ptr<const std::vector<float>> paste_mask(int size) {
+  GPEN_CHECK(size >= 1 && size <= kMaxFaceSize,
+             "paste mask: crop size " + std::to_string(size) + " is outside 1.." + std::to_string(kMaxFaceSize));
+  static std::mutex mu;
+  static std::shared_ptr<const std::vector<float>> base;
+  static std::map<int, std::shared_ptr<const std::vector<float>>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(size);
+  if (it != cache.end()) return it->second;
+  if (!base) base = std::make_shared<const std::vector<float>>(base_mask());
+  auto m = std::make_shared<const std::vector<float>>(resize_mask(*base, size));
+  // A handful of sizes at most in one process; bound it anyway.
+  if (cache.size() >= 8) cache.erase(cache.begin());
+  cache.emplace(size, m);
+  return m;
+}
+
+Image smooth_small_face(const Image& img) {
+  check_image(img, "face smoothing");
+  const int w = img.width, h = img.height;
+  const size_t row = static_cast<size_t>(w) * 3;
+  Image out;
+  out.width = w;
+  out.height = h;
+  out.bgr.resize(img.bgr.size());
+  // OpenCV sums the power-of-two weights in float exactly and rounds half to even: in integers,
+  // q = sum / 16 rounded to nearest, ties to even.
+  auto round16 = [](int sum) {
+    const int q = sum >> 4, r = sum & 15;
+    return static_cast<uint8_t>(q + ((r + (q & 1)) > 8));
+  };
+  for (int y = 0; y < h; ++y) {
+    const uint8_t* r0 = img.bgr.data() + static_cast<size_t>(reflect101(y - 1, h)) * row;
+    const uint8_t* r1 = img.bgr.data() + static_cast<size_t>(y) * row;
+    const uint8_t* r2 = img.bgr.data() + static_cast<size_t>(reflect101(y + 1, h)) * row;
+    uint8_t* d = out.bgr.data() + static_cast<size_t>(y) * row;
+    // Vertical [1, 2, 1] first (exact in int), then horizontal on the column sums.
+    auto col = [&](size_t j) { return r0[j] + 2 * r1[j] + r2[j]; };
+    for (size_t j = 3; j + 3 < row; ++j) d[j] = round16(col(j - 3) + 2 * col(j) + col(j + 3));
+    for (int x : {0, w - 1}) {
+      const size_t xl = static_cast<size_t>(reflect101(x - 1, w)) * 3, xm = static_cast<size_t>(x) * 3,
+                   xr = static_cast<size_t>(reflect101(x + 1, w)) * 3;
+      for (size_t c = 0; c < 3; ++c) d[xm + c] = round16(col(xl + c) + 2 * col(xm + c) + col(xr + c));
+    }
+  }
+  return out;
+}
+
+Image blend_faces(const Image& restored, const Image& crop, double alpha) {
+  check_image(restored, "face blend");
+  check_image(crop, "face blend");
+  GPEN_CHECK(restored.width == crop.width && restored.height == crop.height,
+             "face blend: restored face is " + std::to_string(restored.width) + "x" + std::to_string(restored.height) +
+                 " but the crop is " + std::to_string(crop.width) + "x" + std::to_string(crop.height));
+  GPEN_CHECK(std::isfinite(alpha) && std::fabs(alpha) <= kMaxAlpha, "face blend: alpha is not finite or too large");
+  const float a = static_cast<float>(alpha), b = static_cast<float>(1.0 - alpha);
+  Image out;
+  out.width = restored.width;
+  out.height = restored.height;
+  out.bgr.resize(restored.bgr.size());
+  const uint8_t* ra = restored.bgr.data();
+  const uint8_t* cb = crop.bgr.data();
+  uint8_t* o = out.bgr.data();
+  const size_t n = out.bgr.size();
+  for (size_t i = 0; i < n; ++i) o[i] = round_sat_u8(std::fma(static_cast<float>(ra[i]), a, static_cast<float>(cb[i]) * b));
+  return out;
+}
+
+PasteCanvas::PasteCanvas(int width, int height) : width_(width), height_(height) {
+  GPEN_CHECK(width > 0 && height > 0 && width <= kMaxImageSide && height <= kMaxImageSide &&
+                 int64_t{width} * height <= kMaxImagePixels,
+             "paste: canvas size " + std::to_string(width) + "x" + std::to_string(height) + " is out of range");
+  mask_.assign(static_cast<size_t>(width) * static_cast<size_t>(height), 0.0f);
+  faces_.width = width;
+  faces_.height = height;
+  faces_.bgr.assign(mask_.size() * 3, 0);
+}
+
+void PasteCanvas::add(const Image& face, const std::vector<float>& mask, const AffineTransform& crop_to_image) {
+  check_image(face, "paste");
+  GPEN_CHECK(mask.size() == face.pixels(), "paste: mask size does not match the face (" + std::to_string(face.width) +
+                                               "x" + std::to_string(face.height) + ")");
+  const PixelRect fp = warp_footprint(crop_to_image, face.width, face.height, width_, height_);
+  if (fp.empty()) return;
+  const size_t n = static_cast<size_t>(fp.width) * static_cast<size_t>(fp.height);
+  std::vector<float> wm(n);
+  std::vector<uint8_t> wf(n * 3);
+  warp_affine_roi(mask.data(), face.width, face.height, crop_to_image, fp, wm.data(), kGpenWarp);
+  warp_affine_roi(face.bgr.data(), face.width, face.height, crop_to_image, fp, wf.data(), kGpenWarp);
+  for (int r = 0; r < fp.height; ++r) {
+    const size_t row = static_cast<size_t>(fp.y + r) * static_cast<size_t>(width_) + static_cast<size_t>(fp.x);
+    float* fm = mask_.data() + row;
+    uint8_t* ff = faces_.bgr.data() + row * 3;
+    const float* m = wm.data() + static_cast<size_t>(r) * static_cast<size_t>(fp.width);
+    const uint8_t* f = wf.data() + static_cast<size_t>(r) * static_cast<size_t>(fp.width) * 3;
+    for (int x = 0; x < fp.width; ++x) {
+      // numpy: mask = tmp_mask - full_mask; take where mask > 0.
+      if (m[x] - fm[x] > 0.0f) {
+        fm[x] = m[x];
+        std::copy_n(f + x * 3, 3, ff + x * 3);
+      }
+    }
+  }
+}
+
+Image PasteCanvas::composite(const Image& original) const {
+  check_image(original, "paste");
+  GPEN_CHECK(original.width == width_ && original.height == height_,
+             "paste: photo is " + std::to_string(original.width) + "x" + std::to_string(original.height) +
+                 " but the canvas is " + std::to_string(width_) + "x" + std::to_string(height_));
+  Image out;
+  out.width = width_;
+  out.height = height_;
+  out.bgr.resize(original.bgr.size());
+  const int64_t n = static_cast<int64_t>(mask_.size());
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const float m = mask_[static_cast<size_t>(i)];
+    const uint8_t* o = original.bgr.data() + i * 3;
+    uint8_t* d = out.bgr.data() + i * 3;
+    if (m == 0.0f) {  // img * 1 + 0 * 0: the photo pixel exactly
+      d[0] = o[0];
+      d[1] = o[1];
+      d[2] = o[2];
+      continue;
+    }
+    const uint8_t* f = faces_.bgr.data() + i * 3;
+    const float keep = 1.0f - m;
+    for (int c = 0; c < 3; ++c) {
+      const float v = static_cast<float>(o[c]) * keep + static_cast<float>(f[c]) * m;
+      d[c] = round_sat_u8(std::fabs(v));
+    }
+  }
+  return out;
+}
+
+Image paste_faces(const Image& original, const std::vector<PastedFace>& faces,
+                  const std::vector<AffineTransform>& crop_to_image, int size, double alpha) {
+  check_image(original, "paste");
+  GPEN_CHECK(faces.size() == crop_to_image.size(), "paste: " + std::to_string(faces.size()) + " faces but " +
+                                                       std::to_string(crop_to_image.size()) + " transforms");
+  GPEN_CHECK(std::isfinite(alpha) && std::fabs(alpha) <= kMaxAlpha, "paste: alpha is not finite or too large");
+  const std::shared_ptr<const std::vector<float>> mask = paste_mask(size);
+  PasteCanvas canvas(original.width, original.height);
+  for (size_t i = 0; i < faces.size(); ++i) {
+    const PastedFace& f = faces[i];
+    const std::string which = "paste: face " + std::to_string(i);
+    GPEN_CHECK(f.restored.width == size && f.restored.height == size && f.restored.bgr.size() == f.restored.pixels() * 3,
+               which + ": restored image is " + std::to_string(f.restored.width) + "x" +
+                   std::to_string(f.restored.height) + ", expected " + std::to_string(size) + "x" + std::to_string(size));
+    for (float v : f.box) GPEN_CHECK(std::isfinite(v), which + ": box is not finite");
+    const float fh = f.box[3] - f.box[1], fw = f.box[2] - f.box[0];
+    const Image* ef = &f.restored;
+    Image smoothed, blended;
+    if (std::min(fh, fw) < 100) {
+      smoothed = smooth_small_face(*ef);
+      ef = &smoothed;
+    }
+    // addWeighted with alpha 1 and beta 0 returns its first input exactly.
+    if (alpha != 1.0) {
+      GPEN_CHECK(f.crop.width == size && f.crop.height == size,
+                 which + ": the crop must be " + std::to_string(size) + "x" + std::to_string(size) + " when alpha != 1");
+      blended = blend_faces(*ef, f.crop, alpha);
+      ef = &blended;
+    }
+    canvas.add(*ef, *mask, crop_to_image[i]);
+  }
+  return canvas.composite(original);
+}
+
+Image paste_faces(const Image& original, const std::vector<PastedFace>& faces, int size, double alpha) {
+  std::vector<AffineTransform> inv;
+  inv.reserve(faces.size());
+  for (const PastedFace& f : faces) inv.push_back(invert(face_transform(f.landmarks, size)));
+  return paste_faces(original, faces, inv, size, alpha);
+}
+
+}  // namespace gpen

@@ -1,0 +1,104 @@
+#include "engine/photo/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/photo/align.h"
+#include "kernels/cpu/face_io.h"
+#include "engine/photo/paste.h"
+#include "engine/core/stopwatch.h"
+
+namespace gpen {
+
+int choose_batch(const GpenConfig& base, Backend& backend, size_t budget, int cap) {
+  WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend.workspace_bytes(g, n); };
+  auto total = [&](int b) {
+    GpenConfig c = base;
+    c.batch = b;
+    GpenGraph gg = build_gpen_graph(c);
+    return plan_memory(gg.graph, ws).total_bytes();
+  };
+  size_t one = total(1);
+  GPEN_CHECK(one <= budget, "one face at " + std::to_string(base.size) + "x" + std::to_string(base.size) + " needs " +
+                                std::to_string(one) + " bytes, more than the memory budget of " +
+                                std::to_string(budget));
+  int lo = 1, hi = 2;
+  while (hi <= cap && total(hi) <= budget) {
+    lo = hi;
+    hi *= 2;
+  }
+  hi = std::min(hi, cap + 1);
+  while (hi - lo > 1) {
+    int mid = (lo + hi) / 2;
+    (total(mid) <= budget ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const RestoreOptions& opt)
+    : gpen_(gpen), det_(det), opt_(opt) {
+  GPEN_CHECK(opt_.batch >= 1, "batch must be at least 1");
+  GPEN_CHECK(opt_.alpha >= 0.0 && opt_.alpha <= 1.0, "alpha must be in [0, 1]");
+  gpen_.prepare(opt_.batch);
+  // Detection and restoration take turns, so the detector runs in the generator's arena (on the
+  // same device) and the photo pipeline holds the larger of the two arenas, not their sum.
+  if (opt_.share_arena && std::string(gpen_.backend().name()) == det_.device())
+    det_.share_memory(gpen_.arena(), gpen_.plan().arena_bytes, gpen_.workspace(), gpen_.plan().workspace_bytes);
+  if (opt_.device_pipeline)
+    if (auto* dev = dynamic_cast<DeviceBackend*>(&gpen_.backend())) {
+      ops_ = dev->pipeline_ops();
+      det_ops_ = det_.pipeline_ops();
+      if (!ops_ || !det_ops_) ops_ = det_ops_ = nullptr;
+    }
+  if (ops_) return;
+  const size_t face = static_cast<size_t>(gpen_.size()) * gpen_.size() * 3;
+  in_.assign(face * opt_.batch, 0.0f);
+  out_.assign(face * opt_.batch, 0.0f);
+}
+
+FaceRestorer::~FaceRestorer() { release_buffer(); }
+
+PhotoResult FaceRestorer::process(const Image& photo) { return ops_ ? process_on_device(photo) : process_on_host(photo); }
+
+PhotoResult FaceRestorer::process_on_host(const Image& photo) {
+  PhotoResult r;
+  const int S = gpen_.size();
+  auto t0 = std::chrono::steady_clock::now();
+  r.faces = det_.detect(photo, opt_.detect);
+  r.times.detect_ms = ms_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  std::vector<PastedFace> pasted;
+  std::vector<AffineTransform> back;
+  for (const Face& f : r.faces) {
+    if (f.score < opt_.min_score) continue;
+    PastedFace p;
+    std::copy(f.landmarks.begin(), f.landmarks.end(), p.landmarks);
+    std::copy(f.box.begin(), f.box.end(), p.box);
+    AffineTransform fwd;
+    p.crop = align_face(photo, p.landmarks, S, &fwd);
+    back.push_back(invert(fwd));
+    pasted.push_back(std::move(p));
+  }
+  r.times.align_ms = ms_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  const size_t face = static_cast<size_t>(S) * S * 3;
+  for (size_t start = 0; start < pasted.size(); start += opt_.batch) {
+    size_t n = std::min<size_t>(opt_.batch, pasted.size() - start);
+    // A short batch runs a smaller plan inside the same arena: no padding work, no new memory.
+    for (size_t i = 0; i < n; ++i) face_to_model(pasted[start + i].crop, S, in_.data() + i * face);
+    gpen_.run(static_cast<int>(n), in_.data(), out_.data());
+    for (size_t i = 0; i < n; ++i) pasted[start + i].restored = model_to_face(out_.data() + i * face, S);
+  }
+  r.times.restore_ms = ms_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  for (const auto& p : pasted) r.restored_faces.push_back(p.restored);
+  r.restored = static_cast<int>(pasted.size());
+  r.image = pasted.empty() ? photo : paste_faces(photo, pasted, back, S, opt_.alpha);
+  r.times.paste_ms = ms_since(t0);
+  return r;
+}
+
+}  // namespace gpen

@@ -1,0 +1,71 @@
+#pragma once
+// The job users come for: detect, align, restore, paste back (the official FaceEnhancement.process
+// without super-resolution), one photo at a time, with all faces of a photo going through GPEN in
+// batches whose size comes from the memory plan, never from trial and error.
+#include <string>
+#include <vector>
+
+#include "engine/photo/image.h"
+#include "engine/models/gpen_model.h"
+#include "engine/models/retinaface.h"
+#include "engine/runtime/pipeline_ops.h"
+
+namespace gpen {
+
+struct RestoreOptions {
+  DetectOptions detect;
+  float min_score = 0.9f;  // faces below are left untouched (official: score < 0.9 skipped)
+  double alpha = 1.0;      // restored * alpha + crop * (1 - alpha)
+  int batch = 1;           // faces per GPEN run (see choose_batch)
+  bool share_arena = true; // the detector runs in GPEN's arena (same device): max, not sum
+  // On a device whose backend has the pipeline steps (CUDA), the photo stays on the device from
+  // upload to composite; false runs warps, conversions and paste on the host (for comparisons).
+  bool device_pipeline = true;
+};
+
+struct StageTimes {
+  double decode_ms = 0, detect_ms = 0, align_ms = 0, restore_ms = 0, paste_ms = 0, encode_ms = 0;
+};
+
+struct PhotoResult {
+  Image image;                  // the composite
+  std::vector<Face> faces;      // every detection
+  int restored = 0;             // faces restored and pasted
+  std::vector<Image> restored_faces;  // GPEN outputs, S x S, in detection order
+  StageTimes times;
+};
+
+// The largest batch (<= cap) whose planned GPEN total (weights + arena + workspace) fits
+// `budget_bytes`; at least 1. Throws when even one face does not fit.
+int choose_batch(const GpenConfig& c, Backend& backend, size_t budget_bytes, int cap);
+
+class FaceRestorer {
+ public:
+  FaceRestorer(GpenModel& gpen, RetinaFaceDetector& detector, const RestoreOptions& opt);
+  ~FaceRestorer();
+  FaceRestorer(const FaceRestorer&) = delete;
+  FaceRestorer& operator=(const FaceRestorer&) = delete;
+  PhotoResult process(const Image& photo);
+  // Whether photos go through the device pipeline (see RestoreOptions::device_pipeline): both
+  // models on device backends that have the pipeline steps.
+  bool on_device() const { return ops_ != nullptr; }
+  // Device pipeline: bytes of its one buffer (photo, paste canvas, detection candidates, paste
+  // mask, one batch of crops and restored faces), sized for the largest photo seen so far.
+  size_t device_buffer_bytes() const { return buffer_bytes_; }
+
+ private:
+  PhotoResult process_on_host(const Image& photo);
+  PhotoResult process_on_device(const Image& photo);  // engine/photo/pipeline_device.cpp
+  void release_buffer() noexcept;
+  GpenModel& gpen_;
+  RetinaFaceDetector& det_;
+  RestoreOptions opt_;
+  std::vector<float> in_, out_;  // host path: one batch, reused across photos
+  PipelineOps* ops_ = nullptr;      // GPEN's device steps (device path)
+  PipelineOps* det_ops_ = nullptr;  // the detector's (its own stream)
+  void* buffer_ = nullptr;
+  size_t buffer_bytes_ = 0;
+  int mask_size_ = 0;  // the paste mask in the buffer is for this crop size (0: none)
+};
+
+}  // namespace gpen

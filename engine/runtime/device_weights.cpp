@@ -1,0 +1,22 @@
+#include "engine/runtime/device_weights.h"
+
+#include <algorithm>
+
+namespace gpen {
+
+PackedWeights upload_packed(Backend& backend, const std::vector<size_t>& sizes,
+                            const std::function<void(size_t, uint8_t*)>& fill) {
+  PackedWeights p;
+  p.offset.reserve(sizes.size());
+  for (size_t s : sizes) {
+    p.offset.push_back(p.bytes);
+    p.bytes += (s + 255) / 256 * 256;
+  }
+  std::vector<uint8_t> host(std::max<size_t>(p.bytes, 1), 0);
+  for (size_t i = 0; i < sizes.size(); ++i) fill(i, host.data() + p.offset[i]);
+  p.base = backend.allocate(p.bytes);
+  backend.upload(p.base, host.data(), p.bytes);
+  return p;
+}
+
+}  // namespace gpen

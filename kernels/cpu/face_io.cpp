@@ -1,0 +1,33 @@
+#include "kernels/cpu/face_io.h"
+
+#include <algorithm>
+
+namespace gpen {
+
+void face_to_model(const Image& src, int size, float* out) {
+  Image resized;
+  const Image* p = &src;
+  if (src.width != size || src.height != size) {
+    resized = resize_bilinear(src, size, size);
+    p = &resized;
+  }
+  const size_t n = static_cast<size_t>(size) * size;
+  for (size_t i = 0; i < n; ++i)
+    for (int c = 0; c < 3; ++c)
+      out[i * 3 + c] = (static_cast<float>(p->bgr[i * 3 + (2 - c)]) / 255.0f - 0.5f) / 0.5f;
+}
+
+Image model_to_face(const float* in, int size) {
+  Image img;
+  img.width = img.height = size;
+  const size_t n = static_cast<size_t>(size) * size;
+  img.bgr.resize(n * 3);
+  for (size_t i = 0; i < n; ++i)
+    for (int c = 0; c < 3; ++c) {
+      float v = std::clamp(in[i * 3 + c] * 0.5f + 0.5f, 0.0f, 1.0f) * 255.0f;
+      img.bgr[i * 3 + (2 - c)] = static_cast<uint8_t>(v);
+    }
+  return img;
+}
+
+}  // namespace gpen
