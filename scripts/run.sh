@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds, prints the memory plan of the released GPEN
 # models, and restores a photo (default: ../shared/images/kids_1024x768.jpg) with the whole
-# pipeline. Official weights are used when present in models/ (GPEN-BFR-512 and RetinaFace-R50,
-# .pth or converted .gpw); otherwise it says where to get them and runs on a GPEN-BFR-256-layout
+# pipeline with the official GPEN-BFR-512 and RetinaFace-R50 from models/ (.pth or converted .gpw).
+# When models/ lacks them it fetches them (`gpen fetch`, from the URLs of the official GPEN README);
+# where that fails (no internet) it says so in one line and runs on a GPEN-BFR-256-layout
 # checkpoint with random weights (labelled synthetic) and the real RetinaFace-mobilenet0.25.
-# Usage: scripts/run.sh [PHOTO] [OUT]
+# Usage: scripts/run.sh [PHOTO] [OUT]    (GPEN_FETCH=0: do not try to download)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # OpenMP threads that spin long at every barrier lose badly when other processes hold the cores;
@@ -25,13 +26,22 @@ gpw_for() {  # gpw_for NAME: prints the .gpw of models/NAME, converting the .pth
   elif [ -f "models/$1.pth" ]; then build/gpen convert "models/$1.pth" -o "models/$1.gpw" >&2 && echo "models/$1.gpw"
   fi
 }
+missing=()
+for m in GPEN-BFR-512 RetinaFace-R50; do
+  [ -f "models/$m.gpw" ] || [ -f "models/$m.pth" ] || missing+=("$m")
+done
+if [ ${#missing[@]} -gt 0 ] && [ "${GPEN_FETCH:-1}" != 0 ]; then
+  # A short connect timeout, and gpen fetch stops at the first unreachable server: without
+  # internet this says so in one line within seconds.
+  build/gpen fetch "${missing[@]}" --dir models --convert --connect-timeout 8 || true
+fi
 GPEN=$(gpw_for GPEN-BFR-512)
 DET=$(gpw_for RetinaFace-R50)
 if [ -z "$GPEN" ]; then
   cat <<'MSG'
-No official GPEN weights in models/. Download GPEN-BFR-512.pth and RetinaFace-R50.pth from the
-GPEN release (https://github.com/yangxy/GPEN, "Download models"), put them in models/, and run
-this again: they are converted once to .gpw (gpen convert). Meanwhile this run uses a SYNTHETIC
+No official GPEN weights in models/: where the internet is reachable,
+  build/gpen fetch GPEN-BFR-512 RetinaFace-R50 --dir models --convert
+gets them (this script tries it when they are missing). Meanwhile this run uses a SYNTHETIC
 GPEN-BFR-256-layout checkpoint with random weights: the pipeline, timings and memory are real,
 the "restored" faces are not.
 MSG

@@ -2,9 +2,11 @@
 # Installs the Debian packages the build, the tests and the reference scripts need. Idempotent:
 # apt-get runs only when something is missing.
 set -euo pipefail
+# ca-certificates: libcurl only recommends it (not installed with --no-install-recommends), and
+# `gpen fetch` verifies the official host's HTTPS certificate against it.
 PKGS=(cmake g++ make pkg-config ccache clang libclang-rt-14-dev libomp-14-dev
       libeigen3-dev libstb-dev doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-      libzip-dev libboost-context-dev
+      libzip-dev libboost-context-dev libcurl4-openssl-dev libssl-dev ca-certificates
       python3-numpy python3-torch python3-opencv)
 missing=()
 for p in "${PKGS[@]}"; do

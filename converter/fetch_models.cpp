@@ -1,0 +1,87 @@
+#include "converter/fetch_models.h"
+
+namespace gpen::fetch {
+
+// Source: the official README of https://github.com/yangxy/GPEN ("Download RetinaFace model and
+// our pre-trained model ... put them into weights/"; also weights/README.md), as of its commit
+// 2c73670 (2026-03-10). Every checkpoint there is linked as <this folder>/<name>.pth. The README
+// publishes neither sizes nor checksums, so `size` and `sha256` stay empty and a download is
+// verified by its layout (every tensor name and shape) unless --sha256 pins it.
+const char* const kOfficialBase = "https://public-vigen-video.oss-cn-shanghai.aliyuncs.com/robin/models";
+
+namespace {
+
+Expect gpen_expect(int size, double cm, double narrow) {
+  Expect e;
+  e.arch = conv::Arch::gpen;
+  e.gpen_size = size;
+  e.channel_multiplier = cm;
+  e.narrow = narrow;
+  return e;
+}
+
+Expect retina_expect(conv::RetinaBackbone b) {
+  Expect e;
+  e.arch = conv::Arch::retinaface;
+  e.backbone = b;
+  return e;
+}
+
+// The README's 2023-02-15 news: "GPEN-BFR-1024 and GPEN-BFR-2048 are now publicly available.
+// Please download them via [ModelScope2]" (damo/cv_gpen_image-portrait-enhancement-hires), not
+// from the folder above; GPEN-BFR-2048 was linked there on 2022-03-09 and taken down a week later.
+const char* kHiresNote =
+    "the official GPEN README does not link it from the common folder; it points to ModelScope "
+    "(https://www.modelscope.cn/models/damo/cv_gpen_image-portrait-enhancement-hires) instead. "
+    "Pass --base-url of a mirror that holds NAME.pth";
+const char* kNotYet = "the converter does not recognise its layout (it joins when the official-flow issue lands)";
+
+std::vector<ModelInfo> make_table() {
+  std::vector<ModelInfo> t;
+  // GPEN-BFR-256 is the narrow model (channel multiplier 1, narrow 0.5), as in GPEN's run.sh.
+  t.push_back({"GPEN-BFR-256", true, true, "", gpen_expect(256, 1, 0.5), 0, ""});
+  t.push_back({"GPEN-BFR-512", true, true, "", gpen_expect(512, 2, 1), 0, ""});
+  t.push_back({"GPEN-BFR-1024", false, true, kHiresNote, gpen_expect(1024, 0, 0), 0, ""});
+  // GPEN's run.sh runs GPEN-BFR-2048 with --channel_multiplier 2 --narrow 1.
+  t.push_back({"GPEN-BFR-2048", false, true, kHiresNote, gpen_expect(2048, 2, 1), 0, ""});
+  t.push_back({"RetinaFace-R50", true, true, "", retina_expect(conv::RetinaBackbone::resnet50), 0, ""});
+  for (const char* n : {"ParseNet-latest", "realesrnet_x1", "realesrnet_x2", "realesrnet_x4"})
+    t.push_back({n, true, false, kNotYet, Expect{}, 0, ""});
+  return t;
+}
+
+}  // namespace
+
+const std::vector<ModelInfo>& models() {
+  static const std::vector<ModelInfo> t = make_table();
+  return t;
+}
+
+const ModelInfo* find_model(const std::string& name) {
+  for (const auto& m : models())
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+std::string model_names() {
+  std::string s;
+  for (const auto& m : models()) s += (s.empty() ? "" : ", ") + m.name;
+  return s;
+}
+
+std::string describe(const Expect& e) {
+  if (e.arch == conv::Arch::retinaface) return std::string("RetinaFace ") + conv::backbone_name(e.backbone);
+  if (e.arch != conv::Arch::gpen) return "a model the converter does not know";
+  auto num = [](double v) {
+    std::string s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  };
+  std::string s = "GPEN " + std::to_string(e.gpen_size) + "x" + std::to_string(e.gpen_size);
+  if (e.channel_multiplier > 0) s += ", channel multiplier " + num(e.channel_multiplier);
+  if (e.narrow > 0) s += ", narrow " + num(e.narrow);
+  return s;
+}
+
+}  // namespace gpen::fetch
