@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(cmake g++ make pkg-config ccache clang libclang-rt-14-dev libomp-14-dev
       libeigen3-dev libstb-dev doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-      libzip-dev libboost-context-dev
+      libzip-dev libboost-context-dev patchelf
       python3-numpy python3-torch python3-opencv)
 missing=()
 for p in "${PKGS[@]}"; do
