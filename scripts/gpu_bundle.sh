@@ -78,6 +78,7 @@ cat > "$NEW/run.sh" << 'EOF'
 B=$(cd "$(dirname "$0")" && pwd)
 export GPU_CHECK_BUNDLE=$B GPU_CHECK_OUTER_LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}
 export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+chmod u+x "$B"/bin/* 2> /dev/null  # in case a copy on the way lost the modes (then: bash .gpu_bundle/run.sh)
 exec bash "$B/scripts/gpu_check.sh" "$@"
 EOF
 chmod +x "$NEW/run.sh" "$NEW/scripts/gpu_check.sh"

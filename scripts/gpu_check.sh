@@ -14,19 +14,17 @@
 #      speed and memory ratios; 3. RetinaFace mobilenet0.25 on a 1024x768 photo on CUDA, against
 #      PyTorch on CUDA; 4. the whole pipeline on that photo (synthetic GPEN-BFR-256), CUDA and CPU;
 #   5. PyTorch at 256 and 1024, batch 8 timings, 512 without CUDA graphs; 6. the test_cuda_*
-#      tests built and run on the GPU; 7. torch.compile at 512; 8. compute-sanitizer on the CUDA
-#      tests; then the rest of the build for 9. the Google benchmarks and 10. the CPU tests.
-# Everything after the first build is guarded by the clock: a step that would end past the
+#      tests on the GPU (the bundle's test_cuda_all, else built here); 7. torch.compile at 512;
+#      8. compute-sanitizer on the CUDA tests; 9. the Google benchmarks; 10. the CPU tests (not
+#      with a bundle: CI runs them; without one, after building the rest).
+# Everything after gpen is ready is guarded by the clock: a step that would end past the
 # deadline is skipped with a log line, and every command runs under a timeout that ends before it.
 # Results go to $OUT (the device tool) or bench/results/: gpu_check_summary.txt, gpu_check_results.json
 # (the key numbers of every run, merged) and gpu_check.tgz (every raw file).
-# The real RetinaFace weights and the photo come from the shared folder (models/
-# retinaface-mobilenet0.25.pth, images/kids_1024x768.jpg): $GPEN_SHARED_DIR, ./shared, ../shared
-# or ./.gpu_inputs (flat or with models/ and images/), the first that has them; steps 3 and 4 are
-# skipped without them. Laid out with models/ and images/, the folder also becomes the tests'
-# GPEN_SHARED_DIR, so the CUDA tests that use the real detector weights run instead of skipping:
-#   mkdir -p .gpu_inputs && cp -r ../shared/. .gpu_inputs/      (~6 MB; then carry .gpu_inputs)
-# (the whole folder, so the CPU tests that read the shared photos find them too).
+# The RetinaFace weights and the photo (models/retinaface-mobilenet0.25.pth, images/kids_1024x768.jpg)
+# come from the bundle's shared/, else $GPEN_SHARED_DIR, ./shared, ../shared or ./.gpu_inputs (flat
+# or with models/ and images/; laid out so, it also becomes the tests' GPEN_SHARED_DIR); steps 3
+# and 4 are skipped without them. Without a bundle: cp -r ../shared/. .gpu_inputs/ and carry it.
 set -uo pipefail
 if [ -n "${GPU_CHECK_BUNDLE:-}" ]; then
   BUNDLE=$(cd "$GPU_CHECK_BUNDLE" && pwd) || exit 1
