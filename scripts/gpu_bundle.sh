@@ -59,6 +59,7 @@ for b in "$BUILD/gpen" "$BUILD/tests/test_cuda_all" "${benches[@]/#/$BUILD/bench
 done
 # The libraries: what ldd resolves (transitively) outside the allowed set, under its soname.
 for b in "$NEW"/bin/*; do
+  if ldd "$b" | grep "not found" >&2; then echo "gpu_bundle: $b needs a library this machine lacks" >&2; exit 1; fi
   ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
     [[ $name =~ $SYSTEM_LIBS ]] || cp -L "$path" "$NEW/lib/$name"
   done

@@ -190,7 +190,12 @@ fi
 # No device, no run: the engine's own answer (a GPEN-64 on CUDA, about a second where there is one).
 probe=$(timeout 60 "$GPEN" bench --device cuda --size 64 --channel-multiplier 1 --runs 1 --warmup 0 2>&1 > /dev/null)
 if grep -q "no CUDA device" <<< "$probe"; then
-  log "no CUDA device: stopping (gpen bench --device cuda answered: $(tail -n 1 <<< "$probe"))"
+  # What the driver side looks like, in the same line (a GPU that nvidia-smi lists but the CUDA
+  # runtime does not find points at libcuda.so.1).
+  smi=$(command -v nvidia-smi > /dev/null && "${OUTSIDE[@]}" nvidia-smi -L 2>&1 | head -n 1)
+  cuda_lib=$(ldconfig -p 2> /dev/null | grep -m 1 -o '/.*libcuda\.so\.1$')
+  log "no CUDA device: stopping (gpen bench --device cuda answered: $(tail -n 1 <<< "$probe"); nvidia-smi -L:" \
+    "${smi:-none}; libcuda.so.1 in the ld cache: ${cuda_lib:-no}; LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-})"
   exit 3
 fi
 [ -n "$probe" ] && log "device probe (gpen bench --device cuda --size 64): $(tail -n 1 <<< "$probe" | head -c 300)"
