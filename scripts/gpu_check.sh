@@ -14,7 +14,7 @@
 #      speed and memory ratios; 3. RetinaFace mobilenet0.25 on a 1024x768 photo on CUDA, against
 #      PyTorch on CUDA; 4. the whole pipeline on that photo (synthetic GPEN-BFR-256), CUDA and CPU;
 #   5. PyTorch at 256 and 1024, batch 8 timings, 512 without CUDA graphs; 6. the test_cuda_*
-#      tests on the GPU (the bundle's test_cuda_all, else built here); 7. torch.compile at 512;
+#      tests on the GPU (the bundle's test_cuda_all, before step 1; else built here); 7. torch.compile at 512;
 #      8. compute-sanitizer on the CUDA tests; 9. the Google benchmarks; 10. the CPU tests (not
 #      with a bundle: CI runs them; without one, after building the rest).
 # Everything after gpen is ready is guarded by the clock: a step that would end past the
@@ -223,6 +223,37 @@ export GPEN_PYTHON=$PY
 log "python with torch: ${PY_SHOWN:-${PY:-none}} ($([ -n "$PY" ] && "$PY" -c 'import torch; print(torch.__version__, "cuda", torch.cuda.is_available())' 2>&1))"
 log "RetinaFace weights: ${RETINA_PTH:-not found}; photo: ${PHOTO:-not found}; shared dir for the tests: ${SHARED_FOR_TESTS:-none}"
 
+# ---------------------------------------------------------------- 6. the CUDA tests on the GPU
+# Only the test_cuda_* tests here (the rest, CPU tests and benchmarks, at the end if time is
+# left); one at a time: test_cuda_backend reads cudaMemGetInfo, which other processes would move.
+# A bundle has them all in bin/test_cuda_all, run once per source file (doctest --source-file),
+# and needs no build for them: then they run first, so the kernels' results are in even when the
+# benchmarks take all the time; without a bundle they come after the benchmarks (step 6 below).
+cuda_tests=()
+if [ -n "$BUNDLE" ]; then
+  mapfile -t cuda_tests < <(sed 's/\.cpp$//' "$BUNDLE/tests/test_cuda_files.txt")
+else
+  for f in tests/test_cuda_*.cpp; do cuda_tests+=("$(basename "$f" .cpp)"); done
+fi
+# cuda_cmd NAME: CMD=(the command that runs the tests of tests/NAME.cpp)
+cuda_cmd() { if [ -n "$BUNDLE" ]; then CMD=("$BUNDLE/bin/test_cuda_all" "--source-file=*/$1.cpp"); else CMD=("$BUILD/tests/$1"); fi; }
+if [ -n "$BUNDLE" ]; then
+  log "6. (first, from the bundle) the CUDA tests on the GPU: bin/test_cuda_all, one run per test_cuda_*.cpp"
+  export GPEN_SHARED_DIR=${SHARED_FOR_TESTS:-$BUNDLE/shared}
+  npass=0 nfail=0
+  for name in "${cuda_tests[@]}"; do
+    can "$name" 10 || continue
+    cuda_cmd "$name"
+    [ "$name" = test_cuda_accuracy ] && CMD+=(-s)  # its MESSAGEs: fp16 / bf16 vs CPU fp32 on the GPU's kernels
+    timeout "$(cap 120)" "${CMD[@]}" > "$RES/$name.txt" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then npass=$((npass + 1)); else nfail=$((nfail + 1)); fi
+    log "  $name: rc=$rc $(grep -E '^\[doctest\] test cases' "$RES/$name.txt" | sed 's/^\[doctest\] //')"
+  done
+  log "  CUDA test files: $npass passed, $nfail failed"
+  grep -E "MESSAGE" "$RES/test_cuda_accuracy.txt" 2> /dev/null | sed 's/^/    /' | tee -a "$SUMMARY"
+fi
+
 # ---------------------------------------------------------------- 1. GPEN on CUDA, batch 1, with accuracy
 # Synthetic weights (seed 1) and the bench's random input (seed 7); --accuracy runs them again on
 # the CPU backend in fp32 after the timed runs (a few seconds for 1024 on 16 cores).
@@ -323,34 +354,8 @@ done
 bench gpen_cuda_512_b1_fp16_nographs 15 60 --device cuda --size 512 --batch 1 --precision fp16 --no-cuda-graphs \
   --runs 10 --warmup 2
 
-# ---------------------------------------------------------------- 6. the CUDA tests on the GPU
-# Only the test_cuda_* tests here (the rest, CPU tests and benchmarks, at the end if time is
-# left); one at a time: test_cuda_backend reads cudaMemGetInfo, which other processes would move.
-# A bundle has them all in bin/test_cuda_all, run once per source file (doctest --source-file).
-cuda_tests=()
-if [ -n "$BUNDLE" ]; then
-  mapfile -t cuda_tests < <(sed 's/\.cpp$//' "$BUNDLE/tests/test_cuda_files.txt")
-else
-  for f in tests/test_cuda_*.cpp; do cuda_tests+=("$(basename "$f" .cpp)"); done
-fi
-# cuda_cmd NAME: CMD=(the command that runs the tests of tests/NAME.cpp)
-cuda_cmd() { if [ -n "$BUNDLE" ]; then CMD=("$BUNDLE/bin/test_cuda_all" "--source-file=*/$1.cpp"); else CMD=("$BUILD/tests/$1"); fi; }
-if [ -n "$BUNDLE" ]; then
-  log "6. the CUDA tests on the GPU (bundle: bin/test_cuda_all, one run per test_cuda_*.cpp)"
-  export GPEN_SHARED_DIR=${SHARED_FOR_TESTS:-$BUNDLE/shared}
-  npass=0 nfail=0
-  for name in "${cuda_tests[@]}"; do
-    can "$name" 10 || continue
-    cuda_cmd "$name"
-    [ "$name" = test_cuda_accuracy ] && CMD+=(-s)  # its MESSAGEs: fp16 / bf16 vs CPU fp32 on the GPU's kernels
-    timeout "$(cap 120)" "${CMD[@]}" > "$RES/$name.txt" 2>&1
-    rc=$?
-    if [ $rc -eq 0 ]; then npass=$((npass + 1)); else nfail=$((nfail + 1)); fi
-    log "  $name: rc=$rc $(grep -E '^\[doctest\] test cases' "$RES/$name.txt" | sed 's/^\[doctest\] //')"
-  done
-  log "  CUDA test files: $npass passed, $nfail failed"
-  grep -E "MESSAGE" "$RES/test_cuda_accuracy.txt" 2> /dev/null | sed 's/^/    /' | tee -a "$SUMMARY"
-elif can "6. build + run the CUDA tests" 120; then
+# ---------------------------------------------------------------- 6. (without a bundle) the CUDA tests
+if [ -z "$BUNDLE" ] && can "6. build + run the CUDA tests" 120; then
   log "6. build the CUDA tests, run them on the GPU"
   t0=$SECONDS
   timeout "$(cap 200)" cmake --build "$BUILD" -j "$(nproc)" --target "${cuda_tests[@]}" > "$RES/build_cuda_tests.txt" 2>&1
