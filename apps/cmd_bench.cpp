@@ -267,9 +267,9 @@ Command reg(
       sub.add_flag("--no-cuda-graphs", g_args.no_cuda_graphs, "CUDA: launch every kernel each run instead of replaying a captured graph");
       sub.add_flag("--json", g_args.json, "Print JSON");
       sub.add_flag("--compare-pytorch", g_args.compare_pytorch,
-                   "Also time the PyTorch reference (tests/reference/) on the same configuration (needs torch for "
-                   "$GPEN_PYTHON, default /usr/bin/python3); on CUDA: eager at the engine's precision (fp16 for "
-                   "fp16/bf16) and eager fp32, with speed and device-memory ratios");
+                   "Also time the PyTorch reference (tests/reference/, or $GPEN_REFERENCE_DIR) on the same "
+                   "configuration (needs torch for $GPEN_PYTHON, default /usr/bin/python3); on CUDA: eager at the "
+                   "engine's precision (fp16 for fp16/bf16) and eager fp32, with speed and device-memory ratios");
       sub.add_flag("--pytorch-compile", g_args.pytorch_compile,
                    "--compare-pytorch: also time torch.compile of the reference (compile time reported apart)");
       sub.add_option("--pytorch-variants", g_args.pytorch_variants,

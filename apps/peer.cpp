@@ -25,7 +25,11 @@ std::string python() {
 // Runs a reference script and returns the last JSON object it printed. With timeout_s > 0 it
 // runs under coreutils' timeout (a torch.compile that takes too long must not eat a GPU run).
 nlohmann::json run_reference(const std::string& script_name, const std::string& args, int timeout_s = 0) {
-  std::string script = std::string(GPEN_SOURCE_DIR) + "/tests/reference/" + script_name;
+  // The source tree's scripts, unless GPEN_REFERENCE_DIR names a folder that holds them (a binary
+  // carried away from its source tree: scripts/gpu_bundle.sh).
+  const char* dir = std::getenv("GPEN_REFERENCE_DIR");
+  std::string script = (dir && *dir ? std::string(dir) : std::string(GPEN_SOURCE_DIR) + "/tests/reference") + "/" +
+                       script_name;
   if (!std::filesystem::exists(script)) return {{"error", "missing " + script}};
   const std::string py = python();
   std::string cmd;

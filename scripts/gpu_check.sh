@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# One run on a lent GPU machine (no network there; CUDA, CMake and PyTorch installed; 16 cores),
-# at most 10 minutes in all. What it measures, most important first (docs/benchmarks.md, "GPU
+# One run on a lent GPU machine (no network there; CUDA, CMake and PyTorch installed, none of this
+# build's -dev packages; 16 cores), at most 10 minutes in all. With a bundle (scripts/gpu_bundle.sh:
+# the binaries, their libraries and inputs, built on the build machine) nothing is configured or
+# built there: the bundle's run.sh runs this copy of the script, and scripts/gpu_check.sh uses
+# ./.gpu_bundle when it is there. Without one, the script builds in build-gpu first (the fallback;
+# it needs the -dev packages). Without a CUDA device it stops at once: one "no CUDA device" line,
+# exit status 3, the summary written. What it measures, most important first (docs/benchmarks.md, "GPU
 # run", says how each figure is computed):
 #   1. GPEN-512/256/1024 batch 1 on CUDA in fp16, bf16 and fp32 (synthetic weights): time per face
 #      (host and cudaEvent), device memory, and --accuracy against the CPU backend in fp32 on the
@@ -9,21 +14,27 @@
 #      speed and memory ratios; 3. RetinaFace mobilenet0.25 on a 1024x768 photo on CUDA, against
 #      PyTorch on CUDA; 4. the whole pipeline on that photo (synthetic GPEN-BFR-256), CUDA and CPU;
 #   5. PyTorch at 256 and 1024, batch 8 timings, 512 without CUDA graphs; 6. the test_cuda_*
-#      tests built and run on the GPU; 7. torch.compile at 512; 8. compute-sanitizer on the CUDA
-#      tests; then the rest of the build for 9. the Google benchmarks and 10. the CPU tests.
-# Everything after the first build is guarded by the clock: a step that would end past the
+#      tests on the GPU (the bundle's test_cuda_all, before step 1; else built here); 7. torch.compile at 512;
+#      8. compute-sanitizer on the CUDA tests; 9. the Google benchmarks; 10. the CPU tests (not
+#      with a bundle: CI runs them; without one, after building the rest).
+# Everything after gpen is ready is guarded by the clock: a step that would end past the
 # deadline is skipped with a log line, and every command runs under a timeout that ends before it.
 # Results go to $OUT (the device tool) or bench/results/: gpu_check_summary.txt, gpu_check_results.json
 # (the key numbers of every run, merged) and gpu_check.tgz (every raw file).
-# The real RetinaFace weights and the photo come from the shared folder (models/
-# retinaface-mobilenet0.25.pth, images/kids_1024x768.jpg): $GPEN_SHARED_DIR, ./shared, ../shared
-# or ./.gpu_inputs (flat or with models/ and images/), the first that has them; steps 3 and 4 are
-# skipped without them. Laid out with models/ and images/, the folder also becomes the tests'
-# GPEN_SHARED_DIR, so the CUDA tests that use the real detector weights run instead of skipping:
-#   mkdir -p .gpu_inputs && cp -r ../shared/. .gpu_inputs/      (~6 MB; then carry .gpu_inputs)
-# (the whole folder, so the CPU tests that read the shared photos find them too).
+# The RetinaFace weights and the photo (models/retinaface-mobilenet0.25.pth, images/kids_1024x768.jpg)
+# come from the bundle's shared/, else $GPEN_SHARED_DIR, ./shared, ../shared or ./.gpu_inputs (flat
+# or with models/ and images/; laid out so, it also becomes the tests' GPEN_SHARED_DIR); steps 3
+# and 4 are skipped without them. Without a bundle: cp -r ../shared/. .gpu_inputs/ and carry it.
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
+if [ -n "${GPU_CHECK_BUNDLE:-}" ]; then
+  BUNDLE=$(cd "$GPU_CHECK_BUNDLE" && pwd) || exit 1
+  cd "$BUNDLE/.." || exit 1
+else
+  cd "$(dirname "$0")/.." || exit 1
+  BUNDLE=""
+  [ -x .gpu_bundle/bin/gpen ] && BUNDLE=$PWD/.gpu_bundle
+fi
+SCRIPTS=${BUNDLE:-$PWD}/scripts
 DEADLINE=${GPU_CHECK_DEADLINE:-570}  # seconds from the start; the device tool stops us at 600
 DEST=${OUT:-bench/results}
 RES=$(mktemp -d)/gpu_check
@@ -98,6 +109,18 @@ PY
 }
 trap finish EXIT
 log() { echo "[$(date +%T) ${SECONDS}s] $*" | tee -a "$SUMMARY"; }
+# With a bundle: its binaries get lib/ first in LD_LIBRARY_PATH (their RPATH names it too); Python
+# and the driver's tools get the machine's own libraries (a PyTorch wheel finds its libgomp through
+# RUNPATH, which LD_LIBRARY_PATH would override with the bundle's older one).
+if [ -n "$BUNDLE" ]; then
+  OUTER_LDLP=${GPU_CHECK_OUTER_LD_LIBRARY_PATH-${LD_LIBRARY_PATH-}}
+  export LD_LIBRARY_PATH=$BUNDLE/lib${OUTER_LDLP:+:$OUTER_LDLP}
+  if [ -n "$OUTER_LDLP" ]; then OUTSIDE=(env "LD_LIBRARY_PATH=$OUTER_LDLP"); else OUTSIDE=(env -u LD_LIBRARY_PATH); fi
+  python3() { "${OUTSIDE[@]}" python3 "$@"; }
+  export GPEN_REFERENCE_DIR=$BUNDLE/tests/reference GPEN_FIXTURE_DIR=$BUNDLE/tests/fixtures GPEN_BINARY_DIR=$BUNDLE/bin
+else
+  OUTSIDE=()
+fi
 # can NAME SECONDS: whether a step estimated at SECONDS still ends before the deadline (else logs the skip).
 can() {
   if [ $((SECONDS + $2)) -gt "$DEADLINE" ]; then log "  $1: skipped (time budget: ${SECONDS}s used, needs ~$2s)"; return 1; fi
@@ -121,19 +144,9 @@ for k in sys.argv[2:]:
         out.append(f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}')
 print(' '.join(out))" "$@" 2> /dev/null; }
 
-# The Python that has PyTorch, preferably with CUDA (on the lent machine: python3 on the PATH).
-PY=""
-for want in cuda any; do
-  for c in "${GPEN_PYTHON:-}" python3 /usr/bin/python3; do
-    if [ -z "$c" ] || ! command -v "$c" > /dev/null; then continue; fi
-    if [ $want = cuda ]; then t='import torch; assert torch.cuda.is_available()'; else t='import torch'; fi
-    if "$c" -c "$t" 2> /dev/null; then PY=$(command -v "$c"); break 2; fi
-  done
-done
-export GPEN_PYTHON=$PY
 # The shared inputs (they do not travel with the working tree unless copied into it).
 RETINA_PTH="" PHOTO="" SHARED_FOR_TESTS=""
-for d in "${GPEN_SHARED_DIR:-}" shared ../shared .gpu_inputs; do
+for d in ${BUNDLE:+"$BUNDLE/shared"} "${GPEN_SHARED_DIR:-}" shared ../shared .gpu_inputs; do
   if [ -z "$d" ] || [ ! -d "$d" ]; then continue; fi
   # The tests read GPEN_SHARED_DIR/models/... (the CUDA pipeline and backend tests use the real
   # mobilenet0.25 weights): give them the first folder laid out like ../shared.
@@ -147,28 +160,99 @@ for d in "${GPEN_SHARED_DIR:-}" shared ../shared .gpu_inputs; do
 done
 
 if command -v nvidia-smi > /dev/null; then
-  nvidia-smi > "$RES/nvidia-smi.txt" 2>&1
-  log "gpu_check: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -c 300)"
+  "${OUTSIDE[@]}" nvidia-smi > "$RES/nvidia-smi.txt" 2>&1
+  log "gpu_check: $("${OUTSIDE[@]}" nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -c 300)"
 else
   log "gpu_check: no nvidia-smi on this machine"
 fi
-log "python with torch: ${PY:-none} ($([ -n "$PY" ] && "$PY" -c 'import torch; print(torch.__version__, "cuda", torch.cuda.is_available())' 2>&1))"
+
+# ---------------------------------------------------------------- the bundle, or build: the CLI first
+BUILD=${GPU_CHECK_BUILD_DIR:-build-gpu}
+if [ -n "$BUNDLE" ]; then
+  log "bundle $BUNDLE: $(head -n 1 "$BUNDLE/MANIFEST.txt" 2> /dev/null)"
+  GPEN=$BUNDLE/bin/gpen
+  # A machine whose glibc or libstdc++ is older than the bundle's needs (MANIFEST.txt): say so.
+  v=$("$GPEN" --version 2>&1) || { log "the bundle's gpen does not run here ($(getconf GNU_LIBC_VERSION)): $v"; exit 4; }
+  log "  $v"
+else
+  # GPU_CHECK_BUILD_DIR + GPU_CHECK_SKIP_CONFIGURE=1: use an existing build.
+  log "no bundle: configure + build gpen (sm_90) in $BUILD"
+  if [ -z "${GPU_CHECK_SKIP_CONFIGURE:-}" ]; then
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPEN_CUDA=ON -DGPEN_CUDA_ARCHS=90 \
+      -DGPEN_CUDA_TESTS_NATIVE=ON ${SHARED_FOR_TESTS:+-DGPEN_SHARED_DIR="$SHARED_FOR_TESTS"} > "$RES/configure.txt" 2>&1
+  fi
+  t0=$SECONDS
+  timeout "$(cap 300)" cmake --build "$BUILD" -j "$(nproc)" --target gpen > "$RES/build_gpen.txt" 2>&1 ||
+    { log "BUILD FAILED (gpen)"; tail -50 "$RES/build_gpen.txt"; exit 1; }
+  log "  gpen built in $((SECONDS - t0)) s"
+  GPEN=$BUILD/gpen
+fi
+# No device, no run: the engine's own answer (a GPEN-64 on CUDA, about a second where there is one).
+probe=$(timeout 60 "$GPEN" bench --device cuda --size 64 --channel-multiplier 1 --runs 1 --warmup 0 2>&1 > /dev/null)
+if grep -q "no CUDA device" <<< "$probe"; then
+  # What the driver side looks like, in the same line (a GPU that nvidia-smi lists but the CUDA
+  # runtime does not find points at libcuda.so.1).
+  smi=$(command -v nvidia-smi > /dev/null && "${OUTSIDE[@]}" nvidia-smi -L 2>&1 | head -n 1)
+  cuda_lib=$(ldconfig -p 2> /dev/null | grep -m 1 -o '/.*libcuda\.so\.1$')
+  log "no CUDA device: stopping (gpen bench --device cuda answered: $(tail -n 1 <<< "$probe"); nvidia-smi -L:" \
+    "${smi:-none}; libcuda.so.1 in the ld cache: ${cuda_lib:-no}; LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-})"
+  exit 3
+fi
+[ -n "$probe" ] && log "device probe (gpen bench --device cuda --size 64): $(tail -n 1 <<< "$probe" | head -c 300)"
+
+# The Python that has PyTorch, preferably with CUDA (on the lent machine: python3 on the PATH).
+PY=""
+for want in cuda any; do
+  for c in "${GPEN_PYTHON:-}" python3 /usr/bin/python3; do
+    if [ -z "$c" ] || ! type -P "$c" > /dev/null; then continue; fi
+    if [ $want = cuda ]; then t='import torch; assert torch.cuda.is_available()'; else t='import torch'; fi
+    if "${OUTSIDE[@]}" "$c" -c "$t" 2> /dev/null; then PY=$(type -P "$c"); break 2; fi
+  done
+done
+if [ -n "$BUNDLE" ]; then
+  # gpen starts $GPEN_PYTHON itself (--compare-pytorch): a wrapper gives it the machine's libraries.
+  if [ -n "$PY" ]; then
+    { echo '#!/bin/bash'
+      if [ -n "$OUTER_LDLP" ]; then printf 'export LD_LIBRARY_PATH=%q\n' "$OUTER_LDLP"; else echo 'unset LD_LIBRARY_PATH'; fi
+      printf 'exec %q "$@"\n' "$PY"; } > "$WORK/python"
+    chmod +x "$WORK/python"
+    PY_SHOWN=$PY PY=$WORK/python
+  fi
+fi
+export GPEN_PYTHON=$PY
+log "python with torch: ${PY_SHOWN:-${PY:-none}} ($([ -n "$PY" ] && "$PY" -c 'import torch; print(torch.__version__, "cuda", torch.cuda.is_available())' 2>&1))"
 log "RetinaFace weights: ${RETINA_PTH:-not found}; photo: ${PHOTO:-not found}; shared dir for the tests: ${SHARED_FOR_TESTS:-none}"
 
-# ---------------------------------------------------------------- build: the CLI first
-# GPU_CHECK_BUILD_DIR + GPU_CHECK_SKIP_CONFIGURE=1: use an existing build (to try the script's
-# logic on a machine without a GPU, where every CUDA step then fails fast with its message).
-BUILD=${GPU_CHECK_BUILD_DIR:-build-gpu}
-log "configure + build gpen (sm_90) in $BUILD"
-if [ -z "${GPU_CHECK_SKIP_CONFIGURE:-}" ]; then
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPEN_CUDA=ON -DGPEN_CUDA_ARCHS=90 \
-    -DGPEN_CUDA_TESTS_NATIVE=ON ${SHARED_FOR_TESTS:+-DGPEN_SHARED_DIR="$SHARED_FOR_TESTS"} > "$RES/configure.txt" 2>&1
+# ---------------------------------------------------------------- 6. the CUDA tests on the GPU
+# Only the test_cuda_* tests here (the rest, CPU tests and benchmarks, at the end if time is
+# left); one at a time: test_cuda_backend reads cudaMemGetInfo, which other processes would move.
+# A bundle has them all in bin/test_cuda_all, run once per source file (doctest --source-file),
+# and needs no build for them: then they run first, so the kernels' results are in even when the
+# benchmarks take all the time; without a bundle they come after the benchmarks (step 6 below).
+cuda_tests=()
+if [ -n "$BUNDLE" ]; then
+  mapfile -t cuda_tests < <(sed 's/\.cpp$//' "$BUNDLE/tests/test_cuda_files.txt")
+else
+  for f in tests/test_cuda_*.cpp; do cuda_tests+=("$(basename "$f" .cpp)"); done
 fi
-t0=$SECONDS
-timeout "$(cap 300)" cmake --build "$BUILD" -j "$(nproc)" --target gpen > "$RES/build_gpen.txt" 2>&1 ||
-  { log "BUILD FAILED (gpen)"; tail -50 "$RES/build_gpen.txt"; exit 1; }
-log "  gpen built in $((SECONDS - t0)) s"
-GPEN=$BUILD/gpen
+# cuda_cmd NAME: CMD=(the command that runs the tests of tests/NAME.cpp)
+cuda_cmd() { if [ -n "$BUNDLE" ]; then CMD=("$BUNDLE/bin/test_cuda_all" "--source-file=*/$1.cpp"); else CMD=("$BUILD/tests/$1"); fi; }
+if [ -n "$BUNDLE" ]; then
+  log "6. (first, from the bundle) the CUDA tests on the GPU: bin/test_cuda_all, one run per test_cuda_*.cpp"
+  export GPEN_SHARED_DIR=${SHARED_FOR_TESTS:-$BUNDLE/shared}
+  npass=0 nfail=0
+  for name in "${cuda_tests[@]}"; do
+    can "$name" 10 || continue
+    cuda_cmd "$name"
+    [ "$name" = test_cuda_accuracy ] && CMD+=(-s)  # its MESSAGEs: fp16 / bf16 vs CPU fp32 on the GPU's kernels
+    timeout "$(cap 120)" "${CMD[@]}" > "$RES/$name.txt" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then npass=$((npass + 1)); else nfail=$((nfail + 1)); fi
+    log "  $name: rc=$rc $(grep -E '^\[doctest\] test cases' "$RES/$name.txt" | sed 's/^\[doctest\] //')"
+  done
+  log "  CUDA test files: $npass passed, $nfail failed"
+  grep -E "MESSAGE" "$RES/test_cuda_accuracy.txt" 2> /dev/null | sed 's/^/    /' | tee -a "$SUMMARY"
+fi
 
 # ---------------------------------------------------------------- 1. GPEN on CUDA, batch 1, with accuracy
 # Synthetic weights (seed 1) and the bench's random input (seed 7); --accuracy runs them again on
@@ -223,7 +307,7 @@ fi
 if [ -n "$RETINA_PTH" ] && [ -n "$PHOTO" ] && [ -n "$PY" ] && [ -f "$WORK/retinaface-mobilenet0.25.gpw" ] &&
   can "4. pipeline" 50; then
   log "4. gpen restore on $(basename "$PHOTO") (synthetic GPEN-BFR-256, real mobilenet0.25): CUDA and CPU"
-  timeout "$(cap 60)" "$PY" scripts/make_synthetic_gpen.py "$WORK/gpen256.pth" --size 256 > "$RES/make_synthetic.txt" 2>&1 &&
+  timeout "$(cap 60)" "$PY" "$SCRIPTS/make_synthetic_gpen.py" "$WORK/gpen256.pth" --size 256 > "$RES/make_synthetic.txt" 2>&1 &&
     timeout "$(cap 60)" "$GPEN" convert "$WORK/gpen256.pth" -o "$WORK/gpen256.gpw" > "$RES/convert_gpen256.txt" 2>&1
   log "  synthetic checkpoint + convert: rc=$?"
   # Three copies of the photo: the first run pays the plans (and on CUDA the graph captures).
@@ -270,14 +354,10 @@ done
 bench gpen_cuda_512_b1_fp16_nographs 15 60 --device cuda --size 512 --batch 1 --precision fp16 --no-cuda-graphs \
   --runs 10 --warmup 2
 
-# ---------------------------------------------------------------- 6. the CUDA tests on the GPU
-# Only the test_cuda_* executables here (the rest, CPU tests and benchmarks, at the end if time is
-# left); one at a time: test_cuda_backend reads cudaMemGetInfo, which other processes would move.
-if can "6. build + run the CUDA tests" 120; then
+# ---------------------------------------------------------------- 6. (without a bundle) the CUDA tests
+if [ -z "$BUNDLE" ] && can "6. build + run the CUDA tests" 120; then
   log "6. build the CUDA tests, run them on the GPU"
   t0=$SECONDS
-  cuda_tests=()
-  for f in tests/test_cuda_*.cpp; do cuda_tests+=("$(basename "$f" .cpp)"); done
   timeout "$(cap 200)" cmake --build "$BUILD" -j "$(nproc)" --target "${cuda_tests[@]}" > "$RES/build_cuda_tests.txt" 2>&1
   log "  build rc=$? in $((SECONDS - t0)) s"
   if can "ctest -L cuda (native)" 30; then
@@ -299,18 +379,19 @@ fi
 CS=$(command -v compute-sanitizer || { [ -x /usr/local/cuda/bin/compute-sanitizer ] && echo /usr/local/cuda/bin/compute-sanitizer; })
 if [ -n "$CS" ]; then
   log "8. compute-sanitizer (memcheck, racecheck) on the CUDA tests"
-  for t in "$BUILD"/tests/test_cuda_*; do
-    [ -x "$t" ] || continue
+  for name in "${cuda_tests[@]}"; do
+    cuda_cmd "$name"
+    [ -x "${CMD[0]}" ] || continue
     for tool in memcheck racecheck; do
-      can "$tool $(basename "$t")" 20 || continue
-      timeout "$(cap 60)" "$CS" --tool $tool --error-exitcode 3 "$t" > "$RES/$(basename "$t").$tool.txt" 2>&1
-      log "  $tool $(basename "$t"): rc=$?"
+      can "$tool $name" 20 || continue
+      timeout "$(cap 60)" "${OUTSIDE[@]}" "$CS" --tool $tool --error-exitcode 3 "${CMD[@]}" > "$RES/$name.$tool.txt" 2>&1
+      log "  $tool $name: rc=$?"
     done
   done
 fi
 
 # ---------------------------------------------------------------- the rest of the build
-if can "build the benchmarks and CPU tests" 90; then
+if [ -z "$BUNDLE" ] && can "build the benchmarks and CPU tests" 90; then
   log "build everything else (benchmarks, CPU tests)"
   t0=$SECONDS
   timeout "$(cap 200)" cmake --build "$BUILD" -j "$(nproc)" > "$RES/build.txt" 2>&1
@@ -319,7 +400,9 @@ fi
 
 # ---------------------------------------------------------------- 9. Google benchmarks (CPU kernels)
 log "9. benchmarks (CPU backend figures on this machine)"
-for b in "$BUILD"/bench/bench_*; do
+benches=("$BUILD"/bench/bench_*)
+[ -n "$BUNDLE" ] && benches=("$BUNDLE"/bin/bench_*)
+for b in "${benches[@]}"; do
   [ -x "$b" ] || continue
   can "$(basename "$b")" 30 || continue
   timeout "$(cap 40)" "$b" --benchmark_min_time=0.1 --benchmark_format=json > "$RES/$(basename "$b").json" 2> /dev/null
@@ -327,7 +410,9 @@ for b in "$BUILD"/bench/bench_*; do
 done
 
 # ---------------------------------------------------------------- 10. the CPU tests
-if [ -d "$BUILD/tests" ] && can "10. ctest (everything else)" 60; then
+if [ -n "$BUNDLE" ]; then
+  log "10. CPU tests: not in the bundle (they need no GPU: CI runs them)"
+elif [ -d "$BUILD/tests" ] && can "10. ctest (everything else)" 60; then
   log "10. ctest (everything else)"
   (cd "$BUILD" && timeout "$(cap 120)" ctest -LE "cuda|slow" -j 8 --timeout 100) > "$RES/ctest_cpu.txt" 2>&1
   log "  rc=$? $(grep -E 'tests passed|tests failed' "$RES/ctest_cpu.txt")"

@@ -6,7 +6,7 @@ set -euo pipefail
 # `gpen fetch` verifies the official host's HTTPS certificate against it.
 PKGS=(cmake g++ make pkg-config ccache clang libclang-rt-14-dev libomp-14-dev
       libeigen3-dev libstb-dev doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-      libzip-dev libboost-context-dev libcurl4-openssl-dev libssl-dev ca-certificates
+      libzip-dev libboost-context-dev libcurl4-openssl-dev libssl-dev ca-certificates patchelf
       python3-numpy python3-torch python3-opencv)
 missing=()
 for p in "${PKGS[@]}"; do

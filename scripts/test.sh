@@ -10,6 +10,15 @@ cd "$(dirname "$0")/.."
 [ -n "${OMP_WAIT_POLICY:-}" ] || export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 scripts/setup.sh
 scripts/build.sh
+# Where CUDA is compiled in: the GPU bundle that test_gpu_bundle checks (scripts/gpu_bundle.sh; a
+# second, CUDA-native build in build-bundle, mostly ccache hits on the objects built just above).
+if ! build/gpen --version | grep -q "CUDA backend compiled in"; then
+  echo "test: no GPU bundle (CUDA is not compiled in)"
+elif [ ! -f "${GPEN_SHARED_DIR:-../shared}/models/retinaface-mobilenet0.25.pth" ]; then
+  echo "test: no GPU bundle (the shared inputs are missing from ${GPEN_SHARED_DIR:-../shared})"
+else
+  scripts/gpu_bundle.sh build-bundle/gpu_bundle
+fi
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
 if [ "${GPEN_SKIP_ASAN:-0}" != 1 ]; then
   # The sanitizer build checks host code; CUDA device code is already built above.

@@ -22,6 +22,7 @@
 #include "tests/cuda_emu/small_gpen.h"
 #include "kernels/cuda/compat.h"
 #include "kernels/cuda/ops.h"
+#include "tests/test_paths.h"
 
 using namespace gpen;
 using cuda_test::small_gpen;
@@ -168,7 +169,7 @@ TEST_CASE("CUDA backend: steady-state runs allocate nothing, graph replays equal
 }
 
 TEST_CASE("CUDA backend: a converted GPEN checkpoint (s32 fixture) matches PyTorch, from f32 and f16 files") {
-  const std::string dir = std::string(GPEN_FIXTURE_DIR) + "/gpen/s32/";
+  const std::string dir = gpen_test::fixture_dir() + "/gpen/s32/";
   npy::Array in = npy::load(dir + "input.npy"), ref = npy::load(dir + "output.npy");
   const int N = 1, S = static_cast<int>(in.shape[2]);  // the first face: enough, and fast under ASan
   const size_t plane = static_cast<size_t>(S) * S;
@@ -205,7 +206,7 @@ TEST_CASE("CUDA backend: a converted GPEN checkpoint (s32 fixture) matches PyTor
 }
 
 TEST_CASE("CUDA backend: RetinaFace mobilenet0.25 matches the CPU backend") {
-  const std::string pth = std::string(GPEN_SHARED_DIR) + "/models/retinaface-mobilenet0.25.pth";
+  const std::string pth = gpen_test::shared_dir() + "/models/retinaface-mobilenet0.25.pth";
   if (!fs::exists(pth)) {
     MESSAGE("skipped: " << pth << " not found");
     return;

@@ -16,6 +16,7 @@
 #include "engine/photo/image.h"
 #include "engine/models/gpen_model.h"
 #include "engine/models/retinaface.h"
+#include "tests/test_paths.h"
 #include "engine/photo/pipeline.h"
 #include "engine/runtime/cuda/backend_cuda.h"
 
@@ -39,7 +40,7 @@ struct Models {
 };
 
 bool prepare(Models& m) {
-  const std::string det_pth = std::string(GPEN_SHARED_DIR) + "/models/retinaface-mobilenet0.25.pth";
+  const std::string det_pth = gpen_test::shared_dir() + "/models/retinaface-mobilenet0.25.pth";
   if (!fs::exists(det_pth)) {
     MESSAGE("skipped: " << det_pth << " is missing");
     return false;
@@ -48,7 +49,7 @@ bool prepare(Models& m) {
   fs::create_directories(m.dir);
   m.gpen = (m.dir / "s32.gpw").string();
   m.det = (m.dir / "mnet.gpw").string();
-  conv::convert(std::string(GPEN_FIXTURE_DIR) + "/gpen/s32/checkpoint.pth", m.gpen);
+  conv::convert(gpen_test::fixture_dir() + "/gpen/s32/checkpoint.pth", m.gpen);
   conv::convert(det_pth, m.det);
   return true;
 }
@@ -77,7 +78,7 @@ TEST_CASE("device pipeline: the photo stays on the device, results as the host s
   Models m;
   if (!prepare(m)) return;
   // 256 x 192, 4 children's faces, all under 100 pixels (so every face is smoothed).
-  const Image photo = read_image(std::string(GPEN_FIXTURE_DIR) + "/align/kids/image.png");
+  const Image photo = read_image(gpen_test::fixture_dir() + "/align/kids/image.png");
 
   for (double alpha : {1.0, 0.6}) {
     CAPTURE(alpha);

@@ -20,6 +20,7 @@
 #include "engine/models/retinaface.h"
 #include "engine/runtime/cuda/backend_cuda.h"
 #include "kernels/cuda/compat.h"
+#include "tests/test_paths.h"
 
 using namespace gpen;
 namespace fs = std::filesystem;
@@ -67,7 +68,7 @@ struct CliRun {
 
 CliRun gpen_plan(const std::string& args) {
   const fs::path log = fs::temp_directory_path() / ("gpen_test_plan_device_" + std::to_string(::getpid()) + ".log");
-  const int st = std::system((std::string(GPEN_BINARY_DIR "/gpen") + " plan " + args + " >" + log.string() + " 2>&1").c_str());
+  const int st = std::system((gpen_test::binary_dir() + "/gpen plan " + args + " >" + log.string() + " 2>&1").c_str());
   CliRun r{WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_file(log)};
   fs::remove(log);
   CHECK_MESSAGE(r.out.find("Sanitizer") == std::string::npos, r.out);
@@ -124,8 +125,8 @@ TEST_CASE("CudaProvider::workspace_bytes plans without a device") {
 #endif
 
 TEST_CASE("gpen plan --device: cuda uses the CUDA workspace figures, cpu is the default") {
-  if (!fs::exists(GPEN_BINARY_DIR "/gpen")) {
-    MESSAGE("skipped: " GPEN_BINARY_DIR "/gpen is not built");
+  if (!fs::exists(gpen_test::binary_dir() + "/gpen")) {
+    MESSAGE("skipped: " << gpen_test::binary_dir() << "/gpen is not built");
     return;
   }
   // --device cpu is what plan always did.
