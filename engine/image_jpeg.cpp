@@ -43,12 +43,15 @@ struct ErrorMgr {
 }
 
 // Warnings are corrupt data libjpeg would decode from guesses (grey fill after a truncation,
-// skipped bad Huffman codes): refused, except the ones real cameras and editors produce.
+// skipped bad Huffman codes): refused, except the ones real cameras and editors produce. (cv2.imread
+// accepts them all; a restoration of grey fill helps nobody.)
 void on_message(j_common_ptr c, int level) {
   if (level >= 0) return;  // trace messages
   const int code = c->err->msg_code;
-  if (code == JWRN_EXTRANEOUS_DATA || code == JWRN_ADOBE_XFORM || code == JWRN_JFIF_MAJOR || code == JWRN_BOGUS_ICC)
-    return;
+  if (code == JWRN_ADOBE_XFORM || code == JWRN_JFIF_MAJOR || code == JWRN_BOGUS_ICC) return;
+  // Padding before the end-of-image marker is a common camera quirk; stray bytes anywhere else
+  // mean a damaged marker.
+  if (code == JWRN_EXTRANEOUS_DATA && c->err->msg_parm.i[1] == 0xD9) return;
   auto* e = reinterpret_cast<ErrorMgr*>(c->err);
   e->truncated = code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER;
   (*c->err->format_message)(c, e->msg);
