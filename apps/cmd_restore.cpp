@@ -410,8 +410,8 @@ Command reg(
       sub.add_option("--save-faces", g_args.save_faces, "Also write every restored face crop into this directory, as <output path without extension>_face<K>.png mirroring the output tree");
       sub.add_option("--save-raw", g_args.save_raw, "--aligned: also write the raw generator output (float32 NCHW .npy)");
       sub.add_option("--jpeg-quality", g_args.jpeg_quality,
-                     "JPEG quality of .jpg outputs (.png and .webp outputs are lossless); outputs keep the input's "
-                     "EXIF (orientation 1) and ICC profile")
+                     "JPEG quality of .jpg outputs (.png and .webp outputs are lossless); every output keeps the "
+                     "input's EXIF (orientation reset to 1 once applied) and ICC profile")
           ->capture_default_str()
           ->check(CLI::Range(1, 100));
       add_image_read_options(sub, g_args.max_pixels, g_args.ignore_orientation);
