@@ -75,7 +75,6 @@ void init_errors(ErrorMgr& e, j_common_ptr c) {
   e.progress.progress_monitor = on_progress;
   e.msg[0] = 0;
   e.truncated = false;
-  c->progress = &e.progress;
 }
 
 // OpenCV's icvCvt_CMYK2BGR_8u_C4C3R, on the (Adobe-inverted as stored) values libjpeg returns.
@@ -193,6 +192,7 @@ Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name, con
   std::memset(&x->cinfo, 0, sizeof x->cinfo);
   init_errors(x->err, reinterpret_cast<j_common_ptr>(&x->cinfo));
   jpeg_create_decompress(&x->cinfo);
+  x->cinfo.progress = &x->err.progress;  // after create, which clears everything but err
   x->data = data;
   x->size = size;
   x->name = &name;

@@ -194,6 +194,36 @@ TEST_CASE("codecs: the pixel limit is checked from the header, before decoding")
   CHECK_MESSAGE(msg.find("big.jpg: image of 30000x30000 pixels is over the limit") == 0, msg);
 }
 
+TEST_CASE("codecs: a progressive JPEG of more than 500 scans is refused") {
+  // jpeg_444.jpg re-coded by jpegtran as DC + one AC scan per component; its DC scan (Ah = Al = 0)
+  // may legally be repeated, and each repetition is another full pass for the decoder.
+  const std::vector<uint8_t> p = read_bytes(kDir + "jpeg_progressive_4scans.jpg");
+  REQUIRE(p.size() > 200);
+  size_t sos = 0, end = 0;
+  for (size_t i = 2; i + 1 < p.size(); ++i)
+    if (p[i] == 0xFF && p[i + 1] == 0xDA) {
+      sos = i;
+      break;
+    }
+  REQUIRE(sos > 0);
+  for (size_t i = sos + 2; i + 1 < p.size(); ++i)
+    if (p[i] == 0xFF && p[i + 1] != 0x00 && !(p[i + 1] >= 0xD0 && p[i + 1] <= 0xD7)) {
+      end = i;
+      break;
+    }
+  REQUIRE(end > sos);
+  auto repeated = [&](int n) {
+    std::vector<uint8_t> v(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(end));
+    for (int k = 0; k < n; ++k) v.insert(v.end(), p.begin() + static_cast<std::ptrdiff_t>(sos), p.begin() + static_cast<std::ptrdiff_t>(end));
+    v.insert(v.end(), p.begin() + static_cast<std::ptrdiff_t>(end), p.end());
+    return v;
+  };
+  const std::vector<uint8_t> ok = repeated(400), bad = repeated(600);
+  const Image a = decode_image(ok.data(), ok.size(), "ok.jpg");
+  CHECK(differing(a, kDir + "jpeg_progressive_4scans.jpg.bgr.npy") == 0);  // the repeats change nothing
+  CHECK(error_of(bad, "bad.jpg") == "bad.jpg: corrupt JPEG (libjpeg: more than 500 scans)");
+}
+
 TEST_CASE("codecs: damaged files are refused with the library's reason") {
   auto cut = [](std::vector<uint8_t> v, size_t n) {
     v.resize(n);

@@ -6,7 +6,7 @@ each with cv2.imread(IMREAD_COLOR) of it (Debian's python3-opencv, the official 
 
 Needs Debian's libjpeg-turbo-progs (cjpeg, jpegtran) and python3-pil. Files:
   jpeg_*.jpg      baseline 4:4:4/4:2:2/4:2:0/4:4:0, gray, progressive, restart markers, arithmetic,
-                  optimized Huffman, CMYK (Adobe, as Photoshop/PIL write it)
+                  optimized Huffman, CMYK (Adobe, as Photoshop/PIL write it), a jpegtran scan script
   orient<k>.jpg   EXIF orientation k = 1..8 (cv2 applies it); orient6.png (eXIf chunk, applied too);
                   orient6.webp (EXIF chunk; OpenCV 4.6 ignores it)
   png_*.png       1/2/4/8/16-bit gray, 8/16-bit RGB, gray+alpha, RGBA 8/16, palette, palette+tRNS,
@@ -118,6 +118,12 @@ def main():
         for name, args in jpegs.items():
             run('cjpeg', '-quality', '92', *args, '-outfile', os.path.join(OUT, name + '.jpg'), ppm)
         run('cjpeg', '-quality', '90', '-outfile', os.path.join(OUT, 'jpeg_gray.jpg'), pgm)
+        # DC (Ah = Al = 0) and one full AC scan per component: the test repeats the DC scan.
+        scans = os.path.join(tmp, 'scans.txt')
+        with open(scans, 'w') as f:
+            f.write('0,1,2: 0-0, 0, 0;\n0: 1-63, 0, 0;\n1: 1-63, 0, 0;\n2: 1-63, 0, 0;\n')
+        run('jpegtran', '-scans', scans, '-outfile', os.path.join(OUT, 'jpeg_progressive_4scans.jpg'),
+            os.path.join(OUT, 'jpeg_444.jpg'))
         run('cjpeg', '-quality', '90', '-progressive', '-outfile', os.path.join(OUT, 'jpeg_gray_progressive.jpg'), pgm)
     cmyk = np.concatenate([255 - rgb, rng.randint(0, 120, (H, W, 1)).astype(np.uint8)], -1)
     Image.fromarray(cmyk, 'CMYK').save(os.path.join(OUT, 'jpeg_cmyk.jpg'), quality=92)
