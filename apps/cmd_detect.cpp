@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli.h"
+#include "apps/image_options.h"
 #include "engine/runtime/device.h"
 #include "engine/photo/image.h"
 #include "engine/models/retinaface.h"
@@ -25,6 +26,8 @@ struct DetectArgs {
   bool json = false;
   bool time = false;
   std::string draw_dir;
+  int64_t max_pixels = kMaxImagePixels;
+  bool ignore_orientation = false;
 };
 
 nlohmann::ordered_json face_json(const Face& f) {
@@ -85,7 +88,7 @@ void run_detect(const DetectArgs& a) {
   int failed = 0;
   for (const std::string& path : a.images) {
     try {
-      Image img = read_image(path);
+      Image img = read_image(path, read_options(a.max_pixels, a.ignore_orientation));
       auto t0 = std::chrono::steady_clock::now();
       std::vector<Face> faces = det.detect(img, opt);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -129,7 +132,7 @@ Command reg(
     "detect", "Detect faces (box, score, 5 landmarks) with RetinaFace",
     [](CLI::App& sub) {
       sub.add_option("-d,--detector", g_args.model, "RetinaFace weights (.gpw from gpen convert)")->required();
-      sub.add_option("images", g_args.images, "Image files (JPEG, PNG, BMP)")->required();
+      sub.add_option("images", g_args.images, "Image files (JPEG, PNG, WebP, BMP)")->required();
       sub.add_option("--device", g_args.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
       sub.add_option("--precision", g_args.precision, "fp32 (the detector always runs in fp32)")->capture_default_str();
       sub.add_option("--threshold", g_args.threshold, "Keep faces with score > threshold")->capture_default_str();
@@ -139,6 +142,7 @@ Command reg(
       sub.add_flag("--json", g_args.json, "One JSON object per image");
       sub.add_flag("--time", g_args.time, "Report the detection time per image");
       sub.add_option("--draw", g_args.draw_dir, "Write each image with boxes and landmarks drawn (PNG) into this folder");
+      add_image_read_options(sub, g_args.max_pixels, g_args.ignore_orientation);
       sub.callback([] { run_detect(g_args); });
     },
     30);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "apps/cli.h"
+#include "apps/image_options.h"
 #include "apps/format.h"
 #include "apps/rss.h"
 #include "apps/svg.h"
@@ -53,7 +54,11 @@ struct RestoreArgs {
   float threshold = 0.9f;
   int det_max_side = -1;
   int jpeg_quality = 95;
+  int64_t max_pixels = kMaxImagePixels;
+  bool ignore_orientation = false;
 };
+
+ReadOptions photo_read_options(const RestoreArgs& a) { return read_options(a.max_pixels, a.ignore_orientation); }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   if (s.size() < suffix.size()) return false;
@@ -61,7 +66,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
                     [](char a, char b) { return std::tolower(a) == std::tolower(b); });
 }
 bool is_image_name(const std::string& p) {
-  for (const char* e : {".jpg", ".jpeg", ".png", ".bmp"})
+  for (const char* e : {".jpg", ".jpeg", ".png", ".webp", ".bmp"})
     if (ends_with(p, e)) return true;
   return false;
 }
@@ -97,7 +102,7 @@ struct AlignedFace {
   std::vector<float> x;  // S * S * 3, NHWC model space
 };
 
-void load_aligned(const std::string& path, int S, std::vector<AlignedFace>& faces) {
+void load_aligned(const std::string& path, int S, const ReadOptions& ro, std::vector<AlignedFace>& faces) {
   GPEN_CHECK(fs::exists(path), path + ": no such file");
   std::string stem = fs::path(path).stem().string();
   if (ends_with(path, ".npy")) {
@@ -116,7 +121,7 @@ void load_aligned(const std::string& path, int S, std::vector<AlignedFace>& face
     }
     return;
   }
-  Image img = read_image(path);
+  Image img = read_image(path, ro);
   AlignedFace f{stem, std::vector<float>(static_cast<size_t>(S) * S * 3)};
   face_to_model(img, S, f.x.data());
   faces.push_back(std::move(f));
@@ -128,12 +133,12 @@ void run_aligned(const RestoreArgs& a) {
   const int S = model->size();
 
   std::vector<AlignedFace> faces;
-  for (const auto& in : a.inputs) load_aligned(in, S, faces);
+  for (const auto& in : a.inputs) load_aligned(in, S, photo_read_options(a), faces);
   const bool to_dir = faces.size() > 1 || fs::is_directory(a.output) || a.output.back() == '/';
   std::vector<std::string> out_paths;
   for (const AlignedFace& f : faces) {
     std::string p = to_dir ? (fs::path(a.output) / (f.stem + ".png")).string() : a.output;
-    GPEN_CHECK(to_dir || is_image_name(p), p + ": the output must end in .png, .jpg or .jpeg (or be a directory)");
+    GPEN_CHECK(to_dir || is_image_name(p), p + ": the output must end in .png, .jpg, .jpeg or .webp (or be a directory)");
     for (const auto& in : a.inputs)
       GPEN_CHECK(!fs::exists(p) || !fs::equivalent(p, in), p + ": refusing to overwrite an input");
     GPEN_CHECK(std::find(out_paths.begin(), out_paths.end(), p) == out_paths.end(),
@@ -221,7 +226,7 @@ std::vector<Job> collect_jobs(const RestoreArgs& a) {
   std::map<std::string, std::vector<Job*>> by_prefix;
   for (auto& j : jobs) {
     if (ends_with(j.output, ".bmp")) j.output = fs::path(j.output).replace_extension(".png").string();
-    if (!out_is_dir) GPEN_CHECK(is_image_name(j.output), j.output + ": the output must end in .png or .jpg");
+    if (!out_is_dir) GPEN_CHECK(is_image_name(j.output), j.output + ": the output must end in .png, .jpg, .jpeg or .webp");
     const std::string k = key(j.output);
     auto in = input_of.find(k);
     GPEN_CHECK(in == input_of.end(), j.output + ": refusing to overwrite an input (" + in->second + ")");
@@ -253,7 +258,7 @@ void run_photos(const RestoreArgs& a) {
   const DeviceOptions dopt = device_options(a);
   GPEN_CHECK(!a.detector.empty(), "restore needs a detector (-d RETINAFACE.gpw), or --aligned for face crops");
   std::vector<Job> jobs = collect_jobs(a);
-  GPEN_CHECK(!jobs.empty(), "no images found in the inputs (extensions .jpg, .jpeg, .png, .bmp)");
+  GPEN_CHECK(!jobs.empty(), "no images found in the inputs (extensions .jpg, .jpeg, .png, .webp, .bmp)");
 
   auto backend = make_backend(dopt);
   auto model = open_model(a, *backend);
@@ -303,13 +308,14 @@ void run_photos(const RestoreArgs& a) {
     nlohmann::json rep = {{"image", job.input}, {"output", job.output}};
     try {
       auto t0 = std::chrono::steady_clock::now();
-      Image photo = read_image(job.input);
+      ImageMeta meta;  // EXIF (orientation reset when applied) and ICC profile, for the output
+      Image photo = read_image(job.input, photo_read_options(a), &meta);
       double decode_ms = ms_since(t0);
       PhotoResult r = restorer.process(photo);
       r.times.decode_ms = decode_ms;
       t0 = std::chrono::steady_clock::now();
       fs::create_directories(fs::absolute(job.output).parent_path());
-      write_image(job.output, r.image, a.jpeg_quality);
+      write_image(job.output, r.image, a.jpeg_quality, &meta);
       if (!a.save_faces.empty()) {
         const fs::path prefix = fs::path(a.save_faces) / job.faces_prefix;
         fs::create_directories(prefix.parent_path());
@@ -387,7 +393,7 @@ Command reg(
       sub.add_option("-d,--detector", g_args.detector, "Converted RetinaFace model (.gpw); not used with --aligned")
           ->check(CLI::ExistingFile);
       sub.add_option("inputs", g_args.inputs,
-                     "Photos or directories (recursive; .jpg .jpeg .png .bmp); with --aligned: face crops of any size "
+                     "Photos or directories (recursive; .jpg .jpeg .png .webp .bmp); with --aligned: face crops of any size "
                      "or .npy float32 N x 3 x S x S in [-1, 1]")
           ->required();
       sub.add_option("-o,--output", g_args.output, "Output file (one input) or directory")->required();
@@ -410,9 +416,12 @@ Command reg(
                      "Shrink photos whose longer side exceeds N to N for detection (default: > 1500 -> 1000; 0: never)");
       sub.add_option("--save-faces", g_args.save_faces, "Also write every restored face crop into this directory, as <output path without extension>_face<K>.png mirroring the output tree");
       sub.add_option("--save-raw", g_args.save_raw, "--aligned: also write the raw generator output (float32 NCHW .npy)");
-      sub.add_option("--jpeg-quality", g_args.jpeg_quality, "JPEG quality of .jpg outputs")
+      sub.add_option("--jpeg-quality", g_args.jpeg_quality,
+                     "JPEG quality of .jpg outputs (.png and .webp outputs are lossless); every output keeps the "
+                     "input's EXIF (orientation reset to 1 once applied) and ICC profile")
           ->capture_default_str()
           ->check(CLI::Range(1, 100));
+      add_image_read_options(sub, g_args.max_pixels, g_args.ignore_orientation);
       sub.add_option("--report", g_args.report, "Write a JSON report: faces, per-stage times, memory");
       sub.callback([] {
         if (g_args.aligned)

@@ -5,9 +5,10 @@ set -euo pipefail
 # ca-certificates: libcurl only recommends it (not installed with --no-install-recommends), and
 # `gpen fetch` verifies the official host's HTTPS certificate against it.
 PKGS=(cmake g++ make pkg-config ccache clang libclang-rt-14-dev libomp-14-dev
-      libeigen3-dev libstb-dev doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+      libeigen3-dev libstb-dev libjpeg62-turbo-dev libpng-dev libwebp-dev doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
       libzip-dev libboost-context-dev libcurl4-openssl-dev libssl-dev ca-certificates patchelf
-      python3-numpy python3-torch python3-opencv)
+      python3-numpy python3-torch python3-opencv
+      libjpeg-turbo-progs python3-pil)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -264,3 +264,34 @@ TEST_CASE("restore solvay_1927.png: 29 faces, composite matches the official pip
                    << ", align " << r.times.align_ms << ", restore " << r.times.restore_ms << ", paste "
                    << r.times.paste_ms);
 }
+
+TEST_CASE("restore kids_1024x768.jpg: a JPEG photo's composite matches the official pipeline") {
+  // The JPEG is decoded to cv2.imread's pixels, so the composite reaches what PNG inputs do.
+  const nlohmann::json manifest = load_json(kFixtures + "manifest.json");
+  const nlohmann::json ref = load_json(kFixtures + "kids_detections.json");
+  const std::string photo_path = std::string(GPEN_SHARED_DIR) + "/images/kids_1024x768.jpg";
+  const std::string det_path = detector_gpw();
+  std::string why;
+  const std::string gpen_pth =
+      fs::exists(photo_path) && !det_path.empty()
+          ? synthetic_gpen_pth(manifest["checkpoint"]["fingerprint_sha256"].get<std::string>(), &why)
+          : "";
+  if (gpen_pth.empty()) {
+    MESSAGE("skipped: " << (why.empty() ? "the shared photo or detector weights are missing" : why));
+    return;
+  }
+  cpu::set_num_threads(2);
+  auto backend = make_cpu_backend();
+  auto gpen = open_converted(gpen_pth, *backend);
+  RetinaFaceDetector detector(det_path);
+  FaceRestorer restorer(*gpen, detector, RestoreOptions{});
+  PhotoResult r = restorer.process(read_image(photo_path));
+  REQUIRE(r.faces.size() == ref["faces"].size());
+  double score_max = 0;
+  for (size_t i = 0; i < r.faces.size(); ++i)
+    score_max = std::max(score_max, std::fabs(r.faces[i].score - ref["faces"][i]["score"].get<double>()));
+  CHECK(score_max < 1e-4);
+  const Agreement g = compare(r.image, read_image(kFixtures + "kids_composite.png"));
+  check_agreement("kids composite (alpha 1)", g);
+  CHECK(g.psnr >= 60.0);
+}

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "converter/convert.h"
+#include "engine/photo/exif.h"
 #include "engine/photo/image.h"
 
 using namespace gpen;
@@ -251,4 +252,51 @@ TEST_CASE("global options are accepted before and after the subcommand") {
   CHECK(run(kGpen + plan + " --threads -1", log) != 0);
   CHECK(read_file(log).find("--threads") != std::string::npos);
   fs::remove(log);
+}
+
+TEST_CASE("gpen restore/detect: EXIF orientation, metadata kept, --ignore-orientation, --max-pixels") {
+  Setup s;
+  if (!prepare(s)) return;
+  const fs::path log = s.root / "log.txt";
+  // A "phone photo": pixels stored sideways with EXIF orientation 6 and an ICC profile.
+  ReadOptions raw;
+  raw.apply_orientation = false;
+  ImageMeta meta;
+  read_image(std::string(GPEN_FIXTURE_DIR) + "/image/codec/orient6.jpg", raw, &meta);
+  REQUIRE(exif::orientation(meta.exif) == 6);
+  meta.icc.assign(300, 7);
+  const Image stored = read_image((s.in / "kids.png").string());
+  const fs::path phone = s.root / "phone.jpg";
+  write_image(phone.string(), stored, 92, &meta);
+
+  const fs::path up = s.root / "up.jpg", side = s.root / "side.jpg";
+  REQUIRE(run(restore_cmd(s, phone.string() + " -o " + up.string()), log) == 0);
+  ImageMeta got;
+  const Image u = read_image(up.string(), raw, &got);
+  CHECK(u.width == stored.height);  // restored upright: rotated 90 degrees
+  CHECK(u.height == stored.width);
+  CHECK(exif::orientation(got.exif) == 1);
+  CHECK(got.icc == meta.icc);
+
+  REQUIRE(run(restore_cmd(s, phone.string() + " -o " + side.string() + " --ignore-orientation"), log) == 0);
+  ImageMeta got2;
+  const Image sd = read_image(side.string(), raw, &got2);
+  CHECK(sd.width == stored.width);
+  CHECK(exif::orientation(got2.exif) == 6);  // still says how to show the unrotated pixels
+  CHECK(got2.icc == meta.icc);
+
+  const fs::path big = s.root / "big.png";
+  CHECK(run(restore_cmd(s, phone.string() + " -o " + big.string() + " --max-pixels 1000"), log) != 0);
+  CHECK(read_file(log).find("phone.jpg: image of") != std::string::npos);
+  CHECK(read_file(log).find("over the limit (1000 pixels") != std::string::npos);
+  CHECK(!fs::exists(big));
+
+  const std::string det = kGpen + " detect -d " + s.det_gpw.string() + " --json " + phone.string();
+  REQUIRE(run(det, log) == 0);
+  auto j = nlohmann::json::parse(read_file(log));
+  CHECK(j["width"] == stored.height);
+  REQUIRE(run(det + " --ignore-orientation", log) == 0);
+  CHECK(nlohmann::json::parse(read_file(log))["width"] == stored.width);
+  CHECK(run(det + " --max-pixels 1000", log) != 0);
+  fs::remove_all(s.root);
 }
