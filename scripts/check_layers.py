@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Fails when a project include points the wrong way between layers (docs/architecture.md).
+"""Fails when a project include points the wrong way between layers (docs/architecture.md), or
+when a source file of the engine, kernels, converter, weights or apps passes MAX_LINES lines
+without saying why at its top (a line "Long on purpose: ..." among its first 12 lines).
 
 Every source folder belongs to one layer, and a layer may include only itself and the layers
 listed for it. The list is the whole rule: a new folder must be added here, so the layering
@@ -29,6 +31,7 @@ EXCEPTIONS = {
     ("kernels/cuda/compat.h", "tests/cuda_emu/cuda_emu.h"):
         "in emulated builds the CUDA emulator stands in for the CUDA runtime headers",
 }
+MAX_LINES = 400
 SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -46,7 +49,7 @@ def layer_of(path):
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     bad, checked = [], 0
-    for top in ("engine", "kernels", "weights", "converter"):
+    for top in ("engine", "kernels", "weights", "converter", "apps"):
         for d, _, files in os.walk(os.path.join(root, top)):
             for f in files:
                 if not f.endswith(SOURCE_EXT):
@@ -58,6 +61,11 @@ def main():
                     continue
                 checked += 1
                 text = open(os.path.join(d, f), encoding="utf-8", errors="replace").read()
+                lines = text.count("\n")
+                if lines > MAX_LINES and "Long on purpose:" not in "\n".join(text.split("\n")[:12]):
+                    bad.append(f"{rel}: {lines} lines (limit {MAX_LINES}) and no 'Long on purpose:' reason at its top")
+                if src in TOP:
+                    continue  # above every layer: may include anything
                 for m in INCLUDE.finditer(text):
                     inc = m.group(1)
                     if not os.path.exists(os.path.join(root, inc)):
@@ -69,7 +77,7 @@ def main():
                     bad.append(f"{rel}:{line}: includes {inc} ({dst}), which {src} may not depend on")
     for b in bad:
         print("check_layers: " + b)
-    print(f"check_layers: {checked} files, {len(bad)} wrong-way include(s)")
+    print(f"check_layers: {checked} files, {len(bad)} problem(s)")
     return 1 if bad else 0
 
 

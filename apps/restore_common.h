@@ -1,0 +1,60 @@
+#pragma once
+// What the parts of `gpen restore` share: its options, and the helpers both modes use
+// (apps/cmd_restore.cpp runs photos, apps/restore_aligned.cpp aligned crops, apps/restore_jobs.cpp
+// turns inputs into (input, output) pairs).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/image.h"
+#include "engine/models/gpen_model.h"
+#include "engine/photo/image.h"
+#include "engine/runtime/device.h"
+
+namespace gpen::cli::restore_detail {
+
+struct RestoreArgs {
+  std::string model;
+  std::string detector;
+  std::vector<std::string> inputs;
+  std::string output;
+  bool aligned = false;
+  std::string device = "auto";
+  std::string precision;  // empty: fp32 on the CPU, fp16 on CUDA
+  bool no_cuda_graphs = false;
+  std::string save_raw;
+  std::string save_faces;
+  std::string report;
+  std::string vram_budget;
+  int batch = 0;
+  double alpha = 1.0;
+  float threshold = 0.9f;
+  int det_max_side = -1;
+  int jpeg_quality = 95;
+  int64_t max_pixels = kMaxImagePixels;
+  bool ignore_orientation = false;
+};
+
+ReadOptions photo_read_options(const RestoreArgs& a);
+bool ends_with(const std::string& s, const std::string& suffix);  // case-insensitive
+bool is_image_name(const std::string& p);
+size_t available_ram();
+DeviceOptions device_options(const RestoreArgs& a);
+// The GPEN model on the chosen device at the chosen precision.
+std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend);
+
+struct Job {
+  std::string input;
+  std::string output;
+  std::string faces_prefix;  // --save-faces: path under that directory, before "_faceK.png"
+};
+// Files and directories (recursively, image extensions) -> (input, output) pairs; refuses
+// outputs that would overwrite an input or that two inputs share, before any work.
+std::vector<Job> collect_jobs(const RestoreArgs& a);
+// A progress bar on a terminal for more than one photo.
+void progress(size_t done, size_t total, const std::string& name);
+
+// --aligned: GPEN on face crops or model-space .npy batches.
+void run_aligned(const RestoreArgs& a);
+
+}  // namespace gpen::cli::restore_detail

@@ -1,0 +1,129 @@
+// gpen restore: the helpers both modes share, and inputs -> (input, output) pairs.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+#include "apps/image_options.h"
+#include "apps/format.h"
+#include "apps/rss.h"
+#include "apps/svg.h"
+#include "engine/runtime/device.h"
+#include "kernels/cpu/face_io.h"
+#include "engine/photo/image.h"
+#include "engine/core/stopwatch.h"
+#include "engine/models/gpen_model.h"
+#include "engine/photo/npy.h"
+#include "engine/photo/pipeline.h"
+#include "kernels/cpu/ops.h"
+#include "apps/restore_common.h"
+
+namespace fs = std::filesystem;
+
+namespace gpen::cli::restore_detail {
+
+ReadOptions photo_read_options(const RestoreArgs& a) { return read_options(a.max_pixels, a.ignore_orientation); }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  if (s.size() < suffix.size()) return false;
+  return std::equal(suffix.rbegin(), suffix.rend(), s.rbegin(),
+                    [](char a, char b) { return std::tolower(a) == std::tolower(b); });
+}
+bool is_image_name(const std::string& p) {
+  for (const char* e : {".jpg", ".jpeg", ".png", ".webp", ".bmp"})
+    if (ends_with(p, e)) return true;
+  return false;
+}
+
+size_t available_ram() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  size_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return size_t{4} << 30;
+}
+
+DeviceOptions device_options(const RestoreArgs& a) {
+  DeviceOptions o;
+  o.kind = parse_device(a.device);
+  o.cuda_graphs = !a.no_cuda_graphs;
+  return o;
+}
+
+std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend) {
+  const DType p = a.precision.empty() ? default_precision(backend) : parse_precision(a.precision);
+  GPEN_CHECK(p == DType::f32 || is_device_backend(backend),
+             "--precision " + a.precision + ": the CPU backend runs fp32 only (use --device cuda)");
+  return GpenModel::open(a.model, backend, p);
+}
+
+// Files and directories (recursively, image extensions) -> (input, output) pairs. One file in:
+// OUT is a file unless it names a directory; otherwise OUT is a directory that mirrors the
+// inputs' names (relative to each input directory).
+std::vector<Job> collect_jobs(const RestoreArgs& a) {
+  std::vector<Job> jobs;
+  bool single = a.inputs.size() == 1 && !fs::is_directory(a.inputs[0]);
+  bool out_is_dir = !single || fs::is_directory(a.output) || a.output.back() == '/';
+  for (const auto& in : a.inputs) {
+    GPEN_CHECK(fs::exists(in), in + ": no such file or directory");
+    if (fs::is_directory(in)) {
+      std::vector<fs::path> found;
+      for (const auto& e : fs::recursive_directory_iterator(in, fs::directory_options::skip_permission_denied))
+        if (e.is_regular_file() && is_image_name(e.path().string())) found.push_back(e.path());
+      std::sort(found.begin(), found.end());
+      for (const auto& p : found) {
+        fs::path rel = fs::relative(p, in);
+        if (a.inputs.size() > 1) rel = fs::path(in).filename() / rel;
+        jobs.push_back({p.string(), (fs::path(a.output) / rel).string(), {}});
+      }
+    } else {
+      jobs.push_back({in, out_is_dir ? (fs::path(a.output) / fs::path(in).filename()).string() : a.output, {}});
+    }
+  }
+  // Paths compared by what they resolve to, so "./a.png" and "a.png" are one file.
+  auto key = [](const std::string& p) { return fs::weakly_canonical(fs::absolute(p)).string(); };
+  std::map<std::string, std::string> input_of;  // resolved input -> as given
+  for (const auto& j : jobs) input_of.emplace(key(j.input), j.input);
+  std::map<std::string, std::string> writer_of;  // resolved output -> the input written there
+  std::map<std::string, std::vector<Job*>> by_prefix;
+  for (auto& j : jobs) {
+    if (ends_with(j.output, ".bmp")) j.output = fs::path(j.output).replace_extension(".png").string();
+    if (!out_is_dir) GPEN_CHECK(is_image_name(j.output), j.output + ": the output must end in .png, .jpg, .jpeg or .webp");
+    const std::string k = key(j.output);
+    auto in = input_of.find(k);
+    GPEN_CHECK(in == input_of.end(), j.output + ": refusing to overwrite an input (" + in->second + ")");
+    auto [w, fresh] = writer_of.emplace(k, j.input);
+    GPEN_CHECK(fresh, j.output + ": both " + w->second + " and " + j.input +
+                          " would be written here; restore them in separate runs or rename one");
+    fs::path rel = out_is_dir ? fs::path(j.output).lexically_relative(a.output) : fs::path(j.output).filename();
+    j.faces_prefix = rel.replace_extension().string();
+    by_prefix[j.faces_prefix].push_back(&j);
+  }
+  // x.png and x.jpg keep apart in --save-faces by their extension.
+  for (auto& [prefix, same] : by_prefix)
+    if (same.size() > 1)
+      for (Job* j : same) j->faces_prefix += "_" + fs::path(j->output).extension().string().substr(1);
+  return jobs;
+}
+
+void progress(size_t done, size_t total, const std::string& name) {
+  if (!isatty(fileno(stderr)) || total < 2) return;
+  const int width = 30;
+  int fill = static_cast<int>(width * done / total);
+  std::fprintf(stderr, "\r[%.*s%*s] %zu/%zu %-40.40s", fill, "==============================", width - fill, "", done,
+               total, name.c_str());
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+}  // namespace gpen::cli::restore_detail
