@@ -1,26 +1,8 @@
-// libFuzzer target: the BMP decoder on untrusted bytes. A decode either fails with gpen::Error
-// naming the input or returns an image whose buffer holds width * height * 3 bytes (ASan checks
-// every touch); the EXIF orientation is applied as read_image does.
-#include <cstddef>
-#include <cstdint>
-
-#include "engine/core/error.h"
-#include "engine/photo/exif.h"
-#include "engine/photo/image.h"
-#include "engine/photo/image_codecs.h"
+// libFuzzer target: the BMP decoder on untrusted bytes (fuzz_image.h says what is checked).
+#include "tests/fuzz/fuzz_image.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  gpen::ReadOptions opt;
-  opt.max_pixels = int64_t{1} << 22;  // keeps each run within libFuzzer's memory limit
-  gpen::ImageMeta meta;
-  try {
-    gpen::Image img = gpen::codec::decode_bmp(data, size, "fuzz", opt);
-    if (img.bgr.size() != img.pixels() * 3 || img.width <= 0 || img.height <= 0) __builtin_trap();
-    volatile uint8_t sink = img.bgr.front() ^ img.bgr.back();
-    (void)sink;
-    img = gpen::exif::apply_orientation(img, gpen::exif::orientation(meta.exif));
-    (void)gpen::exif::with_orientation_reset(meta.exif);
-  } catch (const gpen::Error&) {
-  }
-  return 0;
+  return fuzz_image_decoder(data, size, [](const uint8_t* d, size_t n, const gpen::ReadOptions& o, gpen::ImageMeta*) {
+    return gpen::codec::decode_bmp(d, n, "fuzz", o);
+  });
 }
