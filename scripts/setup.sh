@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build, the tests and the reference scripts need. Idempotent:
+# Installs the Debian packages the build, the tests and the reference scripts need (python3-venv:
+# scripts/peers_venv.sh, the ONNX Runtime / OpenVINO peers). Idempotent:
 # apt-get runs only when something is missing.
 set -euo pipefail
 PKGS=(cmake g++ make pkg-config ccache clang libclang-rt-14-dev libomp-14-dev
       libeigen3-dev libstb-dev doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
       libzip-dev libboost-context-dev
-      python3-numpy python3-torch python3-opencv)
+      python3-numpy python3-torch python3-opencv python3-venv)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
