@@ -21,6 +21,7 @@
 #include "apps/bench_compare.h"
 #include "apps/bench_detector.h"
 #include "apps/bench_profile.h"
+#include "kernels/cpu/isa.h"
 #include "apps/cli.h"
 #include "apps/format.h"
 #include "apps/peer.h"
@@ -146,7 +147,8 @@ void run_bench(BenchArgs a) {
                       {"arena_bytes", p.arena_bytes},
                       {"workspace_bytes", p.workspace_bytes},
                       {"lower_bound_bytes", p.lower_bound_bytes},
-                      {"precision", precision_name(precision)}};
+                      {"precision", precision_name(precision)},
+                      {"cpu_isa", cpu::isa_name(cpu::cpu_isa())}};
   if (dev) {
     // Device time: the launches of one run, from cudaEvents on the stream (no copies, no host
     // conversion); the host figures above include both.
@@ -168,6 +170,7 @@ void run_bench(BenchArgs a) {
     std::vector<std::vector<double>> runs;
     for (int i = 0; i < std::max(3, a.runs); ++i) runs.push_back(m->run_profiled(in.data()));
     j["profile"] = profile_summary(m->graph(), runs);
+    if (!dev) add_cpu_peak(j["profile"], cpu::num_threads());
   }
   if (a.accuracy) {
     // The reference is built after the engine's runs, so peak_rss_mib above is the engine's own.
