@@ -132,4 +132,62 @@ void print_pytorch_variant(const nlohmann::json& j, const std::string& name, con
               r.value("speedup_host", 0.0), r.value("speedup_device", 0.0), r.value("memory_ratio", 0.0));
 }
 
+std::vector<std::string> parse_peer_list(const std::string& list, bool onnxruntime, bool openvino, bool& pytorch) {
+  std::vector<std::string> v;
+  auto add = [&v](const std::string& name) {
+    if (std::find(v.begin(), v.end(), name) == v.end()) v.push_back(name);
+  };
+  size_t pos = 0;
+  while (!list.empty() && pos <= list.size()) {
+    const size_t end = std::min(list.find(',', pos), list.size());
+    const std::string name = list.substr(pos, end - pos);
+    const auto& known = onnx_peers();
+    if (name == "pytorch")
+      pytorch = true;
+    else if (std::find(known.begin(), known.end(), name) != known.end())
+      add(name);
+    else
+      throw Error("--compare: unknown peer '" + name + "' (known: pytorch, onnxruntime, openvino)");
+    pos = end + 1;
+  }
+  if (onnxruntime) add("onnxruntime");
+  if (openvino) add("openvino");
+  return v;
+}
+
+void compare_onnx_peers(nlohmann::json& j, const PytorchGpenBench& pb, const std::vector<std::string>& peers) {
+  const double engine_ms = j["ms_per_face"].get<double>();
+  double fastest = 0;
+  for (const std::string& name : peers) {
+    nlohmann::json r = run_onnx_peer_gpen_bench(name, pb);
+    if (r.contains("ms_per_face")) {
+      const double ms = r["ms_per_face"].get<double>();
+      nlohmann::json v{{"speedup", ms / engine_ms}};
+      if (r.contains("peak_rss_mib")) v["rss_ratio"] = r["peak_rss_mib"].get<double>() / j["peak_rss_mib"].get<double>();
+      j["vs_peers"][name] = v;
+      if (fastest == 0 || ms < fastest) fastest = ms;
+    }
+    j["peers"][name] = std::move(r);
+  }
+  if (fastest > 0) j["speedup_vs_fastest_peer"] = fastest / engine_ms;
+}
+
+void print_onnx_peers(const nlohmann::json& j) {
+  if (!j.contains("peers")) return;
+  for (const auto& [name, r] : j["peers"].items()) {
+    const std::string label = name == "onnxruntime" ? "ONNX Runtime" : name == "openvino" ? "OpenVINO" : name;
+    if (!r.contains("ms_per_face")) {
+      std::printf("  %-15s not measured: %s\n", label.c_str(), r.value("error", std::string("?")).c_str());
+      continue;
+    }
+    std::printf("  %-15s %.1f ms per face (%s, %d threads), peak RSS %.1f MiB, output vs PyTorch max abs %.3g "
+                "-> engine is %.2fx faster\n",
+                label.c_str(), r["ms_per_face"].get<double>(), r.value("version", std::string("?")).c_str(),
+                r.value("threads", 0), r.value("peak_rss_mib", 0.0), r.value("max_abs_vs_pytorch", 0.0),
+                j["vs_peers"][name]["speedup"].get<double>());
+  }
+  if (j.contains("speedup_vs_fastest_peer"))
+    std::printf("  vs the faster peer: engine is %.2fx faster\n", j["speedup_vs_fastest_peer"].get<double>());
+}
+
 }  // namespace gpen::cli

@@ -36,4 +36,14 @@ std::vector<std::string> pytorch_variants(const std::string& list, DType precisi
 void compare_pytorch_cuda(nlohmann::json& j, PytorchGpenBench pb, const std::vector<std::string>& variants);
 void print_pytorch_variant(const nlohmann::json& j, const std::string& name, const nlohmann::json& pt, bool cuda);
 
+// The ONNX peers asked for by --compare LIST (pytorch, onnxruntime, openvino) and the
+// --compare-onnxruntime / --compare-openvino flags, in that order, each once; "pytorch" in the
+// list sets `pytorch`. Throws on an unknown name.
+std::vector<std::string> parse_peer_list(const std::string& list, bool onnxruntime, bool openvino, bool& pytorch);
+// Runs each ONNX peer (apps/peer.h) into j["peers"][name], with j["vs_peers"][name] = {"speedup"
+// (peer ms per face / engine's), "rss_ratio" (peer process peak RSS / engine's)}, and
+// j["speedup_vs_fastest_peer"] over the peers that ran.
+void compare_onnx_peers(nlohmann::json& j, const PytorchGpenBench& pb, const std::vector<std::string>& peers);
+void print_onnx_peers(const nlohmann::json& j);
+
 }  // namespace gpen::cli

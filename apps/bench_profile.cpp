@@ -1,11 +1,14 @@
 #include "apps/bench_profile.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <cstdio>
 #include <map>
 #include <string>
 
 #include "engine/core/error.h"
+#include "kernels/cpu/isa.h"
 
 namespace gpen::cli {
 
@@ -63,13 +66,30 @@ nlohmann::json profile_summary(const Graph& g, const std::vector<std::vector<dou
   return {{"runs", runs.size()}, {"total_ms", total}, {"by_op", ops}, {"nodes", list}};
 }
 
+void add_cpu_peak(nlohmann::json& s, int threads) {
+  const cpu::Isa isa = cpu::cpu_isa();
+  double mhz = 0;
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; mhz == 0 && std::getline(f, line);)
+    if (line.rfind("cpu MHz", 0) == 0 && line.find(':') != std::string::npos) mhz = std::atof(line.c_str() + line.find(':') + 1);
+  s["cpu_isa"] = cpu::isa_name(isa);
+  if (mhz <= 0) return;  // no clock to go by: no peak
+  const double peak = threads * cpu::isa_flops_per_cycle(isa) * mhz * 1e-3;
+  s["cpu_mhz"] = mhz;
+  s["peak_gflops"] = peak;
+  for (auto& e : s["by_op"]) e["of_peak"] = e["gflops"].get<double>() / peak;
+}
+
 void print_profile(const nlohmann::json& s, int top) {
   std::printf("  profile (median of %d runs, each node timed alone: %.3f ms in all)\n", s["runs"].get<int>(),
               s["total_ms"].get<double>());
-  std::printf("    %-22s %10s %7s %10s\n", "op", "ms", "share", "GFLOP/s");
+  if (s.contains("peak_gflops"))
+    std::printf("    CPU path %s: peak %.0f GFLOP/s (%.0f MHz from /proc/cpuinfo)\n",
+                s["cpu_isa"].get<std::string>().c_str(), s["peak_gflops"].get<double>(), s["cpu_mhz"].get<double>());
+  std::printf("    %-22s %10s %7s %10s %8s\n", "op", "ms", "share", "GFLOP/s", "of peak");
   for (const auto& e : s["by_op"])
-    std::printf("    %-22s %10.3f %6.1f%% %10.1f\n", e["op"].get<std::string>().c_str(), e["ms"].get<double>(),
-                100 * e["share"].get<double>(), e["gflops"].get<double>());
+    std::printf("    %-22s %10.3f %6.1f%% %10.1f %7.1f%%\n", e["op"].get<std::string>().c_str(), e["ms"].get<double>(),
+                100 * e["share"].get<double>(), e["gflops"].get<double>(), 100 * e.value("of_peak", 0.0));
   std::printf("    slowest nodes:\n");
   int k = 0;
   for (const auto& e : s["nodes"]) {

@@ -21,6 +21,7 @@
 #include "apps/bench_compare.h"
 #include "apps/bench_detector.h"
 #include "apps/bench_profile.h"
+#include "kernels/cpu/isa.h"
 #include "apps/cli.h"
 #include "apps/format.h"
 #include "apps/peer.h"
@@ -49,12 +50,18 @@ struct BenchArgs {
   bool pytorch_compile = false;  // also torch.compile (CUDA: at the engine's precision)
   int pytorch_timeout = 0;       // seconds per PyTorch run; 0: none
   std::string pytorch_variants;  // CUDA: comma-separated list replacing the default runs
+  bool compare_onnxruntime = false, compare_openvino = false;
+  std::string compare;  // comma-separated peers: pytorch, onnxruntime, openvino
   bool accuracy = false;
   bool profile = false;
   std::string detector, image, pytorch_checkpoint;  // --arch retinaface
 };
-void run_bench(const BenchArgs& a) {
+void run_bench(BenchArgs a) {
+  // Checked first: a typo must not cost a run.
+  const std::vector<std::string> onnx_list =
+      parse_peer_list(a.compare, a.compare_onnxruntime, a.compare_openvino, a.compare_pytorch);
   if (a.arch == "retinaface") {
+    GPEN_CHECK(onnx_list.empty(), "--compare onnxruntime/openvino is for GPEN (--arch gpen)");
     DetectorBenchArgs d;
     d.detector = a.detector;
     d.image = a.image;
@@ -140,7 +147,8 @@ void run_bench(const BenchArgs& a) {
                       {"arena_bytes", p.arena_bytes},
                       {"workspace_bytes", p.workspace_bytes},
                       {"lower_bound_bytes", p.lower_bound_bytes},
-                      {"precision", precision_name(precision)}};
+                      {"precision", precision_name(precision)},
+                      {"cpu_isa", cpu::isa_name(cpu::cpu_isa())}};
   if (dev) {
     // Device time: the launches of one run, from cudaEvents on the stream (no copies, no host
     // conversion); the host figures above include both.
@@ -162,6 +170,7 @@ void run_bench(const BenchArgs& a) {
     std::vector<std::vector<double>> runs;
     for (int i = 0; i < std::max(3, a.runs); ++i) runs.push_back(m->run_profiled(in.data()));
     j["profile"] = profile_summary(m->graph(), runs);
+    if (!dev) add_cpu_peak(j["profile"], cpu::num_threads());
   }
   if (a.accuracy) {
     // The reference is built after the engine's runs, so peak_rss_mib above is the engine's own.
@@ -197,6 +206,19 @@ void run_bench(const BenchArgs& a) {
     } else {
       compare_pytorch_cuda(j, pb, variants);
     }
+  }
+  if (!onnx_list.empty()) {
+    GPEN_CHECK(!dev, "the ONNX Runtime and OpenVINO peers run on the CPU: use --device cpu");
+    PytorchGpenBench pb;
+    pb.size = S;
+    pb.cm = m->config().channel_multiplier;
+    pb.narrow = m->config().narrow;
+    pb.batch = a.batch;
+    pb.runs = a.runs;
+    pb.warmup = a.warmup;
+    pb.threads = cpu::num_threads();
+    pb.timeout_s = a.pytorch_timeout;
+    compare_onnx_peers(j, pb, onnx_list);
   }
   if (a.json) {
     std::cout << j.dump(2) << "\n";
@@ -236,6 +258,7 @@ void run_bench(const BenchArgs& a) {
     else
       std::printf("  PyTorch         not measured: %s\n", pt.value("error", std::string("?")).c_str());
   }
+  print_onnx_peers(j);
   if (j.contains("pytorch_variants"))
     for (const char* kind : {"eager_", "compile_"})  // eager first, as they ran
       for (const auto& [name, pt] : j["pytorch_variants"].items())
@@ -270,6 +293,13 @@ Command reg(
                    "Also time the PyTorch reference (tests/reference/, or $GPEN_REFERENCE_DIR) on the same "
                    "configuration (needs torch for $GPEN_PYTHON, default /usr/bin/python3); on CUDA: eager at the "
                    "engine's precision (fp16 for fp16/bf16) and eager fp32, with speed and device-memory ratios");
+      sub.add_flag("--compare-onnxruntime", g_args.compare_onnxruntime,
+                   "Also time ONNX Runtime (CPU, fp32, same threads) on an ONNX export of the PyTorch reference "
+                   "(tests/reference/peer_bench.py in .venv-peers: scripts/peers_venv.sh); output compared with PyTorch");
+      sub.add_flag("--compare-openvino", g_args.compare_openvino,
+                   "Also time OpenVINO (CPU, fp32, same threads) on the same ONNX export, as --compare-onnxruntime");
+      sub.add_option("--compare", g_args.compare,
+                     "Peers to time, comma-separated, from pytorch, onnxruntime, openvino (as the --compare-* flags)");
       sub.add_flag("--pytorch-compile", g_args.pytorch_compile,
                    "--compare-pytorch: also time torch.compile of the reference (compile time reported apart)");
       sub.add_option("--pytorch-variants", g_args.pytorch_variants,
@@ -277,7 +307,7 @@ Command reg(
                      "eager_bf16, compile_fp32, compile_fp16, compile_bf16 (default: eager at the engine's precision, "
                      "eager fp32, and compile at the engine's precision with --pytorch-compile)");
       sub.add_option("--pytorch-timeout", g_args.pytorch_timeout,
-                     "--compare-pytorch: stop each PyTorch run after this many seconds (0: never)")
+                     "--compare-pytorch (and the ONNX peers): stop each peer run after this many seconds (0: never)")
           ->capture_default_str();
       sub.add_flag("--accuracy", g_args.accuracy,
                    "Also run the same weights on the same input on the CPU backend in fp32 and report max abs and "

@@ -1,10 +1,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "apps/cli.h"
 #include "engine/core/error.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 
 namespace gpen::cli {
@@ -33,18 +35,26 @@ Command::Command(const char* name, const char* help, Setup setup, int order) {
 
 }  // namespace gpen::cli
 
-static const char* kVersionText() {
+static std::string kVersionText() {
 #ifdef GPEN_WITH_CUDA
-  return "gpen-engine " GPEN_VERSION " (CUDA backend compiled in)";
+  std::string v = "gpen-engine " GPEN_VERSION " (CUDA backend compiled in)";
 #else
-  return "gpen-engine " GPEN_VERSION " (CPU only: CUDA backend not compiled in)";
+  std::string v = "gpen-engine " GPEN_VERSION " (CPU only: CUDA backend not compiled in)";
 #endif
+  // The CPU kernels' path, as chosen at start-up (cpuid, or GPEN_CPU_ISA).
+  try {
+    v += std::string("\nCPU kernels: ") + gpen::cpu::isa_name(gpen::cpu::cpu_isa()) +
+         (gpen::cpu::cpu_has_avx512() ? " (this CPU has AVX-512 F/BW/DQ/VL)" : " (no AVX-512 on this CPU or build)");
+  } catch (const gpen::Error& e) {
+    v += std::string("\nCPU kernels: ") + e.what();
+  }
+  return v;
 }
 
 int main(int argc, char** argv) {
   using namespace gpen::cli;
   CLI::App app{"gpen: GPEN face restoration with a static memory plan"};
-  app.set_version_flag("--version", std::string(kVersionText()));
+  app.set_version_flag("--version", kVersionText());
   app.add_option("--threads", globals().threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
   app.require_subcommand(1);
   // Global options are accepted after the subcommand too (`gpen bench --threads 2`).
@@ -56,6 +66,7 @@ int main(int argc, char** argv) {
   }
   app.parse_complete_callback([] { gpen::cpu::set_num_threads(globals().threads); });
   try {
+    gpen::cpu::cpu_isa();  // a bad GPEN_CPU_ISA is reported before anything runs
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

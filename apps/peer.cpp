@@ -24,14 +24,18 @@ std::string python() {
 
 // Runs a reference script and returns the last JSON object it printed. With timeout_s > 0 it
 // runs under coreutils' timeout (a torch.compile that takes too long must not eat a GPU run).
-nlohmann::json run_reference(const std::string& script_name, const std::string& args, int timeout_s = 0) {
+nlohmann::json run_reference(const std::string& script_name, const std::string& args, int timeout_s = 0,
+                             const std::string& interpreter = "", const char* what = "the PyTorch reference",
+                             const char* hint = "is torch installed for") {
   // The source tree's scripts, unless GPEN_REFERENCE_DIR names a folder that holds them (a binary
   // carried away from its source tree: scripts/gpu_bundle.sh).
   const char* dir = std::getenv("GPEN_REFERENCE_DIR");
   std::string script = (dir && *dir ? std::string(dir) : std::string(GPEN_SOURCE_DIR) + "/tests/reference") + "/" +
                        script_name;
   if (!std::filesystem::exists(script)) return {{"error", "missing " + script}};
-  const std::string py = python();
+  const std::string py = interpreter.empty() ? python() : interpreter;
+  if (!interpreter.empty() && !std::filesystem::exists(py))
+    return {{"error", "no " + py + " (make it with scripts/peers_venv.sh, or set GPEN_PEERS_PYTHON)"}};
   std::string cmd;
   if (timeout_s > 0) cmd = "timeout -k 5 " + std::to_string(timeout_s) + " ";
   cmd += shell_quote(py) + " " + shell_quote(script) + " " + args + " 2>/dev/null";
@@ -47,13 +51,13 @@ nlohmann::json run_reference(const std::string& script_name, const std::string& 
   if (start == std::string::npos) {
     // timeout(1) exits 124 when it had to stop the script.
     if (timeout_s > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 124)
-      return {{"error", "the PyTorch reference did not finish within " + std::to_string(timeout_s) + " s"}};
-    return {{"error", "the PyTorch reference printed no result (is torch installed for " + py + "?)"}};
+      return {{"error", std::string(what) + " did not finish within " + std::to_string(timeout_s) + " s"}};
+    return {{"error", std::string(what) + " printed no result (" + hint + " " + py + "?)"}};
   }
   try {
     return nlohmann::json::parse(out.substr(start));
   } catch (const std::exception& e) {
-    return {{"error", std::string("unreadable PyTorch result: ") + e.what()}};
+    return {{"error", std::string("unreadable result of ") + what + ": " + e.what()}};
   }
 }
 
@@ -85,6 +89,25 @@ nlohmann::json run_pytorch_detector_bench(const std::string& checkpoint, const s
                      " --warmup " + std::to_string(warmup) + " --threads " + std::to_string(threads);
   if (device != "cpu") args += " --device " + shell_quote(device);
   return run_reference("retinaface_reference.py", args + " " + shell_quote(image), timeout_s);
+}
+
+const std::vector<std::string>& onnx_peers() {
+  static const std::vector<std::string> v{"onnxruntime", "openvino"};
+  return v;
+}
+
+nlohmann::json run_onnx_peer_gpen_bench(const std::string& peer, const PytorchGpenBench& b) {
+  const char* env_py = std::getenv("GPEN_PEERS_PYTHON");
+  const std::string py = env_py && *env_py ? env_py : std::string(GPEN_SOURCE_DIR) + "/.venv-peers/bin/python";
+  const char* env_cache = std::getenv("GPEN_PEERS_CACHE");
+  const std::string cache = env_cache && *env_cache ? env_cache : std::string(GPEN_SOURCE_DIR) + "/.peers";
+  const std::string args = "--peer " + shell_quote(peer) + " --size " + std::to_string(b.size) + " --cm " +
+                           std::to_string(b.cm) + " --narrow " + std::to_string(b.narrow) + " --batch " +
+                           std::to_string(b.batch) + " --threads " + std::to_string(b.threads) + " --runs " +
+                           std::to_string(b.runs) + " --warmup " + std::to_string(b.warmup) + " --cache-dir " +
+                           shell_quote(cache) + " --export-python " + shell_quote(python());
+  return run_reference("peer_bench.py", args, b.timeout_s, py, "the ONNX peer",
+                       "are onnxruntime and openvino installed (scripts/peers_venv.sh) for");
 }
 
 }  // namespace gpen::cli

@@ -1,9 +1,11 @@
 #pragma once
-// Peers measured in the same run as the engine: the PyTorch reference implementation.
-// The interpreter is $GPEN_PYTHON when set (a GPU machine's python3 with CUDA torch), else
-// /usr/bin/python3.
+// Peers measured in the same run as the engine: the PyTorch reference implementation, and ONNX
+// Runtime and OpenVINO on an ONNX export of it. The PyTorch interpreter is $GPEN_PYTHON when set
+// (a GPU machine's python3 with CUDA torch), else /usr/bin/python3; the ONNX peers run in
+// $GPEN_PEERS_PYTHON, else the checkout's .venv-peers/bin/python (scripts/peers_venv.sh).
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace gpen::cli {
 
@@ -29,5 +31,14 @@ nlohmann::json run_pytorch_gpen_bench(const PytorchGpenBench& b);
 nlohmann::json run_pytorch_detector_bench(const std::string& checkpoint_pth, const std::string& image, int runs,
                                           int warmup, int threads, const std::string& device = "cpu",
                                           int timeout_s = 0);
+
+// The ONNX peers by name: onnxruntime, openvino.
+const std::vector<std::string>& onnx_peers();
+// Runs tests/reference/peer_bench.py for `peer` on the configuration of `b` (CPU, fp32; b.model,
+// device, dtype and compile are not used: random weights as for PyTorch): the export of
+// tests/reference/export_gpen_onnx.py, made once into $GPEN_PEERS_CACHE (default the checkout's
+// .peers/), timed with b.threads threads. Returns {"ms_per_face", "peak_rss_mib",
+// "max_abs_vs_pytorch", "version", ...} or {"error"}.
+nlohmann::json run_onnx_peer_gpen_bench(const std::string& peer, const PytorchGpenBench& b);
 
 }  // namespace gpen::cli

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 
 using namespace gpen;
@@ -147,6 +148,10 @@ int main(int argc, char** argv) {
       ->UseRealTime()
       ->MeasureProcessCPUTime()
       ->Iterations(1);
+  // The path in use and its peak per core per cycle (x threads x clock = the GFLOP/s ceiling).
+  const cpu::Isa isa = cpu::cpu_isa();
+  benchmark::AddCustomContext("cpu_isa", cpu::isa_name(isa));
+  benchmark::AddCustomContext("peak_flops_per_cycle_per_core", std::to_string(cpu::isa_flops_per_cycle(isa)));
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 
 using namespace gpen;
@@ -211,4 +213,14 @@ BENCHMARK(BM_RetinaConv)->Name("conv1x1")->Apply(PointwiseArgs)->UseRealTime()->
 BENCHMARK(BM_RetinaConv)->Name("conv3x3")->Apply(Conv3x3Args)->UseRealTime()->MeasureProcessCPUTime()
     ->Unit(benchmark::kMillisecond)->ComputeStatistics("min", min_of)->ComputeStatistics("max", max_of);
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  // The path in use and its peak per core per cycle (x threads x clock = the GFLOP/s ceiling).
+  const cpu::Isa isa = cpu::cpu_isa();
+  benchmark::AddCustomContext("cpu_isa", cpu::isa_name(isa));
+  benchmark::AddCustomContext("peak_flops_per_cycle_per_core", std::to_string(cpu::isa_flops_per_cycle(isa)));
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

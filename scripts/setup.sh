@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build, the tests and the reference scripts need. Idempotent:
+# Installs the Debian packages the build, the tests and the reference scripts need (python3-venv:
+# scripts/peers_venv.sh, the ONNX Runtime / OpenVINO peers). Idempotent:
 # apt-get runs only when something is missing.
 set -euo pipefail
 # ca-certificates: libcurl only recommends it (not installed with --no-install-recommends), and
@@ -7,7 +8,7 @@ set -euo pipefail
 PKGS=(cmake g++ make pkg-config ccache clang libclang-rt-14-dev libomp-14-dev
       libeigen3-dev libstb-dev libjpeg62-turbo-dev libpng-dev libwebp-dev doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
       libzip-dev libboost-context-dev libcurl4-openssl-dev libssl-dev ca-certificates patchelf
-      python3-numpy python3-torch python3-opencv
+      python3-numpy python3-torch python3-opencv python3-venv
       libjpeg-turbo-progs python3-pil)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -31,6 +31,7 @@
 
 #include "kernels/cpu/conv2d_paths.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/strided.h"
 
@@ -137,6 +138,7 @@ size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape
 
 void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
             const TensorView* residual, const TensorView& y, void* workspace) {
+  cpu_isa();  // decided here, outside the threads: a bad GPEN_CPU_ISA throws where it can be caught
   detail::check_f32(x, "conv2d", "input");
   detail::check_f32(w, "conv2d", "weight");
   detail::check_f32(y, "conv2d", "output");

@@ -1,9 +1,19 @@
-#include "kernels/cpu/gemm.h"
-
+// The Eigen-backed GEMM entry points of gemm.h, compiled once per ISA (isa_ns.h; the dispatch
+// and the blocking: gemm_blocking.cpp). Eigen's GEBP kernel picks its register blocking from the
+// compiler's target, so the AVX-512 copy packs and multiplies with 16-lane panels. Its copy of
+// Eigen is renamed so that none of its inline templates can stand in for the baseline's at link
+// time (the linker keeps one of two same-named inline functions, and an AVX-512 body would
+// fault on an AVX2-only machine).
+#include "kernels/cpu/isa_ns.h"
+#if GPEN_ISA_AVX512
+#define Eigen gpen_eigen_avx512
+#endif
 #include <Eigen/Core>
 #include <algorithm>
 
-namespace gpen::cpu::detail {
+#include "kernels/cpu/gemm.h"
+
+namespace gpen::cpu::detail::GPEN_ISA_NS {
 
 namespace {
 
@@ -21,34 +31,7 @@ class BorrowedBlocking : public Eigen::internal::level3_blocking<float, float> {
   }
 };
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
-// Split `total` into equal blocks of at most `cap`, rounded to a multiple of `mult`, so that the
-// last block is not a sliver (a 600-deep product runs as 2 x 304, not 512 + 88).
-int64_t balanced_block(int64_t total, int64_t cap, int64_t mult) {
-  if (total <= cap) return total;
-  int64_t parts = (total + cap - 1) / cap;
-  return std::min(cap, round_up((total + parts - 1) / parts, mult));
-}
-
 }  // namespace
-
-GemmBlocking gemm_blocking(int64_t m, int64_t n, int64_t k) {
-  // Eigen solves a row-major product as its transpose, C^T = B^T A^T: blocks of nb rows of B^T
-  // (our columns, e.g. output channels) by kb of depth are packed and stay cache-resident while
-  // all m columns of A^T (our rows, e.g. pixels) stream past them. Measured on Zen 3 (512 KiB L2):
-  // depth blocks of ~500-600 and <= 256 columns reach 60-70 GFLOP/s per core at GPEN's shapes.
-  GemmBlocking b;
-  b.kb = balanced_block(std::max<int64_t>(k, 1), 576, 8);
-  b.nb = balanced_block(std::max<int64_t>(n, 1), 256, 8);
-  b.mb = std::max<int64_t>(m, 1);
-  return b;
-}
-
-size_t gemm_pack_floats(const GemmBlocking& b) {
-  // Exactly Eigen's own panel sizes (mc x kc and kc x nc), plus a little slack.
-  return round_floats(static_cast<size_t>(b.nb * b.kb) + 64) + round_floats(static_cast<size_t>(b.kb * b.mb) + 64);
-}
 
 void sgemm_acc(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
                float* c, int64_t ldc, const GemmBlocking& blk, float* pack) {
@@ -89,4 +72,4 @@ void gemm_packed_acc(float* c, int64_t ldc, const float* packed_a, const float* 
   gebp(ResMapper(c, ldc), packed_b, packed_a, n, k, m, 1.0f);
 }
 
-}  // namespace gpen::cpu::detail
+}  // namespace gpen::cpu::detail::GPEN_ISA_NS

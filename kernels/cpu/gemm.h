@@ -49,6 +49,24 @@ void gemm_pack_b(float* dst, const float* b, int64_t ldb, int64_t k, int64_t n);
 void gemm_packed_acc(float* c, int64_t ldc, const float* packed_a, const float* packed_b, int64_t m, int64_t n,
                      int64_t k);
 
+// The per-ISA copies of the four entry points above (kernels/cpu/gemm.cpp); the entry points
+// forward to the one for kernels/cpu/isa.h's choice. The packed layouts differ between them (the
+// panel width is Eigen's for the target), so one product must use one copy throughout.
+#define GPEN_GEMM_ISA_DECLS                                                                                       \
+  void sgemm_acc(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,     \
+                 float* c, int64_t ldc, const GemmBlocking& blk, float* pack);                                    \
+  int gemm_row_panel();                                                                                            \
+  void gemm_pack_b(float* dst, const float* b, int64_t ldb, int64_t k, int64_t n);                                \
+  void gemm_packed_acc(float* c, int64_t ldc, const float* packed_a, const float* packed_b, int64_t m, int64_t n, \
+                       int64_t k);
+namespace isa_base {
+GPEN_GEMM_ISA_DECLS
+}
+namespace isa_avx512 {
+GPEN_GEMM_ISA_DECLS
+}
+#undef GPEN_GEMM_ISA_DECLS
+
 // ---- scratch carving
 constexpr size_t kScratchAlign = 64;
 inline size_t round_floats(size_t n) { return (n + 15) / 16 * 16; }  // 64-byte multiples

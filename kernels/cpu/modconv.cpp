@@ -1,7 +1,8 @@
 // Modulated convolution (StyleGAN2) in the decomposed form of kernels/params.h:
 //   acc = conv(x_cat * s[n, :], W) ;  y = act(acc * d[n, o] + bias[o]) + residual
 // It carries nearly all of GPEN's FLOPs, so it is an implicit GEMM with a register-blocked
-// AVX2/FMA micro-kernel rather than im2col + a library GEMM:
+// micro-kernel (AVX2/FMA, or AVX-512 where the CPU has it: kernels/cpu/isa.h) rather than
+// im2col + a library GEMM:
 //  - the output is cut into tasks of ~kTilePixels output pixels (x one output-channel chunk); a
 //    task first writes the input rectangle it reads (its "band", halo included) into the thread's
 //    workspace with the prologue applied: x * s, act2(x2 * scale + bias2) * s, zeros outside the
@@ -10,7 +11,8 @@
 //    the band pixel under that tap, so im2col costs nothing; B is the HWIO weight, whose rows
 //    (ky, kx, i) are the GEMM's K axis, packed once per call into 16-column panels (read in
 //    place for tiny outputs, see make_plan). K is walked in blocks of <= 256 (kKcMax) so a
-//    block's B panel slice stays in L1 while the 6x16 micro-kernel runs over the tile's pixels;
+//    block's B panel slice stays in L1 while the 6x16 (6x32 on AVX-512) micro-kernel runs over
+//    the tile's pixels;
 //  - the transposed (up) conv is the same machinery by output phase: output (2a + py, 2b + px)
 //    gathers the taps ky = py (mod 2), kx = px (mod 2) from input (a - (ky - py) / 2, ...), so
 //    every output is written exactly once (no scatter-add, no zero fill, no races).
@@ -25,9 +27,14 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/modconv_internal.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/modconv_check.h"
+
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
 
 namespace gpen::cpu {
 
@@ -85,6 +92,8 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
   float* const packed = align_up(workspace);
   float* const thread_base = packed + pl.shared;
   const int ntap = pl.k * pl.k;
+  const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
+  const int64_t ws3 = in.w.stride(3);
 
 #pragma omp parallel num_threads(nt)
   {
@@ -153,13 +162,25 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
         KBlock kb;
         bool first = true;
         while (blocker.next(kb)) {
-          for (int64_t j = 0; j < nco; j += kNR) {
+          for (int64_t j = 0; j < nco;) {
+            // Two panels per call on AVX-512 where both exist (read in place: both whole).
+            const bool pair = wide && j + kNR < nco && (!pl.direct_b || (o0 + j + 2 * kNR <= pl.Co && ws3 == 1));
             const int64_t ldb = b_rows(pl, kb, in.w, o0 + j, packed, bpack, bseg);
+            const int64_t next = pl.direct_b ? kNR : pl.kdim * kNR;  // one panel to the next
+            const int64_t step = pair ? 2 * kNR : kNR;
             // The first micro-tile also prefetches the next panel's rows of this block.
-            const int64_t pf = j + kNR < nco ? (pl.direct_b ? kNR : pl.kdim * kNR) : 0;
-            for (int64_t mt = 0; mt < mtiles; ++mt)
-              micro_kernel(kb, band, base + mt * kMR, bseg, ldb, mt == 0 ? pf : 0, ctile + mt * kMR * ldc + j, ldc,
-                           !first);
+            const int64_t pf = j + step < nco ? (pair ? 2 * next : next) : 0;
+            for (int64_t mt = 0; mt < mtiles; ++mt) {
+              float* ct = ctile + mt * kMR * ldc + j;
+#if GPEN_HAVE_AVX512_KERNELS
+              if (pair) {
+                isa_avx512::micro_kernel(kb, band, base + mt * kMR, bseg, ldb, next, mt == 0 ? pf : 0, ct, ldc, !first);
+                continue;
+              }
+#endif
+              isa_base::micro_kernel(kb, band, base + mt * kMR, bseg, ldb, 8, mt == 0 ? pf : 0, ct, ldc, !first);
+            }
+            j += step;
           }
           first = false;
         }

@@ -109,12 +109,20 @@ class KBlocker {
   int64_t c_ = 0;
 };
 
-// C[6 x 16] (+)= sum over the block's segments of A[6 x len] * B[len x 16]. A row r of segment s
-// starts at band + base[r] + a_off[s]; B row i of segment s is the 16 floats at bseg[s] + i * ldb.
-// With pf_delta != 0 the kernel also prefetches (into L2) the B rows pf_delta floats further: the
-// next panel, which would otherwise arrive from L3 on demand at the start of its first call.
+// C[6 x 2L] (+)= sum over the block's segments of A[6 x len] * B[len x 2L], L the lanes of the
+// copy's vector (kernels/cpu/modconv_kernel.cpp). A row r of segment s starts at
+// band + base[r] + a_off[s]; B row i of segment s is L floats at bseg[s] + i * ldb and L more
+// at b2 floats further (the panel's second half, or the next panel). With pf_delta != 0 the
+// kernel also prefetches (into L2) the B rows pf_delta floats further: the next panel, which
+// would otherwise arrive from L3 on demand at the start of its first call.
+namespace isa_base {  // AVX2 (L = 8): one 16-column panel, b2 = 8
 void micro_kernel(const KBlock& kb, const float* band, const int64_t* base, const float* const* bseg, int64_t ldb,
-                  int64_t pf_delta, float* c, int64_t ldc, bool accumulate);
+                  int64_t b2, int64_t pf_delta, float* c, int64_t ldc, bool accumulate);
+}
+namespace isa_avx512 {  // AVX-512 (L = 16): two neighbouring panels, b2 = the distance between them
+void micro_kernel(const KBlock& kb, const float* band, const int64_t* base, const float* const* bseg, int64_t ldb,
+                  int64_t b2, int64_t pf_delta, float* c, int64_t ldc, bool accumulate);
+}
 
 struct Inputs {
   const TensorView& x;

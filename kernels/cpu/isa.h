@@ -1,0 +1,25 @@
+#pragma once
+// The instruction set the hot CPU kernels run with, chosen once per process. The kernels that
+// profit from wider vectors (the GEMM micro-kernels of modconv and conv2d) are compiled once per
+// ISA from the same source, each copy in its own namespace (GPEN_ISA_NS, see isa_ns.h), and
+// called through the entry points here; the rest of the library is built for the baseline
+// (AVX2 + FMA), so one binary runs on every x86-64 machine the project targets.
+//
+// Choice: GPEN_CPU_ISA=avx2|avx512 when set (tests run both paths on one machine; asking for
+// avx512 on a CPU without it is an error, not a silent fallback), else the widest the CPU has
+// (cpuid via __builtin_cpu_supports: AVX-512 needs F, BW, DQ and VL).
+namespace gpen::cpu {
+
+enum class Isa { baseline, avx512 };
+
+// The ISA in use (decided on the first call; throws gpen::Error for a bad GPEN_CPU_ISA).
+Isa cpu_isa();
+// "avx512" or "avx2" ("generic" for a build without AVX2).
+const char* isa_name(Isa isa);
+// True when this build holds the AVX-512 kernels and the CPU runs them.
+bool cpu_has_avx512();
+// Single-precision flops per cycle per core of the path's FMA units (two FMA ports: 2 x 2 x
+// lanes), for the profile's fraction of peak.
+int isa_flops_per_cycle(Isa isa);
+
+}  // namespace gpen::cpu
