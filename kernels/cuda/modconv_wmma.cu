@@ -37,7 +37,7 @@ union WmmaSmem {
 template <class T, bool kVec>
 __global__ void __launch_bounds__(kThreads, 3) modconv_wmma_kernel(const ModConvGeometry g, const ModConvTensors<T> t) {
   using namespace nvcuda;
-  __shared__ __align__(32) WmmaSmem<T> sm;
+  GPEN_SHARED(__align__(32) WmmaSmem<T>, sm, );
 
   const int tid = threadIdx.x, warp = tid / 32;
   const int warp_m = warp / 2, warp_n = warp % 2;
