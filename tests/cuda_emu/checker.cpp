@@ -78,15 +78,13 @@ Arena& arena() {
     a.storage.reset(new unsigned char[kArenaBytes + kRedZone + 128]);
     a.base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(a.storage.get()) + 127) & ~uintptr_t{127});
     std::memset(a.base, kPoison, kArenaBytes + kRedZone);
-    if (flags().memory()) a.shadow.resize(kArenaBytes + kRedZone);
     t_arena = &a;
   }
   return *t_arena;
 }
 
-Flags parse_flags() {
+Flags parse_flags(const char* s) {
   Flags f;
-  const char* s = std::getenv("GPEN_CUDA_EMU_CHECK");
   if (!s) return f;
   std::string v(s);
   size_t pos = 0;
@@ -98,7 +96,8 @@ Flags parse_flags() {
     else if (w == "init") f.init = true;
     else if (w == "all") f.race = f.sync = f.init = true;
     else if (!w.empty() && w != "none") {
-      std::fprintf(stderr, "cuda_emu: GPEN_CUDA_EMU_CHECK: unknown check '%s' (race, sync, init, all)\n", w.c_str());
+      std::fprintf(stderr, "cuda_emu: GPEN_CUDA_EMU_CHECK: unknown check '%s' (race, sync, init, all, none)\n",
+                   w.c_str());
       std::exit(2);
     }
     pos = end + 1;
@@ -107,6 +106,8 @@ Flags parse_flags() {
 }
 
 uintptr_t pc_base() { return reinterpret_cast<uintptr_t>(&parse_flags); }
+
+Flags g_flags = parse_flags(std::getenv("GPEN_CUDA_EMU_CHECK"));
 
 // "file:line (function)" of a code address, through addr2line (reports only).
 std::string where(int32_t pc) {
@@ -186,10 +187,7 @@ void race(Arena& a, const char* kind, size_t off, const Rec& prev, const char* p
 
 }  // namespace
 
-const Flags& flags() {
-  static const Flags f = parse_flags();
-  return f;
-}
+const Flags& flags() { return g_flags; }
 
 uint64_t schedule_seed() {
   static const uint64_t seed = [] {
@@ -214,6 +212,7 @@ std::string seed_note() {
 void block_begin(const LaunchConfig& cfg, uint3, unsigned nthreads) {
   Arena& a = arena();
   std::memset(a.base, kPoison, std::max(a.dirty, cfg.smem));
+  if (flags().memory() && a.shadow.empty()) a.shadow.resize(kArenaBytes + kRedZone);
   if (!a.shadow.empty()) std::fill(a.shadow.begin(), a.shadow.begin() + a.dirty, Shadow{});
   a.slots.clear();
   a.used = 0;
@@ -330,3 +329,7 @@ void access(const void* p, size_t n, bool write, bool atomic, const void* ret) {
 }
 
 }  // namespace cuda_emu::check
+
+namespace cuda_emu {
+void set_checks(const char* spec) { check::g_flags = check::parse_flags(spec); }
+}  // namespace cuda_emu

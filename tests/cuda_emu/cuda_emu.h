@@ -252,6 +252,9 @@ void set_func_max_dynamic_smem(const void* fn, int bytes);
 // What cudaGetDeviceCount reports (default 1; 0 makes it fail with cudaErrorNoDevice, as on a
 // machine without a GPU), so tests can exercise the "no device" paths.
 void set_device_count(int n);
+// The checks of GPEN_CUDA_EMU_CHECK ("race,sync,init", "all", "none"; docs/cuda.md "Checker"),
+// set from a test; not while a kernel runs.
+void set_checks(const char* spec);
 // Graph replays (cudaGraphLaunch calls) and operations replayed so far, for tests.
 size_t graph_launches();
 
