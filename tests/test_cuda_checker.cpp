@@ -56,6 +56,8 @@ void expect_report(Bug bug, const char* checks, const std::string& parts, size_t
 
 }  // namespace
 
+// The memory checks need the instrumented kernels (not in the ASan build, GPEN_CUDA_EMU_CHECKER).
+#if defined(GPEN_CUDA_EMU_INSTRUMENTED)
 TEST_CASE("checker: shared-memory races are reported with both source lines, whatever the schedule") {
   Restore restore;
   for (const char* checks : {"race", "race,sync"}) {
@@ -80,6 +82,8 @@ TEST_CASE("checker: uninitialised and out-of-bounds shared memory") {
   expect_report(Bug::shared_out_of_bounds, "race", "out-of-bounds shared memory write", 1);
   expect_report(Bug::shared_out_of_bounds, "init", "out-of-bounds shared memory write", 1);
 }
+
+#endif  // GPEN_CUDA_EMU_INSTRUMENTED
 
 TEST_CASE("checker: barrier and warp-synchronisation misuse") {
   Restore restore;
