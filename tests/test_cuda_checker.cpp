@@ -71,8 +71,17 @@ TEST_CASE("checker: shared-memory races are reported with both source lines, wha
   expect_report(Bug::missing_barrier_raw, "all", "race on shared memory s|uninitialised shared memory s", 1);
   // The kernel name, block and both threads are named.
   const std::string msg = fault_of(Bug::missing_barrier_raw, "race");
-  CHECK(msg.find("kernel missing_barrier_raw_kernel, block (0,0,0)") != std::string::npos);
+  CHECK(msg.find("kernel missing_barrier_raw_kernel, block (") != std::string::npos);
   CHECK(count(msg, "thread (") == 2);
+}
+
+TEST_CASE("checker: global-memory races between blocks of one launch") {
+  Restore restore;
+  expect_report(Bug::cross_block_raw, "race", "race on global memory", 2);
+  expect_report(Bug::cross_block_waw, "race", "write-after-write race on global memory", 2);
+  const std::string msg = fault_of(Bug::cross_block_waw, "race");
+  CHECK(msg.find("different blocks of one launch") != std::string::npos);
+  CHECK(fault_of(Bug::clean_global_atomics, "race") == "");
 }
 
 TEST_CASE("checker: uninitialised and out-of-bounds shared memory") {

@@ -64,7 +64,9 @@ struct Arena {
   std::vector<uint16_t> lane_gen;   // per thread: the warp-sync count of its last warp operation
   std::vector<uint16_t> warp_count;  // per warp: warp operations completed
   unsigned nthreads = 0;
-  dim3 bdim;
+  dim3 bdim, gdim;
+  unsigned block = 0;  // linear block index
+  uintptr_t stack_lo = 0, stack_hi = 0;  // the running thread's fiber stack: never device memory
   std::string report;
   int cur = -1;
 };
@@ -209,7 +211,7 @@ std::string seed_note() {
   return " (schedule seed " + std::to_string(s) + ", replay with GPEN_CUDA_EMU_SEED=" + std::to_string(s) + ")";
 }
 
-void block_begin(const LaunchConfig& cfg, uint3, unsigned nthreads) {
+void block_begin(const LaunchConfig& cfg, uint3 bid, unsigned nthreads) {
   Arena& a = arena();
   std::memset(a.base, kPoison, std::max(a.dirty, cfg.smem));
   if (flags().memory() && a.shadow.empty()) a.shadow.resize(kArenaBytes + kRedZone);
@@ -226,6 +228,8 @@ void block_begin(const LaunchConfig& cfg, uint3, unsigned nthreads) {
   a.epoch = ++g_epoch;
   a.nthreads = nthreads;
   a.bdim = cfg.block;
+  a.gdim = cfg.grid;
+  a.block = bid.x + cfg.grid.x * (bid.y + cfg.grid.y * bid.z);
   a.lane_gen.assign(nthreads, 0);
   a.warp_count.assign((nthreads + 31) / 32, 0);
   a.report.clear();
@@ -237,9 +241,11 @@ void block_end() {
   cuda_emu_check_active = nullptr;
 }
 
-void set_thread(int linear) {
+void set_thread(int linear, const void* stack, size_t stack_bytes) {
   Arena& a = arena();
   a.cur = linear;
+  a.stack_lo = reinterpret_cast<uintptr_t>(stack);
+  a.stack_hi = a.stack_lo + stack_bytes;
   cuda_emu_check_active = linear >= 0 && flags().memory() ? &a : nullptr;
 }
 
@@ -274,15 +280,24 @@ void* static_smem(const void* key, size_t bytes, const char* name) {
 
 const std::string& report() { return arena().report; }
 
+std::string code_location(int32_t pc) { return where(pc); }
+
 // Called by the hooks for every load and store of instrumented code while a thread runs.
 void access(const void* p, size_t n, bool write, bool atomic, const void* ret) {
   Arena& a = *static_cast<Arena*>(cuda_emu_check_active);
   const uintptr_t base = reinterpret_cast<uintptr_t>(a.base);
   const uintptr_t at = reinterpret_cast<uintptr_t>(p);
-  if (at + n <= base || at >= base + kArenaBytes + kRedZone || a.cur < 0 || !a.report.empty()) return;
+  if (a.cur < 0 || !a.report.empty() || (at >= a.stack_lo && at < a.stack_hi)) return;
   const unsigned me = static_cast<unsigned>(a.cur);
   const int32_t pc = static_cast<int32_t>(reinterpret_cast<uintptr_t>(ret) - pc_base());
   const Flags& f = flags();
+  if (at + n <= base || at >= base + kArenaBytes + kRedZone) {
+    if (!f.race) return;
+    const GlobalWho who{me, a.block, a.epoch, a.warp_count[me / 32], a.lane_gen[me], a.bdim, a.gdim};
+    std::string r = global_access(p, n, write, atomic, pc, who);
+    if (!r.empty()) report(a, r);
+    return;
+  }
   const Rec mine{a.epoch, static_cast<uint16_t>((me + 1) | (atomic ? kAtomic : 0)), a.warp_count[me / 32], pc};
   const char* op = atomic ? "atomically accesses" : write ? "writes" : "reads";
   for (size_t i = 0; i < n; ++i) {

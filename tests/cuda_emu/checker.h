@@ -32,8 +32,8 @@ std::string seed_note();
 // memory; fault receives a message when the shared memory does not fit.
 void block_begin(const LaunchConfig& cfg, uint3 bid, unsigned nthreads);
 void block_end();
-// The running emulated thread (linear index in its block), or none (-1).
-void set_thread(int linear);
+// The running emulated thread (linear index in its block) and its fiber stack, or none (-1).
+void set_thread(int linear, const void* stack = nullptr, size_t stack_bytes = 0);
 // A __syncthreads completed: every access before it is ordered before every access after it.
 void barrier();
 // A warp operation completed for the lanes `members` of warp `warp`.
@@ -42,6 +42,18 @@ void* dynamic_smem_base();
 void* static_smem(const void* key, size_t bytes, const char* name);
 // The first report of the running block ("" if none); the scheduler turns it into the fault.
 const std::string& report();
+// "file:line (function) <- callers" of a code address recorded by access() (reports only).
+std::string code_location(int32_t pc);
+// Global memory (checker_global.cpp): the shadow is per launch.
+struct GlobalWho {
+  unsigned tid, block;  // linear indices
+  uint32_t epoch;
+  uint16_t wc, lane_gen;  // warp operations of the warp so far; the caller's last one
+  dim3 bdim, gdim;
+};
+void global_launch_begin();
+// A report, or "" (also for addresses outside device allocations).
+std::string global_access(const void* p, size_t n, bool write, bool atomic, int32_t pc, const GlobalWho& who);
 // One load or store (or atomic) of `n` bytes at p by instrumented code; ret: its code address.
 void access(const void* p, size_t n, bool write, bool atomic, const void* ret);
 

@@ -106,6 +106,18 @@ __global__ void __launch_bounds__(64) dynamic_fill_kernel(int* out) {
   out[threadIdx.x] = d[63 - threadIdx.x];
 }
 
+__global__ void __launch_bounds__(64) cross_block_raw_kernel(int* out) {
+  const int t = threadIdx.x, b = blockIdx.x;
+  out[b * 64 + t] = b * 64 + t;
+  out[128 + b * 64 + t] = out[(1 - b) * 64 + t];  // BUG: block 1 reads block 0's output
+}
+
+__global__ void __launch_bounds__(64) cross_block_waw_kernel(int* out) {
+  if (threadIdx.x == 0) out[0] = blockIdx.x;  // BUG: one word, a writer per block
+}
+
+__global__ void __launch_bounds__(64) global_atomics_kernel(int* out) { atomicAdd(&out[0], 1); }
+
 __global__ void __launch_bounds__(128) clean_atomics_kernel(int* out) {
   GPEN_SHARED(int, s, [1]);
   if (threadIdx.x == 0) s[0] = 0;
@@ -133,6 +145,9 @@ cudaError_t run(Bug bug) {
     case Bug::mask_exited_lane: GPEN_LAUNCH(1, 32, 0, nullptr, mask_exited_kernel)(out); break;
     case Bug::syncwarp_excludes_self: GPEN_LAUNCH(1, 32, 0, nullptr, syncwarp_self_kernel)(out); break;
     case Bug::divergent_barrier: GPEN_LAUNCH(1, 64, 0, nullptr, divergent_kernel)(out); break;
+    case Bug::cross_block_raw: GPEN_LAUNCH(2, 64, 0, nullptr, cross_block_raw_kernel)(out); break;
+    case Bug::cross_block_waw: GPEN_LAUNCH(3, 64, 0, nullptr, cross_block_waw_kernel)(out); break;
+    case Bug::clean_global_atomics: GPEN_LAUNCH(4, 64, 0, nullptr, global_atomics_kernel)(out); break;
     case Bug::oversized_launch: GPEN_LAUNCH(1, 64, 64 * 1024, nullptr, dynamic_fill_kernel)(out); break;
     case Bug::too_many_threads: GPEN_LAUNCH(1, 2048, 0, nullptr, dynamic_fill_kernel)(out); break;
     case Bug::clean_atomics: GPEN_LAUNCH(4, 128, 0, nullptr, clean_atomics_kernel)(out); break;

@@ -19,11 +19,14 @@ enum class Bug {
   mask_exited_lane,        // a vote's mask names lanes that returned (sync check)
   syncwarp_excludes_self,  // __syncwarp with a mask that leaves out the caller
   divergent_barrier,       // __syncthreads inside a branch half the block skips
+  cross_block_raw,         // a block reads what another block of the same launch wrote
+  cross_block_waw,         // every block writes the same global word
   oversized_launch,        // 64 KiB of dynamic shared memory without the opt-in
   too_many_threads,        // 2048 threads per block
   // Controls: correct kernels that must run clean.
   clean_atomics,           // every thread atomicAdds the same shared word, then a barrier
   clean_warp_reduce,       // the warp reduction with __syncwarp between the steps
+  clean_global_atomics,    // every block atomicAdds the same global word
 };
 cudaError_t run(Bug bug);
 

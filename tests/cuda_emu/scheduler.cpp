@@ -218,7 +218,7 @@ void resume(Block& b, EmuThread& t) {
   t_coords.tid = t.tid;
   t_coords.lane = t.lane;
   t_coords.warp = t.warp;
-  check::set_thread(static_cast<int>(&t - b.threads.data()));
+  check::set_thread(static_cast<int>(&t - b.threads.data()), t.stack_bottom, t.stack_size);
   start_switch(&b.main_fake_stack, t.stack_bottom, t.stack_size);
   t.fiber = std::move(t.fiber).resume();
   finish_switch(b.main_fake_stack, nullptr, nullptr);
@@ -517,7 +517,20 @@ void launch(const LaunchConfig& cfg, KernelBody body, const void* ctx) {
   const dim3 g = cfg.grid;
 
   const uint64_t blocks = uint64_t{g.x} * g.y * g.z;
-  const int nworkers = static_cast<int>(std::min<uint64_t>(worker_threads(), blocks));
+  // The global-memory race shadow is per launch and not shared between workers: one runs all.
+  const int nworkers = check::flags().race ? 1 : static_cast<int>(std::min<uint64_t>(worker_threads(), blocks));
+  if (check::flags().race) check::global_launch_begin();
+  // Under a schedule seed the blocks also run in a shuffled order (a permutation of the grid).
+  std::vector<uint64_t> block_order;
+  if (check::schedule_seed() != 0 && blocks <= (uint64_t{1} << 24)) {
+    block_order.resize(blocks);
+    for (uint64_t i = 0; i < blocks; ++i) block_order[i] = i;
+    uint64_t rng = check::schedule_seed() * 0x2545f4914f6cdd1dull + blocks;
+    for (uint64_t i = blocks; i > 1; --i) {
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+      std::swap(block_order[i - 1], block_order[rng % i]);
+    }
+  }
   std::atomic<uint64_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
@@ -525,8 +538,9 @@ void launch(const LaunchConfig& cfg, KernelBody body, const void* ctx) {
   auto work = [&] {
     Worker& wk = this_worker();
     for (;;) {
-      const uint64_t i = next++;
-      if (i >= blocks || failed) break;
+      const uint64_t n = next++;
+      if (n >= blocks || failed) break;
+      const uint64_t i = block_order.empty() ? n : block_order[n];
       const uint3 bid{static_cast<unsigned>(i % g.x), static_cast<unsigned>((i / g.x) % g.y),
                       static_cast<unsigned>(i / (uint64_t{g.x} * g.y))};
       std::string why;
