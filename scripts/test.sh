@@ -20,6 +20,17 @@ else
   scripts/gpu_bundle.sh build-bundle/gpu_bundle
 fi
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+# The CUDA kernels once more under the emulator's checker (races, barrier/warp-sync misuse,
+# uninitialised shared memory) with a shuffled schedule; the seed is printed and
+# GPEN_CUDA_EMU_SEED=N replays it (docs/cuda.md, "Checker").
+export GPEN_CUDA_EMU_SEED=${GPEN_CUDA_EMU_SEED:-$(( $(date +%s) % 1000000 + 1 ))}
+echo "CUDA checker pass: GPEN_CUDA_EMU_CHECK=all GPEN_CUDA_EMU_SEED=$GPEN_CUDA_EMU_SEED"
+(cd build && GPEN_CUDA_EMU_CHECK=all ctest --output-on-failure -j "$(nproc)" --timeout 900 -L cuda)
+unset GPEN_CUDA_EMU_SEED
+# Registers, shared memory, spills and fit of every kernel on sm_80/sm_90 (needs nvcc).
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  PATH="$PATH:/usr/local/cuda/bin" python3 scripts/cuda_resources.py
+fi
 if [ "${GPEN_SKIP_ASAN:-0}" != 1 ]; then
   # The sanitizer build checks host code; CUDA device code is already built above.
   GPEN_BUILD_DIR=build-asan GPEN_BUILD_TYPE=RelWithDebInfo scripts/build.sh -DGPEN_SANITIZE=ON -DGPEN_CUDA=OFF

@@ -8,6 +8,8 @@
 //
 // Launch: GPEN_LAUNCH(grid, block, dynamic_smem_bytes, stream, kernel)(args...);
 // the kernel comes last so that a template-id with commas needs no parentheses.
+// Static shared memory: GPEN_SHARED(T, name, dims); declares `__shared__ T name dims` (the
+// emulator places it in the block's checked arena; a plain __shared__ does not compile there).
 // Dynamic shared memory: GPEN_DYNAMIC_SMEM(T, name); declares `T* name`.
 #if defined(GPEN_CUDA_EMU)
 
@@ -26,6 +28,7 @@
 #endif
 
 #define GPEN_LAUNCH(grid, block, smem, stream, ...) __VA_ARGS__<<<(grid), (block), (smem), (stream)>>>
+#define GPEN_SHARED(T, name, dims) __shared__ T name dims
 #define GPEN_DYNAMIC_SMEM(T, name)                                 \
   extern __shared__ __align__(128) unsigned char gpen_dynamic_smem_[]; \
   T* name = reinterpret_cast<T*>(gpen_dynamic_smem_)

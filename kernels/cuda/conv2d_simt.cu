@@ -20,8 +20,8 @@ constexpr int kPad = 4;
 
 template <class T>
 __global__ void __launch_bounds__(kThreads) conv2d_simt_kernel(const ConvGeometry g, const ConvTensors<T> t) {
-  __shared__ float a_tile[kBK][kBM + kPad];
-  __shared__ float b_tile[kBK][kBN + kPad];
+  GPEN_SHARED(float, a_tile, [kBK][kBM + kPad]);
+  GPEN_SHARED(float, b_tile, [kBK][kBN + kPad]);
 
   const int tid = threadIdx.x;
   const int tx = tid % 16, ty = tid / 16;

@@ -31,9 +31,9 @@ constexpr int kPadC = 4;       // floats of padding per row of the C tile
 template <class T>
 __global__ void __launch_bounds__(kThreads) conv2d_wmma_kernel(const ConvGeometry g, const ConvTensors<T> t) {
   using namespace nvcuda;
-  __shared__ __align__(32) T a_tile[kBM][kBK + kPadAB];
-  __shared__ __align__(32) T b_tile[kBK][kBN + kPadAB];
-  __shared__ __align__(32) float c_tile[kBM][kBN + kPadC];
+  GPEN_SHARED(__align__(32) T, a_tile, [kBM][kBK + kPadAB]);
+  GPEN_SHARED(__align__(32) T, b_tile, [kBK][kBN + kPadAB]);
+  GPEN_SHARED(__align__(32) float, c_tile, [kBM][kBN + kPadC]);
 
   const int tid = threadIdx.x, warp = tid / 32;
   const int warp_m = warp / 2, warp_n = warp % 2;

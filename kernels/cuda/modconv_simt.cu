@@ -19,8 +19,8 @@ constexpr int kPad = 4;
 
 template <class T, bool kVec>
 __global__ void __launch_bounds__(kThreads) modconv_simt_kernel(const ModConvGeometry g, const ModConvTensors<T> t) {
-  __shared__ __align__(16) float a_tile[2][kBK][kBM + kPad];
-  __shared__ __align__(16) float b_tile[2][kBK][kBN + kPad];
+  GPEN_SHARED(__align__(16) float, a_tile, [2][kBK][kBM + kPad]);
+  GPEN_SHARED(__align__(16) float, b_tile, [2][kBK][kBN + kPad]);
 
   const int tid = threadIdx.x;
   const int tx = tid % 16, ty = tid / 16;

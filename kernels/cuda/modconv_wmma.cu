@@ -34,10 +34,20 @@ union WmmaSmem {
   float c[kBM][kBN + kPadC];
 };
 
+// Three blocks per SM, except where that register budget (168) spills: bf16 with vector staging
+// on sm_90 spilled 28 bytes (scripts/cuda_resources.py), so it gets two blocks' worth.
 template <class T, bool kVec>
-__global__ void __launch_bounds__(kThreads, 3) modconv_wmma_kernel(const ModConvGeometry g, const ModConvTensors<T> t) {
+constexpr int modconv_wmma_min_blocks() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (std::is_same_v<T, __nv_bfloat16> && kVec) return 2;
+#endif
+  return 3;
+}
+
+template <class T, bool kVec>
+__global__ void __launch_bounds__(kThreads, modconv_wmma_min_blocks<T, kVec>()) modconv_wmma_kernel(const ModConvGeometry g, const ModConvTensors<T> t) {
   using namespace nvcuda;
-  __shared__ __align__(32) WmmaSmem<T> sm;
+  GPEN_SHARED(__align__(32) WmmaSmem<T>, sm, );
 
   const int tid = threadIdx.x, warp = tid / 32;
   const int warp_m = warp / 2, warp_n = warp % 2;

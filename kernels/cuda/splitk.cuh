@@ -63,7 +63,7 @@ inline void require_split_k_workspace(const SplitK& s, const void* workspace, co
 // The second pass: out(i) for each of `count` outputs, with the partial sums of split s at
 // partial[s * count + i], added in split order.
 template <class Finish>
-__global__ void split_k_reduce_kernel(int64_t count, int splits, const float* partial, Finish finish) {
+__global__ void __launch_bounds__(256) split_k_reduce_kernel(int64_t count, int splits, const float* partial, Finish finish) {
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
     float acc = partial[i];
     for (int s = 1; s < splits; ++s) acc += partial[s * count + i];

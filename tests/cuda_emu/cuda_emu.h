@@ -9,8 +9,9 @@
 //  - __syncthreads() waits for every thread of the block; if some thread has exited while others
 //    wait, or nothing can make progress, the kernel faults with a message naming the cause;
 //  - warp operations (shuffles, votes, __syncwarp) wait for the lanes named in their mask;
-//  - __shared__ is `static thread_local`: one copy per OS thread, and an OS thread runs one
-//    block at a time, so every block sees its own shared memory.
+//  - shared memory (GPEN_SHARED, GPEN_DYNAMIC_SMEM) lives in an arena per OS thread, and an OS
+//    thread runs one block at a time, so every block sees its own shared memory; it is filled
+//    with 0xff at every block start (tests/cuda_emu/checker.h).
 // A fault (deadlock, divergent barrier, bad shuffle, misaligned WMMA pointer, a host pointer
 // passed to a kernel...) stops the launch, prints the reason to stderr and becomes a sticky
 // cudaErrorLaunchFailure, as a device fault would on a GPU.
@@ -39,7 +40,22 @@
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-#define __shared__ static thread_local
+// Static shared memory: `GPEN_SHARED(__align__(16) float, tile, [2][64]);` declares the array
+// `tile` (`__shared__ __align__(16) float tile[2][64];` under nvcc). Here it is a reference into
+// the block's shared-memory arena (poisoned at every block start, checked under
+// GPEN_CUDA_EMU_CHECK); the lambda gives every declaration, and every template instance, its key.
+#define GPEN_SHARED(T, name, dims)                                                                        \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wattributes\"")                     \
+  using gpen_shared_t_##name = T dims; /* the arena aligns every array to 128 bytes */                  \
+  _Pragma("GCC diagnostic pop")                                                                           \
+  gpen_shared_t_##name& name = *static_cast<gpen_shared_t_##name*>(::cuda_emu::static_smem(              \
+      [] {                                                                                                \
+        static const char key = 0;                                                                        \
+        return &key;                                                                                      \
+      }(),                                                                                                \
+      sizeof(gpen_shared_t_##name), #name))
+// A plain __shared__ declaration would escape the arena and the checker.
+#define __shared__ static_assert(false, "declare shared memory with GPEN_SHARED (kernels/cuda/compat.h)");
 // Dynamic shared memory: `GPEN_DYNAMIC_SMEM(float, tile);` declares `float* tile` pointing at the
 // launch's dynamic shared memory (extern __shared__ under nvcc).
 #define GPEN_DYNAMIC_SMEM(T, name) T* name = reinterpret_cast<T*>(::cuda_emu::dynamic_smem())
@@ -236,6 +252,9 @@ void set_func_max_dynamic_smem(const void* fn, int bytes);
 // What cudaGetDeviceCount reports (default 1; 0 makes it fail with cudaErrorNoDevice, as on a
 // machine without a GPU), so tests can exercise the "no device" paths.
 void set_device_count(int n);
+// The checks of GPEN_CUDA_EMU_CHECK ("race,sync,init", "all", "none"; docs/cuda.md "Checker"),
+// set from a test; not while a kernel runs.
+void set_checks(const char* spec);
 // Graph replays (cudaGraphLaunch calls) and operations replayed so far, for tests.
 size_t graph_launches();
 
@@ -249,6 +268,8 @@ uint64_t warp_shuffle(unsigned mask, uint64_t value, unsigned src, const char* o
 unsigned warp_vote(unsigned mask, bool predicate, const char* op);
 unsigned warp_live_lanes();
 void* dynamic_smem();
+// The block's copy of the static shared array declared at `key` (GPEN_SHARED).
+void* static_smem(const void* key, size_t bytes, const char* name);
 // Stops the running kernel with a message (from kernel code, e.g. the WMMA checks).
 [[noreturn]] void fault(const std::string& message);
 

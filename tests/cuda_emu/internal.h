@@ -1,6 +1,7 @@
 #pragma once
 // Between the emulator's runtime (runtime.cpp) and its scheduler (scheduler.cpp); not for kernels.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "cuda_emu.h"
@@ -19,5 +20,7 @@ cudaError_t sticky_error();
 void record_fault(const std::string& message);
 bool stream_valid(cudaStream_t s);
 size_t max_dynamic_smem(const void* fn);
+// The cudaMalloc / cudaMallocHost allocation holding p: [lo, hi); false if none.
+bool allocation_range(const void* p, uintptr_t& lo, uintptr_t& hi);
 
 }  // namespace cuda_emu::internal

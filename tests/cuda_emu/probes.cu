@@ -7,7 +7,7 @@ namespace cuda_probes {
 namespace {
 
 __global__ void barrier_exchange_kernel(int* out) {
-  __shared__ int slot[1024];
+  GPEN_SHARED(int, slot, [1024]);
   const int t = threadIdx.x, n = blockDim.x;
   slot[t] = 1000 * blockIdx.x + t;
   __syncthreads();
@@ -22,7 +22,7 @@ __device__ int warp_sum_int(int v) {
 // Threads is a multiple of 32. Warp sums go to a static __shared__ array, the per-thread terms
 // also pass through dynamic shared memory, so both kinds must be private to the block.
 __global__ void block_reduce_kernel(long long* out) {
-  __shared__ int warp_sums[32];
+  GPEN_SHARED(int, warp_sums, [32]);
   GPEN_DYNAMIC_SMEM(int, terms);
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
   terms[t] = (blockIdx.x + 1) * (t + 1);

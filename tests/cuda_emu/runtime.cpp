@@ -205,6 +205,19 @@ bool is_device_accessible(const void* p) {
   return inside_allocation(s, p, 0);
 }
 
+bool internal::allocation_range(const void* p, uintptr_t& lo, uintptr_t& hi) {
+  RuntimeState& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto it = s.allocations.upper_bound(a);
+  if (it == s.allocations.begin()) return false;
+  --it;
+  if (a < it->first || a - it->first >= it->second.bytes) return false;
+  lo = it->first;
+  hi = it->first + it->second.bytes;
+  return true;
+}
+
 size_t device_bytes_in_use() {
   RuntimeState& s = state();
   std::lock_guard<std::mutex> lock(s.mu);

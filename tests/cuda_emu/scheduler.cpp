@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "checker.h"
 #include "cuda_emu.h"
 #include "internal.h"
 
@@ -171,7 +172,8 @@ struct Block {
 struct Worker {
   StackPool pool;
   Block block;
-  std::vector<unsigned char> dynamic_smem;
+  std::vector<unsigned> order;  // the resume order of a sweep (shuffled under a schedule seed)
+  uint64_t rng = 0;
 };
 
 thread_local Worker* t_worker = nullptr;
@@ -216,10 +218,13 @@ void resume(Block& b, EmuThread& t) {
   t_coords.tid = t.tid;
   t_coords.lane = t.lane;
   t_coords.warp = t.warp;
+  check::set_thread(static_cast<int>(&t - b.threads.data()), t.stack_bottom, t.stack_size);
   start_switch(&b.main_fake_stack, t.stack_bottom, t.stack_size);
   t.fiber = std::move(t.fiber).resume();
   finish_switch(b.main_fake_stack, nullptr, nullptr);
+  check::set_thread(-1);
   t_self = nullptr;
+  if (!check::report().empty() && b.fault.empty()) b.fault = check::report();
 }
 
 void complete_warp_round(Block& b, WarpState& w) {
@@ -228,6 +233,7 @@ void complete_warp_round(Block& b, WarpState& w) {
   w.arrived = 0;
   ++w.round;
   const unsigned first = static_cast<unsigned>(&w - b.warps.data()) * 32;
+  check::warp_sync(first / 32, released);
   for (unsigned lane = 0; lane < 32; ++lane)
     if ((released >> lane) & 1) {
       EmuThread& t = b.threads[first + lane];
@@ -256,6 +262,9 @@ bctx::fiber thread_main(Block& b, EmuThread& t, bctx::fiber&& scheduler) {
   ++b.done;
   WarpState& w = b.warps[t.warp];
   w.exited |= 1u << t.lane;
+  if (check::flags().sync && w.arrived != 0 && ((w.round_mask >> t.lane) & 1))
+    record_block_fault(b, thread_name(t) + ": exited while lanes " + hex(w.arrived) + " of its warp wait for it in " +
+                              w.round_op + " (mask " + hex(w.round_mask) + ")");
   // Non-exited lanes are all a warp operation waits for.
   if (w.arrived != 0 && w.arrived == (w.round_mask & ~w.exited)) complete_warp_round(b, w);
   start_switch(nullptr, b.main_bottom, b.main_size);  // this stack is finished
@@ -309,7 +318,7 @@ bool run_block(Worker& wk, const LaunchConfig& cfg, KernelBody body, const void*
   t_coords.bid = bid;
   t_coords.bdim = cfg.block;
   t_coords.gdim = cfg.grid;
-  if (cfg.smem > 0) std::fill(wk.dynamic_smem.begin(), wk.dynamic_smem.end(), 0xff);  // not zero on a GPU
+  check::block_begin(cfg, bid, n);  // shared memory poisoned: not zero (nor the last block's) on a GPU
 
   for (unsigned i = 0; i < n; ++i) {
     EmuThread& t = b.threads[i];
@@ -327,9 +336,21 @@ bool run_block(Worker& wk, const LaunchConfig& cfg, KernelBody body, const void*
                           [bp, tp](bctx::fiber&& s) { return thread_main(*bp, *tp, std::move(s)); });
   }
 
+  // A schedule seed shuffles the order in which each sweep resumes the runnable threads (and so
+  // the warps), so that a result that depends on it changes between seeds.
+  const uint64_t seed = check::schedule_seed();
+  wk.order.resize(n);
+  for (unsigned i = 0; i < n; ++i) wk.order[i] = i;
+  if (seed != 0) wk.rng = seed ^ (0x9e3779b97f4a7c15ull * (1 + bid.x + 65536ull * bid.y + (bid.z * 1ull << 32)));
   while (b.done < n) {
     bool ran = false;
-    for (EmuThread& t : b.threads) {
+    if (seed != 0)
+      for (unsigned i = n; i > 1; --i) {
+        wk.rng ^= wk.rng << 13, wk.rng ^= wk.rng >> 7, wk.rng ^= wk.rng << 17;
+        std::swap(wk.order[i - 1], wk.order[wk.rng % i]);
+      }
+    for (unsigned idx : wk.order) {
+      EmuThread& t = b.threads[idx];
       if (t.state != State::runnable) continue;
       resume(b, t);
       ran = true;
@@ -348,6 +369,7 @@ bool run_block(Worker& wk, const LaunchConfig& cfg, KernelBody body, const void*
     }
   }
   t_block = nullptr;
+  check::block_end();
   if (!b.fault.empty()) {
     fault = b.fault;
     return false;
@@ -384,6 +406,7 @@ int syncthreads_count(int predicate) {
     b.arrived = 0;
     ++b.round;
     b.counts[(r + 1) & 1] = 0;
+    check::barrier();
     for (EmuThread& o : b.threads)
       if (o.state == State::at_syncthreads) o.state = State::runnable;
   } else {
@@ -405,6 +428,10 @@ const uint64_t* warp_round(unsigned mask, uint64_t value, const char* op, unsign
   const unsigned bit = 1u << t.lane;
   if (!(mask & bit)) fault(std::string(op) + ": the calling lane " + std::to_string(t.lane) + " is not in mask " + hex(mask));
   const unsigned need = mask & w.existing;
+  // synccheck: on a GPU a mask naming a lane that exited or does not exist is undefined.
+  if (check::flags().sync && (mask & ~(w.existing & ~w.exited)) != 0)
+    fault(std::string(op) + ": mask " + hex(mask) + " names lanes " + hex(mask & ~(w.existing & ~w.exited)) +
+          " of warp " + std::to_string(t.warp) + " that have exited or do not exist");
   if (w.arrived == 0) {
     w.round_mask = need;
     w.round_op = op;
@@ -454,8 +481,12 @@ unsigned warp_live_lanes() {
 
 void* dynamic_smem() {
   current_block("dynamic shared memory");
-  const uintptr_t p = reinterpret_cast<uintptr_t>(t_worker->dynamic_smem.data());
-  return reinterpret_cast<void*>((p + 127) & ~uintptr_t{127});
+  return check::dynamic_smem_base();
+}
+
+void* static_smem(const void* key, size_t bytes, const char* name) {
+  current_block("shared memory");
+  return check::static_smem(key, bytes, name);
 }
 
 void fault(const std::string& message) {
@@ -486,18 +517,30 @@ void launch(const LaunchConfig& cfg, KernelBody body, const void* ctx) {
   const dim3 g = cfg.grid;
 
   const uint64_t blocks = uint64_t{g.x} * g.y * g.z;
-  const int nworkers = static_cast<int>(std::min<uint64_t>(worker_threads(), blocks));
+  // The global-memory race shadow is per launch and not shared between workers: one runs all.
+  const int nworkers = check::flags().race ? 1 : static_cast<int>(std::min<uint64_t>(worker_threads(), blocks));
+  if (check::flags().race) check::global_launch_begin();
+  // Under a schedule seed the blocks also run in a shuffled order (a permutation of the grid).
+  std::vector<uint64_t> block_order;
+  if (check::schedule_seed() != 0 && blocks <= (uint64_t{1} << 24)) {
+    block_order.resize(blocks);
+    for (uint64_t i = 0; i < blocks; ++i) block_order[i] = i;
+    uint64_t rng = check::schedule_seed() * 0x2545f4914f6cdd1dull + blocks;
+    for (uint64_t i = blocks; i > 1; --i) {
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+      std::swap(block_order[i - 1], block_order[rng % i]);
+    }
+  }
   std::atomic<uint64_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
   std::string fault_message;
   auto work = [&] {
     Worker& wk = this_worker();
-    // 128-byte aligned like the GPU's shared memory window; slack for the alignment.
-    wk.dynamic_smem.assign(cfg.smem + 128, 0xff);
     for (;;) {
-      const uint64_t i = next++;
-      if (i >= blocks || failed) break;
+      const uint64_t n = next++;
+      if (n >= blocks || failed) break;
+      const uint64_t i = block_order.empty() ? n : block_order[n];
       const uint3 bid{static_cast<unsigned>(i % g.x), static_cast<unsigned>((i / g.x) % g.y),
                       static_cast<unsigned>(i / (uint64_t{g.x} * g.y))};
       std::string why;
@@ -505,7 +548,7 @@ void launch(const LaunchConfig& cfg, KernelBody body, const void* ctx) {
         std::lock_guard<std::mutex> lock(mu);
         if (!failed.exchange(true))
           fault_message = std::string("kernel ") + cfg.name + ", block (" + std::to_string(bid.x) + "," +
-                          std::to_string(bid.y) + "," + std::to_string(bid.z) + "), " + why;
+                          std::to_string(bid.y) + "," + std::to_string(bid.z) + "), " + why + check::seed_note();
         break;
       }
     }

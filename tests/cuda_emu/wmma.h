@@ -95,8 +95,12 @@ void load_matrix_sync(fragment<accumulator, M, N, K, T>& f, const T* p, unsigned
 template <int M, int N, int K, class T>
 void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T>& f, unsigned ldm, layout_t layout) {
   detail::check_tile_pointer(p, ldm, "store_matrix_sync");
+  // Every emulated lane holds the whole tile, but as on a GPU each stores only its share (element
+  // i by lane i % 32): the warp together writes each element once, which the checker expects.
+  const int lane = static_cast<int>(::cuda_emu::coords_location()->lane);
   for (int r = 0; r < M; ++r)
     for (int c = 0; c < N; ++c) {
+      if ((r * N + c) % 32 != lane) continue;
       if (layout == mem_row_major)
         p[r * ldm + c] = f.x[r * N + c];
       else
