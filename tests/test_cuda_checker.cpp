@@ -92,6 +92,14 @@ TEST_CASE("checker: uninitialised and out-of-bounds shared memory") {
   expect_report(Bug::shared_out_of_bounds, "init", "out-of-bounds shared memory write", 1);
 }
 
+TEST_CASE("checker: reads of device memory never written since cudaMalloc (initcheck)") {
+  Restore restore;
+  expect_report(Bug::uninit_global, "init", "read of uninitialised global memory (allocation 0x", 1);
+  CHECK(fault_of(Bug::uninit_global, "race") == "");  // only the init check looks for it
+  CHECK(fault_of(Bug::clean_global_init, "init") == "");
+  CHECK(fault_of(Bug::clean_global_init, "all") == "");
+}
+
 #endif  // GPEN_CUDA_EMU_INSTRUMENTED
 
 TEST_CASE("checker: barrier and warp-synchronisation misuse") {

@@ -292,7 +292,7 @@ void access(const void* p, size_t n, bool write, bool atomic, const void* ret) {
   const int32_t pc = static_cast<int32_t>(reinterpret_cast<uintptr_t>(ret) - pc_base());
   const Flags& f = flags();
   if (at + n <= base || at >= base + kArenaBytes + kRedZone) {
-    if (!f.race) return;
+    if (!f.race && !f.init) return;
     const GlobalWho who{me, a.block, a.epoch, a.warp_count[me / 32], a.lane_gen[me], a.bdim, a.gdim};
     std::string r = global_access(p, n, write, atomic, pc, who);
     if (!r.empty()) report(a, r);

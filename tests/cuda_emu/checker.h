@@ -52,6 +52,13 @@ struct GlobalWho {
   dim3 bdim, gdim;
 };
 void global_launch_begin();
+// Device memory written or dropped outside kernels (runtime.cpp), for GPEN_CUDA_EMU_CHECK=init:
+// a kernel read of a device byte that no copy, memset or kernel has written since cudaMalloc is
+// reported. Host memory (cudaMallocHost) is written by host code the checker cannot see: never
+// reported. Calls for addresses outside device allocations are ignored.
+void global_allocated(const void* base, size_t bytes);
+void global_released(const void* base);
+void global_written(const void* p, size_t n);
 // A report, or "" (also for addresses outside device allocations).
 std::string global_access(const void* p, size_t n, bool write, bool atomic, int32_t pc, const GlobalWho& who);
 // One load or store (or atomic) of `n` bytes at p by instrumented code; ret: its code address.

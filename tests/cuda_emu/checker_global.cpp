@@ -6,8 +6,16 @@
 // shared-memory rules apply (barrier epoch, warp operations). Reads are not remembered, so a
 // read in an earlier block followed by a write in a later one (WAR) is seen only when a schedule
 // seed runs the blocks in another order (scheduler.cpp shuffles the block order under a seed).
+//
+// GPEN_CUDA_EMU_CHECK=init also keeps, per device allocation and for its whole life, which bytes
+// have been written (by a kernel, cudaMemcpy* or cudaMemset*), and reports a kernel's read of a
+// byte never written since cudaMalloc: compute-sanitizer's initcheck for device memory.
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <vector>
 #include <string>
 #include <unordered_map>
 
@@ -31,8 +39,28 @@ constexpr int kPageBits = 12;
 struct GlobalShadow {
   std::unordered_map<uintptr_t, std::unique_ptr<GRec[]>> pages;
   uintptr_t lo = 0, hi = 0;  // the allocation of the last device access
+  std::vector<uint8_t>* written = nullptr;  // its written bytes (init check; null: host memory)
   uintptr_t miss_page = ~uintptr_t{0};  // the last page that holds no allocation
 };
+
+// Written bytes of each device allocation (base -> one flag per byte). Host code changes it
+// under the mutex; kernels read it from the one worker that runs blocks while memory checks are
+// on, while the launching thread waits.
+struct InitShadow {
+  std::mutex mu;
+  std::map<uintptr_t, std::vector<uint8_t>> written;
+};
+InitShadow& init_shadow() {
+  static InitShadow s;
+  return s;
+}
+
+std::vector<uint8_t>* written_of(uintptr_t lo) {
+  InitShadow& s = init_shadow();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.written.find(lo);
+  return it == s.written.end() ? nullptr : &it->second;
+}
 
 GlobalShadow& shadow() {
   static GlobalShadow g;  // one worker runs the blocks while race checks are on
@@ -52,10 +80,42 @@ std::string thread_of(uint16_t tid1, const dim3& b) {
 
 }  // namespace
 
+void global_allocated(const void* base, size_t bytes) {
+  if (!flags().init) return;
+  InitShadow& s = init_shadow();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.written[reinterpret_cast<uintptr_t>(base)].assign(bytes, 0);
+}
+
+void global_released(const void* base) {
+  {
+    InitShadow& s = init_shadow();
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.written.erase(reinterpret_cast<uintptr_t>(base));
+  }
+  GlobalShadow& g = shadow();
+  g.lo = g.hi = 0;  // the cached allocation may be this one
+  g.written = nullptr;
+}
+
+void global_written(const void* p, size_t n) {
+  if (!flags().init || n == 0) return;
+  uintptr_t lo = 0, hi = 0;
+  bool pinned = false;
+  if (!internal::allocation_range(p, lo, hi, &pinned) || pinned) return;
+  InitShadow& s = init_shadow();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.written.find(lo);
+  if (it == s.written.end()) return;
+  const size_t off = reinterpret_cast<uintptr_t>(p) - lo, end = std::min<size_t>(off + n, it->second.size());
+  std::fill(it->second.begin() + static_cast<std::ptrdiff_t>(off), it->second.begin() + static_cast<std::ptrdiff_t>(end), 1);
+}
+
 void global_launch_begin() {
   GlobalShadow& g = shadow();
   g.pages.clear();
   g.lo = g.hi = 0;
+  g.written = nullptr;
   g.miss_page = ~uintptr_t{0};
 }
 
@@ -65,12 +125,32 @@ std::string global_access(const void* p, size_t n, bool write, bool atomic, int3
   if (at < g.lo || at >= g.hi) {
     if ((at >> kPageBits) == g.miss_page) return "";
     uintptr_t lo = 0, hi = 0;
-    if (!internal::allocation_range(p, lo, hi)) {
+    bool pinned = false;
+    if (!internal::allocation_range(p, lo, hi, &pinned)) {
       g.miss_page = at >> kPageBits;
       return "";
     }
     g.lo = lo, g.hi = hi;
+    g.written = pinned ? nullptr : written_of(lo);
   }
+  if (flags().init && g.written) {
+    std::vector<uint8_t>& w = *g.written;
+    const size_t off = at - g.lo, end = std::min<size_t>(off + n, w.size());
+    if (write && !atomic) {
+      std::fill(w.begin() + static_cast<std::ptrdiff_t>(off), w.begin() + static_cast<std::ptrdiff_t>(end), 1);
+    } else {
+      for (size_t i = off; i < end; ++i)
+        if (!w[i]) {
+          char addr[64];
+          std::snprintf(addr, sizeof addr, "allocation 0x%zx + %zu", static_cast<size_t>(g.lo), i);
+          return std::string("read of uninitialised global memory (") + addr + ", never written since cudaMalloc): " +
+                 block_str(who.block, who.gdim) + " " + thread_of(static_cast<uint16_t>(who.tid + 1), who.bdim) +
+                 (atomic ? " atomically accesses it" : " reads it") + " at " + code_location(pc);
+        }
+      if (atomic) std::fill(w.begin() + static_cast<std::ptrdiff_t>(off), w.begin() + static_cast<std::ptrdiff_t>(end), 1);
+    }
+  }
+  if (!flags().race) return "";
   const uint16_t me1 = static_cast<uint16_t>((who.tid + 1) | (atomic ? kAtomicBit : 0));
   for (size_t i = 0; i < n && at + i < g.hi; ++i) {
     const uintptr_t b = at + i;

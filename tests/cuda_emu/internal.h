@@ -21,6 +21,6 @@ void record_fault(const std::string& message);
 bool stream_valid(cudaStream_t s);
 size_t max_dynamic_smem(const void* fn);
 // The cudaMalloc / cudaMallocHost allocation holding p: [lo, hi); false if none.
-bool allocation_range(const void* p, uintptr_t& lo, uintptr_t& hi);
+bool allocation_range(const void* p, uintptr_t& lo, uintptr_t& hi, bool* pinned = nullptr);
 
 }  // namespace cuda_emu::internal

@@ -127,6 +127,11 @@ __global__ void __launch_bounds__(128) clean_atomics_kernel(int* out) {
   if (threadIdx.x == 0) out[blockIdx.x] = s[0];
 }
 
+__global__ void __launch_bounds__(64) read_upper_kernel(int* out) {
+  const int t = threadIdx.x;
+  out[t] = out[512 + t];  // BUG (unless the caller wrote out[512..]): never written since cudaMalloc
+}
+
 }  // namespace
 
 cudaError_t run(Bug bug) {
@@ -151,6 +156,11 @@ cudaError_t run(Bug bug) {
     case Bug::oversized_launch: GPEN_LAUNCH(1, 64, 64 * 1024, nullptr, dynamic_fill_kernel)(out); break;
     case Bug::too_many_threads: GPEN_LAUNCH(1, 2048, 0, nullptr, dynamic_fill_kernel)(out); break;
     case Bug::clean_atomics: GPEN_LAUNCH(4, 128, 0, nullptr, clean_atomics_kernel)(out); break;
+    case Bug::uninit_global: GPEN_LAUNCH(1, 64, 0, nullptr, read_upper_kernel)(out); break;
+    case Bug::clean_global_init:
+      cudaMemset(out, 0, 4096);
+      GPEN_LAUNCH(1, 64, 0, nullptr, read_upper_kernel)(out);
+      break;
     case Bug::clean_warp_reduce: GPEN_LAUNCH(1, 32, 0, nullptr, warp_lockstep_kernel)(out, true); break;
   }
   const cudaError_t e = cudaGetLastError();

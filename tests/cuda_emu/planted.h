@@ -21,12 +21,14 @@ enum class Bug {
   divergent_barrier,       // __syncthreads inside a branch half the block skips
   cross_block_raw,         // a block reads what another block of the same launch wrote
   cross_block_waw,         // every block writes the same global word
+  uninit_global,           // reads device memory nothing wrote since cudaMalloc
   oversized_launch,        // 64 KiB of dynamic shared memory without the opt-in
   too_many_threads,        // 2048 threads per block
   // Controls: correct kernels that must run clean.
   clean_atomics,           // every thread atomicAdds the same shared word, then a barrier
   clean_warp_reduce,       // the warp reduction with __syncwarp between the steps
   clean_global_atomics,    // every block atomicAdds the same global word
+  clean_global_init,       // reads device memory a cudaMemset wrote
 };
 cudaError_t run(Bug bug);
 

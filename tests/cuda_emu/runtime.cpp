@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cuda_emu.h"
+#include "checker.h"
 #include "internal.h"
 
 struct CUstream_st {
@@ -109,6 +110,7 @@ cudaError_t allocate(void** p, size_t bytes, bool pinned) {
   // so a kernel that leaves outputs unwritten is caught by the comparisons.
   if (!pinned) std::memset(mem, 0xff, bytes);
   s.allocations[reinterpret_cast<uintptr_t>(mem)] = {bytes, pinned};
+  if (!pinned) check::global_allocated(mem, bytes);
   if (!pinned) s.device_bytes += bytes;
   *p = mem;
   return cudaSuccess;
@@ -122,6 +124,7 @@ cudaError_t release(void* p, bool pinned) {
   if (it == s.allocations.end() || it->second.pinned != pinned) return fail(cudaErrorInvalidValue);
   if (!pinned) s.device_bytes -= it->second.bytes;
   s.allocations.erase(it);
+  if (!pinned) check::global_released(p);
   std::free(p);
   return cudaSuccess;
 }
@@ -205,7 +208,7 @@ bool is_device_accessible(const void* p) {
   return inside_allocation(s, p, 0);
 }
 
-bool internal::allocation_range(const void* p, uintptr_t& lo, uintptr_t& hi) {
+bool internal::allocation_range(const void* p, uintptr_t& lo, uintptr_t& hi, bool* pinned) {
   RuntimeState& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
@@ -215,6 +218,7 @@ bool internal::allocation_range(const void* p, uintptr_t& lo, uintptr_t& hi) {
   if (a < it->first || a - it->first >= it->second.bytes) return false;
   lo = it->first;
   hi = it->first + it->second.bytes;
+  if (pinned) *pinned = it->second.pinned;
   return true;
 }
 
@@ -402,6 +406,7 @@ cudaError_t copy_now(void* dst, const void* src, size_t bytes, cudaMemcpyKind ki
   if (const cudaError_t e = internal::sticky_error(); e != cudaSuccess) return fail(e);
   if (const cudaError_t e = check_copy(dst, src, bytes, kind); e != cudaSuccess) return fail(e);
   if (bytes) std::memmove(dst, src, bytes);
+  if (bytes) check::global_written(dst, bytes);  // ignores host memory
   return cudaSuccess;
 }
 
@@ -414,6 +419,7 @@ cudaError_t set_now(void* p, int value, size_t bytes) {
     if (!p || !inside_allocation(s, p, bytes)) return fail(cudaErrorInvalidValue);
   }
   std::memset(p, value, bytes);
+  check::global_written(p, bytes);
   return cudaSuccess;
 }
 

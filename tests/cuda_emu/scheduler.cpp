@@ -518,8 +518,8 @@ void launch(const LaunchConfig& cfg, KernelBody body, const void* ctx) {
 
   const uint64_t blocks = uint64_t{g.x} * g.y * g.z;
   // The global-memory race shadow is per launch and not shared between workers: one runs all.
-  const int nworkers = check::flags().race ? 1 : static_cast<int>(std::min<uint64_t>(worker_threads(), blocks));
-  if (check::flags().race) check::global_launch_begin();
+  const int nworkers = check::flags().memory() ? 1 : static_cast<int>(std::min<uint64_t>(worker_threads(), blocks));
+  if (check::flags().memory()) check::global_launch_begin();
   // Under a schedule seed the blocks also run in a shuffled order (a permutation of the grid).
   std::vector<uint64_t> block_order;
   if (check::schedule_seed() != 0 && blocks <= (uint64_t{1} << 24)) {
