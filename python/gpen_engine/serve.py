@@ -40,6 +40,7 @@ def parse_args(argv=None):
     ap.add_argument("--address", default="127.0.0.1", help="address to bind (default: loopback only)")
     ap.add_argument("--port", type=int, default=8000, help="HTTP port (gRPC: port + 1, metrics: port + 2)")
     ap.add_argument("--model-name", default="gpen")
+    ap.add_argument("--log-file", default=None, help="Triton server's log (default: its stdout)")
     return ap.parse_args(argv)
 
 
@@ -81,28 +82,41 @@ def make_infer(restorer, fmt, quality):
     return infer
 
 
+def _prepend(var, paths):
+    old = [p for p in os.environ.get(var, "").split(os.pathsep) if p]
+    os.environ[var] = os.pathsep.join(dict.fromkeys([p for p in paths if p] + old))
+
+
 def main(argv=None):
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     a = parse_args(argv)
     n, ip = choose_instances(a)
     threads = a.threads or max(1, (os.cpu_count() or 1) // n)
+    # Triton's Python-backend stub embeds an interpreter: it must load this interpreter's libpython
+    # (LD_LIBRARY_PATH; otherwise it may find the system's) and see this environment's packages
+    # (PYTHONPATH: a venv's site-packages, where numpy and pytriton are).
+    import sysconfig
+    _prepend("LD_LIBRARY_PATH", [sysconfig.get_config_var("LIBDIR") or ""])
+    _prepend("PYTHONPATH", [sysconfig.get_paths()[k] for k in ("purelib", "platlib")])
     from pytriton.model_config import ModelConfig, Tensor
     from pytriton.triton import Triton, TritonConfig
 
     restorers = [Restorer(a.model, a.detector, device=a.device, precision=a.precision, threads=threads, batch=a.batch)
                  for _ in range(n)]
     config = TritonConfig(http_address=a.address, http_port=a.port, grpc_address=a.address, grpc_port=a.port + 1,
-                          metrics_port=a.port + 2, allow_metrics=False, exit_timeout_secs=10)
+                          metrics_port=a.port + 2, allow_metrics=False, exit_timeout_secs=10,
+                          log_file=a.log_file)
     with Triton(config=config) as triton:
         triton.bind(model_name=a.model_name, infer_func=[make_infer(r, a.format, a.quality) for r in restorers],
                     inputs=[Tensor(name="image", dtype=np.bytes_, shape=(1,))],
                     outputs=[Tensor(name="image", dtype=np.bytes_, shape=(1,)),
                              Tensor(name="faces", dtype=np.bytes_, shape=(1,))],
-                    config=ModelConfig(max_batch_size=0), strict=False)
+                    config=ModelConfig(batching=False), strict=False)
         stop = threading.Event()
         for s in (signal.SIGINT, signal.SIGTERM):
             signal.signal(s, lambda *_: stop.set())
         triton.run()  # returns once the server and every instance are ready
+        # One JSON line once ready (the Triton server's own log goes to --log-file or stdout).
         print(json.dumps({"serving": a.model_name, "http": f"{a.address}:{a.port}", "instances": n,
                           "threads_per_instance": threads, "per_instance_bytes": ip["per_instance_bytes"],
                           "shared_bytes": ip["shared_bytes"]}), flush=True)

@@ -70,13 +70,19 @@ class Serve(unittest.TestCase):
         port = free_port_block()
         env = dict(os.environ, PYTRITON_HOME=os.path.join(common.TMP, "pytriton-home"))
         t0 = time.time()
-        server = subprocess.Popen([sys.executable, "-m", "gpen_engine.serve", "--model", model, "--detector", det,
-                                   "--instances", "2", "--threads", "1", "--port", str(port)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        log, err = os.path.join(out, "stdout.txt"), os.path.join(out, "stderr.txt")
+        with open(log, "w") as so, open(err, "w") as se:
+            server = subprocess.Popen([sys.executable, "-m", "gpen_engine.serve", "--model", model, "--detector", det,
+                                       "--instances", "2", "--threads", "1", "--port", str(port),
+                                       "--log-file", os.path.join(out, "triton.log")], stdout=so, stderr=se, env=env)
         try:
-            line = server.stdout.readline()
-            self.assertTrue(line, "the server exited before it was ready: " + server.stderr.read()[-3000:])
-            ready = json.loads(line)
+            ready = None
+            while ready is None and time.time() - t0 < 180:
+                if server.poll() is not None:
+                    self.fail("the server exited before it was ready: " + open(err).read()[-3000:])
+                lines = [ln for ln in open(log) if ln.startswith('{"serving"')]
+                ready = json.loads(lines[0]) if lines else time.sleep(0.2)
+            self.assertIsNotNone(ready, "the server was not ready within 3 minutes")
             self.assertEqual(ready["instances"], 2)
             startup = time.time() - t0
             bad = corrupt_images()
@@ -124,7 +130,7 @@ class Serve(unittest.TestCase):
             except subprocess.TimeoutExpired:
                 server.kill()
                 raise
-        self.assertEqual(rc, 0, server.stderr.read()[-3000:])
+        self.assertEqual(rc, 0, common.read(err)[-3000:])
         self.assertTrue(_free(port), "the HTTP port is still taken after the stop")
 
 
