@@ -2,7 +2,7 @@
 
     python3 -m gpen_engine.ray_restore IN_DIR OUT_DIR --model GPEN.gpw --detector RETINAFACE.gpw [--address ADDR]
 
-Files are read as bytes (the originals are never written), restored by a pool of actors that
+Files are read as bytes by the actors (the originals are never written), restored by a pool of actors that
 each hold one engine instance, and written atomically under OUT_DIR with the names
 `gpen restore IN_DIR -o OUT_DIR` gives them. On a GPU each actor asks Ray for the share of the
 device its planned footprint takes (num_gpus = planned bytes / device memory), so Ray packs as many
@@ -63,12 +63,14 @@ class RestoreActor:
 
     def __call__(self, batch):
         res = {"path": [], "output": [], "faces": [], "error": [], "ms": []}
-        for path, data in zip(batch["path"], batch["bytes"]):
+        for path in batch["path"]:
             path = str(path)
             t0 = time.time()
             out, faces, err = self.outputs.get(path, ""), -1, ""
             try:
-                img, meta = imdecode(bytes(data), path, meta=True)
+                with open(path, "rb") as f:  # read as bytes: the original is never opened for writing
+                    data = f.read()
+                img, meta = imdecode(data, path, meta=True)
                 composite, found = self.restorer.restore(img)
                 os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
                 imwrite(out, composite, quality=self.quality, meta=meta)  # temporary file, then rename
@@ -113,9 +115,13 @@ def main(argv=None):
         per_gpu = int(1.0 // num_gpus)
         actors = max(1, min(len(jobs), per_gpu * int(ray.cluster_resources().get("GPU", 0))))
     outputs = {os.path.abspath(i): o for i, o in jobs}
-    ds = ray.data.read_binary_files([os.path.abspath(i) for i, _ in jobs], include_paths=True,
-                                    override_num_blocks=len(jobs))
-    done = ds.map_batches(RestoreActor, batch_size=1, concurrency=actors, num_cpus=a.cpus_per_actor,
+    # The paths as the dataset, the actors reading each file: with every CPU held by an actor, a
+    # separate read stage would have no CPU left to run on.
+    ds = ray.data.from_items([{"path": os.path.abspath(i)} for i, _ in jobs], override_num_blocks=len(jobs))
+    # The class by its module's name, not __main__'s (python3 -m runs this file as __main__): Ray
+    # then pickles a reference to it instead of the class and its (unpicklable) engine functions.
+    from gpen_engine.ray_restore import RestoreActor as actor_class
+    done = ds.map_batches(actor_class, batch_size=1, compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=a.cpus_per_actor,
                           num_gpus=num_gpus if num_gpus > 0 else None,
                           fn_constructor_kwargs=dict(model=os.path.abspath(a.model),
                                                      detector=os.path.abspath(a.detector), device=a.device,

@@ -51,7 +51,7 @@ class RayRestore(unittest.TestCase):
         t0 = time.time()
         run = subprocess.run([sys.executable, "-m", "gpen_engine.ray_restore", src, ray_out, "--model", model,
                               "--detector", det, "--num-cpus", "2", "--report", os.path.join(base, "report.json")],
-                             capture_output=True, text=True, timeout=600)
+                             capture_output=True, text=True, timeout=300)
         elapsed = time.time() - t0
         self.assertEqual(run.returncode, 1, run.stderr[-3000:])
         self.assertIn("broken.jpg", run.stderr)
