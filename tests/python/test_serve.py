@@ -79,8 +79,8 @@ class Serve(unittest.TestCase):
             ready = None
             while ready is None and time.time() - t0 < 180:
                 if server.poll() is not None:
-                    self.fail("the server exited before it was ready: " + open(err).read()[-3000:])
-                lines = [ln for ln in open(log) if ln.startswith('{"serving"')]
+                    self.fail("the server exited before it was ready: " + common.read(err).decode(errors="replace")[-3000:])
+                lines = [ln for ln in common.read(log).decode(errors="replace").splitlines() if ln.startswith('{"serving"')]
                 ready = json.loads(lines[0]) if lines else time.sleep(0.2)
             self.assertIsNotNone(ready, "the server was not ready within 3 minutes")
             self.assertEqual(ready["instances"], 2)
