@@ -28,7 +28,7 @@ def free_port():
 def run(a, n):
     port = free_port()
     cmd = [sys.executable, "-m", "gpen_engine.serve", "--model", a.model, "--detector", a.detector,
-           "--instances", str(n), "--port", str(port)]
+           "--instances", str(n), "--port", str(port), "--log-file", f"/tmp/serve_load_{port}.log"]
     if a.threads:
         cmd += ["--threads", str(a.threads)]
     srv = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
