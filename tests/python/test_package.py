@@ -78,6 +78,20 @@ class Package(unittest.TestCase):
             self.assertEqual(common.without_timing(ge.plan(**kwargs)),
                              common.without_timing(common.cli_json(*args)), args)
 
+    def test_instance_count_from_plan(self):
+        from gpen_engine import _budget
+        ip = _budget.instance_plan(self.model, self.det)
+        p = common.cli_json("plan", "--json", "--pipeline", "--arch", "retinaface-mnet", "-m", self.model,
+                            "--input-size", "1500x1500")["joint"]
+        per, shared = ip["per_instance_bytes"], ip["shared_bytes"]
+        self.assertEqual(per, p["arena_bytes"] + p["workspace_bytes"])  # CPU: weights mapped once, shared
+        self.assertEqual(shared, p["weights_bytes"])
+        self.assertEqual(_budget.count_instances(ip, shared + 3 * per, cpus=16), 3)
+        self.assertEqual(_budget.count_instances(ip, shared + 3 * per - 1, cpus=16), 2)
+        self.assertEqual(_budget.count_instances(ip, shared + 3 * per, cpus=2), 2)  # one per core at most
+        self.assertEqual(_budget.count_instances(ip, shared + per - 1, cpus=16), 0)
+        self.assertEqual(_budget.gpu_fraction(dict(ip, device="cuda"), 4 * per), 0.25)
+
     def test_info_and_convert(self):
         self.assertEqual(ge.info(self.det, tensors=True), common.cli_json("info", "--json", "--tensors", self.det))
         out = os.path.join(self.out, "converted.gpw")
