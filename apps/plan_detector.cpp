@@ -35,7 +35,7 @@ void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev) {
       j["strategies"] = nlohmann::json::array();
       for (const MemoryPlan& q : strategies) j["strategies"].push_back(strategy_json(q));
     }
-    std::cout << j.dump(2) << "\n";
+    emit_json(a, j);
     return;
   }
   std::printf("RetinaFace %s at %dx%d, fp32\n", retinaface_backbone_name(bb), w, h);
@@ -88,7 +88,7 @@ void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev) {
                       {"separate", {{"arena_bytes", sep_arena}, {"workspace_bytes", sep_ws}, {"total_bytes", sep_total}}},
                       {"bytes_saved", sep_total - joint.total_bytes()}};
   if (a.json) {
-    std::cout << j.dump(2) << "\n";
+    emit_json(a, j);
     return;
   }
   auto mb = [](size_t b) { return human_bytes(double(b)); };

@@ -151,7 +151,7 @@ void run_plan(PlanArgs a) {
                       human_bytes(double(budget)).c_str(), lo,
                       lo ? (" (total " + human_bytes(double(total(lo))) + ")").c_str() : " (not even one face fits)");
       }
-    if (a.json) std::cout << out.dump(2) << "\n";
+    if (a.json) emit_json(a, out);
     return;
   }
 
@@ -224,7 +224,7 @@ void run_plan(PlanArgs a) {
         }
         j["tensor_offsets"] = list;
       }
-      std::cout << j.dump(2) << "\n";
+      emit_json(a, j);
     } else {
       print_single(best, a.strategy == "all" ? rows : std::vector<Row>{}, planner.device());
     }
@@ -233,7 +233,7 @@ void run_plan(PlanArgs a) {
   if (a.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const Row& r : rows) list.push_back(row_json(r));
-    std::cout << list.dump(2) << "\n";
+    emit_json(a, list);
     return;
   }
   std::printf("Planned memory (workspace for the %s backend)\n", planner.device());

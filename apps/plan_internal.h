@@ -40,6 +40,8 @@ struct PlanArgs {
   double remat_max_flops = 2.0;  // percent of the model's FLOPs
   bool pipeline = false;
   std::string device = "cpu";
+  // Where the JSON goes when set (the Python binding), instead of stdout.
+  nlohmann::json* json_out = nullptr;
 };
 
 // The backend whose workspace figures a plan uses.
@@ -117,5 +119,9 @@ void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev);
 void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev);
 // Runs the plan the options ask for: the pipeline, RetinaFace, or GPEN (one report or a table).
 void run_plan(PlanArgs a);
+// A --json report: to a.json_out when set, else to stdout as `gpen plan --json` prints it.
+void emit_json(const PlanArgs& a, const nlohmann::json& j);
+// The JSON that `gpen plan --json` with these options prints (the Python package's plan()).
+nlohmann::json plan_report(PlanArgs a);
 
 }  // namespace gpen::cli::plan_detail

@@ -1,6 +1,7 @@
 // What every `gpen plan` report shares: the backend's workspace function, the planner options and
 // graph transforms, and the plan figures as JSON fields and as text lines.
 #include <cstdio>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -123,6 +124,24 @@ nlohmann::json strategy_json(const MemoryPlan& q) {
 void print_strategy(const MemoryPlan& q) {
   std::printf("  strategy %-14s arena %12zu  ratio %.4f  %.2f ms\n", q.strategy.c_str(), q.arena_bytes, ratio(q),
               q.plan_ms);
+}
+
+void emit_json(const PlanArgs& a, const nlohmann::json& j) {
+  if (a.json_out)
+    *a.json_out = j;
+  else
+    std::cout << j.dump(2) << "\n";
+}
+
+nlohmann::json plan_report(PlanArgs a) {
+  nlohmann::json j;
+  a.json = true;
+  a.json_out = &j;
+  a.csv = false;
+  a.plot.clear();  // files are the CLI's business
+  a.plot_lifetimes.clear();
+  run_plan(a);
+  return j;
 }
 
 }  // namespace gpen::cli::plan_detail

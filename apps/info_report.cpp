@@ -1,0 +1,47 @@
+// The report of `gpen info`: format, architecture, configuration, sizes, and the tensors.
+#include "apps/info_report.h"
+
+#include "converter/convert.h"
+#include "engine/core/error.h"
+#include "weights/gpw.h"
+
+namespace gpen::cli {
+
+nlohmann::json info_report(const std::string& path, bool tensors) {
+  using nlohmann::json;
+  json out;
+  json list = json::array();
+  if (GpwFile::has_magic(path)) {
+    GpwFile f = GpwFile::open(path);
+    out["format"] = "gpw";
+    out["arch"] = f.arch();
+    out["config"] = f.config();
+    out["storage_dtype"] = dtype_name(f.storage_dtype());
+    out["tensors"] = f.size();
+    out["parameters"] = f.parameter_count();
+    out["bytes"] = f.tensor_bytes();
+    out["file_bytes"] = f.file_bytes();
+    if (f.header().contains("source")) out["source"] = f.header()["source"];
+    for (const auto& e : f.tensors())
+      list.push_back({{"name", e.name}, {"dtype", dtype_name(e.view.dtype)}, {"shape", e.view.shape.str()}});
+  } else {
+    auto ck = conv::Checkpoint::open(path);
+    auto s = conv::summarize(*ck);
+    out["format"] = ck->format();
+    if (!ck->selected_key().empty()) out["key"] = ck->selected_key();
+    out["arch"] = conv::arch_name(s.arch);
+    out["config"] = s.config;
+    out["valid"] = s.valid;
+    if (!s.valid) out["problem"] = s.problem;
+    out["tensors"] = s.tensors;
+    out["parameters"] = s.parameters;
+    out["bytes"] = s.bytes;
+    if (!s.ignored.empty()) out["ignored"] = s.ignored.size();
+    for (const auto& t : ck->tensors())
+      list.push_back({{"name", t.name}, {"dtype", conv::src_dtype_name(t.dtype)}, {"shape", t.shape_str()}});
+  }
+  if (tensors) out["tensor_list"] = list;
+  return out;
+}
+
+}  // namespace gpen::cli

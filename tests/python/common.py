@@ -1,0 +1,63 @@
+"""What the Python tests share: the CLI to compare with, the shared inputs, and models converted
+once per run (the tiny GPEN fixture tests/fixtures/gpen/s32 and the real RetinaFace mobilenet0.25).
+Environment: GPEN_CLI (the gpen binary), GPEN_SHARED_DIR, GPEN_TEST_TMP (a scratch folder)."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CLI = os.environ.get("GPEN_CLI", os.path.join(ROOT, "build", "gpen"))
+SHARED = os.environ.get("GPEN_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
+TMP = os.environ.get("GPEN_TEST_TMP", os.path.join(ROOT, "build", "python-test"))
+PHOTOS = [os.path.join(SHARED, "images", n) for n in ("kids_1024x768.jpg", "ffhq_lq_00000.png")]
+SKIP = 77  # ctest's SKIP_RETURN_CODE
+
+
+def skip(why):
+    print("SKIPPED: " + why, flush=True)
+    sys.exit(SKIP)
+
+
+def need_inputs():
+    if not os.access(CLI, os.X_OK):
+        skip(f"no gpen CLI at {CLI} (build it first)")
+    for p in [os.path.join(SHARED, "models", "retinaface-mobilenet0.25.pth")] + PHOTOS:
+        if not os.path.exists(p):
+            skip(f"shared input {p} is missing")
+
+
+def gpen(*args, check=True):
+    r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise AssertionError(f"gpen {' '.join(map(str, args))} failed ({r.returncode}): {r.stderr}")
+    return r
+
+
+def models():
+    """(gpen .gpw, detector .gpw), converted by the CLI into TMP (once)."""
+    os.makedirs(TMP, exist_ok=True)
+    g, d = os.path.join(TMP, "s32.gpw"), os.path.join(TMP, "retinaface-mnet.gpw")
+    if not os.path.exists(g):
+        gpen("convert", os.path.join(ROOT, "tests", "fixtures", "gpen", "s32", "checkpoint.pth"), "-o", g)
+    if not os.path.exists(d):
+        gpen("convert", os.path.join(SHARED, "models", "retinaface-mobilenet0.25.pth"), "-o", d)
+    return g, d
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def cli_json(*args):
+    return json.loads(gpen(*args).stdout)
+
+
+def without_timing(j):
+    """Plans carry how long planning took (plan_ms): the one field two runs cannot share."""
+    if isinstance(j, dict):
+        return {k: without_timing(v) for k, v in j.items() if k != "plan_ms"}
+    if isinstance(j, list):
+        return [without_timing(v) for v in j]
+    return j

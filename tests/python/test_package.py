@@ -1,0 +1,145 @@
+"""gpen_engine against the CLI: restore writes the bytes `gpen restore` writes, plan() is
+`gpen plan --json`, info() is `gpen info --json`, and errors carry the engine's message."""
+import os
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+common.need_inputs()
+try:
+    import numpy as np
+    import gpen_engine as ge
+except ImportError as e:
+    common.skip(f"gpen_engine or numpy cannot be imported ({e})")
+
+
+class Package(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.model, cls.det = common.models()
+        cls.out = os.path.join(common.TMP, "package")
+        os.makedirs(cls.out, exist_ok=True)
+        cls.restorer = ge.Restorer(cls.model, cls.det, device="cpu")
+
+    def test_restore_equals_cli(self):
+        for photo in common.PHOTOS:
+            for ext in (".png", ".jpg"):
+                name = os.path.splitext(os.path.basename(photo))[0] + ext
+                cli_out = os.path.join(self.out, "cli_" + name)
+                common.gpen("restore", "-m", self.model, "-d", self.det, "--device", "cpu", photo, "-o", cli_out)
+                img, meta = ge.imread(photo, meta=True)
+                composite, faces = self.restorer.restore(img)
+                self.assertEqual(composite.shape, img.shape)
+                self.assertGreater(len(faces), 0, photo)
+                py_out = os.path.join(self.out, "py_" + name)
+                ge.imwrite(py_out, composite, meta=meta)
+                want = common.read(cli_out)
+                self.assertEqual(common.read(py_out), want, f"{photo} -> {ext}")
+                self.assertEqual(ge.imencode(ext, composite, meta=meta), want)
+
+    def test_faces_equal_cli_detect(self):
+        photo = common.PHOTOS[0]
+        cli = common.cli_json("detect", "-d", self.det, "--device", "cpu", "--json", photo)
+        cli_faces = cli["faces"]
+        faces = ge.Detector(self.det, device="cpu").detect(ge.imread(photo))
+        _, restored_faces = self.restorer.restore(ge.imread(photo))
+        self.assertEqual(len(faces), len(cli_faces))
+        self.assertEqual(len(restored_faces), len(cli_faces))
+        for f, r, c in zip(faces, restored_faces, cli_faces):
+            self.assertEqual(f["box"], r["box"])
+            # The CLI prints each float32 exactly (as the double it widens to): equal, not close.
+            self.assertEqual(list(f["box"]), c["box"])
+            self.assertEqual([v for xy in f["landmarks"] for v in xy], c["landmarks"])
+            self.assertEqual(f["score"], c["score"])
+
+    def test_restore_aligned_equals_cli(self):
+        crop = os.path.join(common.SHARED, "images", "ffhq_lq_00000.png")
+        cli_out = os.path.join(self.out, "aligned_cli.png")
+        common.gpen("restore", "--aligned", "-m", self.model, "--device", "cpu", crop, "-o", cli_out)
+        face = self.restorer.restore_aligned(ge.imread(crop))
+        self.assertEqual(face.shape, (32, 32, 3))
+        self.assertEqual(ge.imencode(".png", face), common.read(cli_out))
+
+    def test_plan_equals_cli(self):
+        cases = [
+            ({}, ["plan", "--json"]),
+            ({"model": self.model, "batch": 3}, ["plan", "--json", "-m", self.model, "--batch", "3"]),
+            ({"arch": "retinaface-mnet", "input_size": (640, 480)},
+             ["plan", "--json", "--arch", "retinaface-mnet", "--input-size", "640x480"]),
+            ({"pipeline": True, "arch": "retinaface-mnet", "model": self.model},
+             ["plan", "--json", "--pipeline", "--arch", "retinaface-mnet", "-m", self.model]),
+            ({"sizes": [64, 128], "batches": [1, 2]}, ["plan", "--json", "--sizes", "64,128", "--batches", "1,2"]),
+            ({"size": 256, "max_batch_for": "1GiB"}, ["plan", "--json", "--size", "256", "--max-batch-for", "1GiB"]),
+        ]
+        for kwargs, args in cases:
+            self.assertEqual(common.without_timing(ge.plan(**kwargs)),
+                             common.without_timing(common.cli_json(*args)), args)
+
+    def test_instance_count_from_plan(self):
+        from gpen_engine import _budget
+        ip = _budget.instance_plan(self.model, self.det)
+        p = common.cli_json("plan", "--json", "--pipeline", "--arch", "retinaface-mnet", "-m", self.model,
+                            "--input-size", "1500x1500")["joint"]
+        per, shared = ip["per_instance_bytes"], ip["shared_bytes"]
+        self.assertEqual(per, p["arena_bytes"] + p["workspace_bytes"])  # CPU: weights mapped once, shared
+        self.assertEqual(shared, p["weights_bytes"])
+        self.assertEqual(_budget.count_instances(ip, shared + 3 * per, cpus=16), 3)
+        self.assertEqual(_budget.count_instances(ip, shared + 3 * per - 1, cpus=16), 2)
+        self.assertEqual(_budget.count_instances(ip, shared + 3 * per, cpus=2), 2)  # one per core at most
+        self.assertEqual(_budget.count_instances(ip, shared + per - 1, cpus=16), 0)
+        self.assertEqual(_budget.gpu_fraction(dict(ip, device="cuda"), 4 * per), 0.25)
+
+    def test_info_and_convert(self):
+        self.assertEqual(ge.info(self.det, tensors=True), common.cli_json("info", "--json", "--tensors", self.det))
+        out = os.path.join(self.out, "converted.gpw")
+        r = ge.convert(os.path.join(common.ROOT, "tests", "fixtures", "gpen", "s32", "checkpoint.pth"), out)
+        self.assertEqual(r["arch"], "gpen")
+        self.assertEqual(common.read(out), common.read(self.model))
+
+    def test_errors_carry_the_engine_message(self):
+        with self.assertRaises(ge.Error) as e:
+            ge.imdecode(b"\xff\xd8\xff garbage", "bad.jpg")
+        self.assertIn("bad.jpg", str(e.exception))
+        with self.assertRaises(ge.Error) as e:
+            ge.imread(os.path.join(self.out, "missing.png"))
+        self.assertIn("missing.png", str(e.exception))
+        with self.assertRaises(ge.Error):
+            ge.Restorer(self.det, self.det, device="cpu")  # a detector is no GPEN model
+        with self.assertRaises(ValueError):
+            self.restorer.restore(np.zeros((8, 8, 4), np.uint8))
+        with self.assertRaises(NotImplementedError):
+            ge.Restorer(self.model, self.det, parse="parsenet.gpw")
+        with self.assertRaises(NotImplementedError):
+            ge.Restorer(self.model, self.det, sr="realesrnet.gpw")
+
+    def test_input_layouts(self):
+        img = ge.imread(common.PHOTOS[1])
+        want, _ = self.restorer.restore(img)
+        # A non-contiguous view is copied into C order by the binding: same result.
+        wide = np.zeros((img.shape[0], img.shape[1] * 2, 3), np.uint8)
+        wide[:, ::2] = img
+        got, _ = self.restorer.restore(wide[:, ::2])
+        np.testing.assert_array_equal(got, want)
+
+    def test_threads_share_one_restorer(self):
+        img = ge.imread(common.PHOTOS[1])
+        want, _ = self.restorer.restore(img)
+        results = [None] * 4
+
+        def work(i):
+            results[i] = self.restorer.restore(img)[0]
+
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for r in results:
+            np.testing.assert_array_equal(r, want)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
