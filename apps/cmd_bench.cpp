@@ -182,9 +182,9 @@ void run_bench(BenchArgs a) {
       j["accuracy_error"] = e.what();
     }
   }
-  if (a.compare_pytorch) {
+  // The configuration every peer runs (the same model shape, batch, runs and threads).
+  auto peer_config = [&] {
     PytorchGpenBench pb;
-    pb.model = a.model;
     pb.size = S;
     pb.cm = m->config().channel_multiplier;
     pb.narrow = m->config().narrow;
@@ -193,6 +193,11 @@ void run_bench(BenchArgs a) {
     pb.warmup = a.warmup;
     pb.threads = cpu::num_threads();
     pb.timeout_s = a.pytorch_timeout;
+    return pb;
+  };
+  if (a.compare_pytorch) {
+    PytorchGpenBench pb = peer_config();
+    pb.model = a.model;
     if (!dev) {
       // The CPU peer: eager fp32, as it always was (plus torch.compile on request).
       nlohmann::json peer = run_pytorch_gpen_bench(pb);
@@ -209,16 +214,7 @@ void run_bench(BenchArgs a) {
   }
   if (!onnx_list.empty()) {
     GPEN_CHECK(!dev, "the ONNX Runtime and OpenVINO peers run on the CPU: use --device cpu");
-    PytorchGpenBench pb;
-    pb.size = S;
-    pb.cm = m->config().channel_multiplier;
-    pb.narrow = m->config().narrow;
-    pb.batch = a.batch;
-    pb.runs = a.runs;
-    pb.warmup = a.warmup;
-    pb.threads = cpu::num_threads();
-    pb.timeout_s = a.pytorch_timeout;
-    compare_onnx_peers(j, pb, onnx_list);
+    compare_onnx_peers(j, peer_config(), onnx_list);
   }
   if (a.json) {
     std::cout << j.dump(2) << "\n";
