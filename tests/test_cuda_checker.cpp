@@ -1,6 +1,7 @@
 // The emulator's checker (GPEN_CUDA_EMU_CHECK, docs/cuda.md "Checker") against planted bugs
 // (tests/cuda_emu/planted.cu): every one must be reported, with its kind and, for memory
-// errors, the source lines of the accesses; the correct controls must run clean. Emulator only.
+// errors, the source lines of the accesses; the correct controls must run clean.
+// GPEN_EMULATOR_ONLY: the checker is part of the emulator, so the GPU bundle leaves this file out.
 #include <doctest/doctest.h>
 
 #include <algorithm>
