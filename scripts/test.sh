@@ -12,7 +12,7 @@ scripts/setup.sh
 scripts/build.sh
 # Where CUDA is compiled in: the GPU bundle that test_gpu_bundle checks (scripts/gpu_bundle.sh; a
 # second, CUDA-native build in build-bundle, mostly ccache hits on the objects built just above).
-if ! build/gpen --version | grep -q "CUDA backend compiled in"; then
+if ! build/gpen --version | grep -c "CUDA backend compiled in" > /dev/null; then
   echo "test: no GPU bundle (CUDA is not compiled in)"
 elif [ ! -f "${GPEN_SHARED_DIR:-../shared}/models/retinaface-mobilenet0.25.pth" ]; then
   echo "test: no GPU bundle (the shared inputs are missing from ${GPEN_SHARED_DIR:-../shared})"

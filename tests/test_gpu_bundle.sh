@@ -60,7 +60,7 @@ while read -r src; do
   n=$(env -i "$B/bin/test_cuda_all" --count --source-file="*/$src" 2>&1 | sed -n 's/.*filters: \([0-9]*\).*/\1/p')
   [ "${n:-0}" -ge 1 ] || fail "test_cuda_all has no test case from $src"
 done < "$B/tests/test_cuda_files.txt"
-readelf -S "$B/bin/test_cuda_all" | grep -q nv_fatbin || fail "test_cuda_all holds no GPU code (.nv_fatbin)"
+readelf -S "$B/bin/test_cuda_all" | grep -c nv_fatbin > /dev/null || fail "test_cuda_all holds no GPU code (.nv_fatbin)"
 ok "(b) test_cuda_all: $(wc -l < "$B/tests/test_cuda_files.txt") source files, each with its tests"
 
 # (c) the whole check, as the device tool would start it, on this machine without a GPU.
