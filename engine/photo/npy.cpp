@@ -145,6 +145,10 @@ const char* elem_descr(ElemType t) {
 }
 
 int64_t Array::numel() const {
+  // A zero dimension makes the array empty whatever the others say (load() bounds the product of
+  // non-empty shapes by the file size, not that of shapes with a 0, which may overflow).
+  for (int64_t d : shape)
+    if (d == 0) return 0;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
