@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -294,4 +295,13 @@ TEST_CASE("restore kids_1024x768.jpg: a JPEG photo's composite matches the offic
   const Agreement g = compare(r.image, read_image(kFixtures + "kids_composite.png"));
   check_agreement("kids composite (alpha 1)", g);
   CHECK(g.psnr >= 60.0);
+
+  // Read in place from pixels the caller owns (what the Python package hands in): same composite.
+  const Image photo = read_image(photo_path);
+  std::unique_ptr<uint8_t[]> owned(new uint8_t[photo.bgr.size()]);
+  std::copy(photo.bgr.begin(), photo.bgr.end(), owned.get());
+  const ImageView borrowed{photo.width, photo.height, {owned.get(), photo.bgr.size()}};
+  const PhotoResult rb = restorer.process(borrowed);
+  CHECK(rb.image.width == r.image.width);
+  CHECK(rb.image.bgr == r.image.bgr);
 }

@@ -235,7 +235,7 @@ RetinaFaceDetector::Raw RetinaFaceDetector::run(const float* input, int h, int w
   return r;
 }
 
-std::vector<Face> RetinaFaceDetector::detect(const Image& img, const DetectOptions& opt) {
+std::vector<Face> RetinaFaceDetector::detect(ImageView img, const DetectOptions& opt) {
   GPEN_CHECK(img.width > 0 && img.height > 0 && img.bgr.size() == img.pixels() * 3, "detect: empty or malformed image");
   int nw = 0, nh = 0;
   const double ss = detect_input_scale(img.width, img.height, opt.max_side, opt.target_side, &nw, &nh);

@@ -59,7 +59,7 @@ class RetinaFaceDetector {
 
   RetinaFaceBackbone backbone() const { return backbone_; }
   // Faces in the pixel coordinates of `bgr`, sorted by descending score.
-  std::vector<Face> detect(const Image& bgr, const DetectOptions& opt = {});
+  std::vector<Face> detect(ImageView bgr, const DetectOptions& opt = {});
   // The same on a w x h photo already in this detector's device memory (contiguous BGR), with that
   // device's pipeline steps and `scratch` of ops.detect_scratch_bytes(nh, nw) bytes there (nh, nw:
   // detect_input_scale's network input). Waits for the device once, to bring the candidates back.

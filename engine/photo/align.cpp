@@ -72,7 +72,7 @@ AffineTransform face_transform(const float landmarks[10], int size) {
   return similarity_transform(landmarks, ref.data(), 5);
 }
 
-Image align_face(const Image& img, const float landmarks[10], int size, AffineTransform* forward) {
+Image align_face(ImageView img, const float landmarks[10], int size, AffineTransform* forward) {
   GPEN_CHECK(img.width > 0 && img.height > 0 && img.bgr.size() == img.pixels() * 3,
              "face alignment: empty or malformed image");
   const AffineTransform t = face_transform(landmarks, size);

@@ -33,6 +33,6 @@ AffineTransform face_transform(const float landmarks[10], int size);
 // borders, bit-exact with OpenCV for the same matrix. flags=3 is INTER_AREA, which warpAffine
 // runs as INTER_LINEAR: the crop is bilinear (warp.h, kGpenWarp). The transform used is stored in
 // *forward when forward is not null. gpen::Error for an empty image or bad landmarks/size.
-Image align_face(const Image& img, const float landmarks[10], int size, AffineTransform* forward = nullptr);
+Image align_face(ImageView img, const float landmarks[10], int size, AffineTransform* forward = nullptr);
 
 }  // namespace gpen

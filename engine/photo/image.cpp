@@ -96,7 +96,7 @@ Image read_image(const std::string& path, const ReadOptions& opt, ImageMeta* met
   return decode_image(buf.data(), buf.size(), path, opt, meta);
 }
 
-std::vector<uint8_t> encode_image(const std::string& ext_in, const Image& img, int quality, const ImageMeta* meta) {
+std::vector<uint8_t> encode_image(const std::string& ext_in, ImageView img, int quality, const ImageMeta* meta) {
   GPEN_CHECK(img.width > 0 && img.height > 0 && img.bgr.size() == img.pixels() * 3,
              "cannot encode an empty or malformed image");
   std::string ext = ext_in;
@@ -110,7 +110,7 @@ std::vector<uint8_t> encode_image(const std::string& ext_in, const Image& img, i
   throw Error("unsupported output format '" + ext + "' (use .jpg, .jpeg, .png or .webp)");
 }
 
-void write_image(const std::string& path, const Image& img, int quality, const ImageMeta* meta) {
+void write_image(const std::string& path, ImageView img, int quality, const ImageMeta* meta) {
   GPEN_CHECK(img.width > 0 && img.height > 0 && img.bgr.size() == img.pixels() * 3,
              path + ": cannot write an empty or malformed image");
   const std::string ext = lower_ext(path);

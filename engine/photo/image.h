@@ -38,7 +38,7 @@ Image decode_image(const uint8_t* data, size_t size, const std::string& name, co
 // temporary file renamed over `path`, so a reader never sees a half-written image. With `meta`, its
 // EXIF (orientation set to 1: the pixels are upright) and ICC profile go into the file. JPEG and
 // lossy WebP use `jpeg_quality`; WebP at quality 100 (the default of cv2.imwrite) is lossless.
-void write_image(const std::string& path, const Image& img, int jpeg_quality = 95, const ImageMeta* meta = nullptr);
-std::vector<uint8_t> encode_image(const std::string& ext, const Image& img, int jpeg_quality = 95,
+void write_image(const std::string& path, ImageView img, int jpeg_quality = 95, const ImageMeta* meta = nullptr);
+std::vector<uint8_t> encode_image(const std::string& ext, ImageView img, int jpeg_quality = 95,
                                   const ImageMeta* meta = nullptr);
 }  // namespace gpen

@@ -17,10 +17,10 @@ Image decode_webp(const uint8_t* data, size_t size, const std::string& name, con
 Image decode_bmp(const uint8_t* data, size_t size, const std::string& name, const ReadOptions& opt);
 
 // `exif` here is already the bytes to write (orientation reset by the caller), may be empty.
-std::vector<uint8_t> encode_jpeg(const Image& img, int quality, const std::vector<uint8_t>& exif,
+std::vector<uint8_t> encode_jpeg(ImageView img, int quality, const std::vector<uint8_t>& exif,
                                  const std::vector<uint8_t>& icc);
-std::vector<uint8_t> encode_png(const Image& img, const std::vector<uint8_t>& exif, const std::vector<uint8_t>& icc);
-std::vector<uint8_t> encode_webp(const Image& img, int quality, const std::vector<uint8_t>& exif,
+std::vector<uint8_t> encode_png(ImageView img, const std::vector<uint8_t>& exif, const std::vector<uint8_t>& icc);
+std::vector<uint8_t> encode_webp(ImageView img, int quality, const std::vector<uint8_t>& exif,
                                  const std::vector<uint8_t>& icc);
 
 // Refuses a header size of 0 or over the limits (opt.max_pixels, kMaxImagePixels, kMaxImageSide).

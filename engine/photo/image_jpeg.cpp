@@ -149,7 +149,7 @@ bool run_decode(DecodeCtx& x) {
 struct EncodeCtx {
   jpeg_compress_struct cinfo;
   ErrorMgr err;
-  const Image* img;
+  const ImageView* img;
   int quality;
   const std::vector<uint8_t>* app1;  // "Exif\0\0" + TIFF, or empty
   const std::vector<uint8_t>* icc;
@@ -215,7 +215,7 @@ Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name, con
   return img;
 }
 
-std::vector<uint8_t> encode_jpeg(const Image& img, int quality, const std::vector<uint8_t>& exif,
+std::vector<uint8_t> encode_jpeg(ImageView img, int quality, const std::vector<uint8_t>& exif,
                                  const std::vector<uint8_t>& icc) {
   auto x = std::make_unique<EncodeCtx>();
   std::memset(&x->cinfo, 0, sizeof x->cinfo);

@@ -116,7 +116,7 @@ struct EncodeCtx {
   png_infop info = nullptr;
   Msg msg{};
   Writer writer{};
-  const Image* img = nullptr;
+  const ImageView* img = nullptr;
   const std::vector<uint8_t>* exif = nullptr;
   const std::vector<uint8_t>* icc = nullptr;
   std::vector<png_bytep>* rows = nullptr;
@@ -182,7 +182,7 @@ Image decode_png(const uint8_t* data, size_t size, const std::string& name, cons
   return img;
 }
 
-std::vector<uint8_t> encode_png(const Image& img, const std::vector<uint8_t>& exif, const std::vector<uint8_t>& icc) {
+std::vector<uint8_t> encode_png(ImageView img, const std::vector<uint8_t>& exif, const std::vector<uint8_t>& icc) {
   std::vector<uint8_t> out;
   std::vector<png_bytep> rows;
   auto x = std::make_unique<EncodeCtx>();

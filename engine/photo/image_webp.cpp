@@ -65,7 +65,7 @@ Image decode_webp(const uint8_t* data, size_t size, const std::string& name, con
   return img;
 }
 
-std::vector<uint8_t> encode_webp(const Image& img, int, const std::vector<uint8_t>& exif,
+std::vector<uint8_t> encode_webp(ImageView img, int, const std::vector<uint8_t>& exif,
                                  const std::vector<uint8_t>& icc) {
   GPEN_CHECK(img.width <= WEBP_MAX_DIMENSION && img.height <= WEBP_MAX_DIMENSION,
              "WebP holds at most " + std::to_string(WEBP_MAX_DIMENSION) + " pixels a side");

@@ -126,7 +126,7 @@ std::vector<float> resize_mask(const std::vector<float>& g, int size) {
   return out;
 }
 
-void check_image(const Image& img, const std::string& what) {
+void check_image(ImageView img, const std::string& what) {
   GPEN_CHECK(img.width > 0 && img.height > 0 && img.width <= kMaxImageSide && img.height <= kMaxImageSide &&
                  img.bgr.size() == img.pixels() * 3,
              what + ": empty or malformed image");
@@ -249,7 +249,7 @@ void PasteCanvas::add(const Image& face, const std::vector<float>& mask, const A
   }
 }
 
-Image PasteCanvas::composite(const Image& original) const {
+Image PasteCanvas::composite(ImageView original) const {
   check_image(original, "paste");
   GPEN_CHECK(original.width == width_ && original.height == height_,
              "paste: photo is " + std::to_string(original.width) + "x" + std::to_string(original.height) +
@@ -280,7 +280,7 @@ Image PasteCanvas::composite(const Image& original) const {
   return out;
 }
 
-Image paste_faces(const Image& original, const std::vector<PastedFace>& faces,
+Image paste_faces(ImageView original, const std::vector<PastedFace>& faces,
                   const std::vector<AffineTransform>& crop_to_image, int size, double alpha) {
   check_image(original, "paste");
   GPEN_CHECK(faces.size() == crop_to_image.size(), "paste: " + std::to_string(faces.size()) + " faces but " +
@@ -314,7 +314,7 @@ Image paste_faces(const Image& original, const std::vector<PastedFace>& faces,
   return canvas.composite(original);
 }
 
-Image paste_faces(const Image& original, const std::vector<PastedFace>& faces, int size, double alpha) {
+Image paste_faces(ImageView original, const std::vector<PastedFace>& faces, int size, double alpha) {
   std::vector<AffineTransform> inv;
   inv.reserve(faces.size());
   for (const PastedFace& f : faces) inv.push_back(invert(face_transform(f.landmarks, size)));

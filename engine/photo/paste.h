@@ -50,7 +50,7 @@ class PasteCanvas {
 
   // original * (1 - mask) + faces * mask in float32, then cv2.convertScaleAbs (absolute value,
   // rounded half to even, saturated). `original` must have the canvas size.
-  Image composite(const Image& original) const;
+  Image composite(ImageView original) const;
 
   const std::vector<float>& mask() const { return mask_; }  // full_mask, height * width
   const Image& faces() const { return faces_; }              // full_img
@@ -68,11 +68,11 @@ class PasteCanvas {
 // gpen::Error for an empty photo, a size outside 1..kMaxFaceSize, a restored image that is not
 // S x S, a missing crop when alpha != 1, bad landmarks or box, or an alpha that is not finite or
 // beyond +-1e6.
-Image paste_faces(const Image& original, const std::vector<PastedFace>& faces, int size, double alpha);
+Image paste_faces(ImageView original, const std::vector<PastedFace>& faces, int size, double alpha);
 
 // The same with the crop -> photo transforms given, one per face (e.g. the inverse of the
 // transform align_face returned); landmarks are then not used.
-Image paste_faces(const Image& original, const std::vector<PastedFace>& faces,
+Image paste_faces(ImageView original, const std::vector<PastedFace>& faces,
                   const std::vector<AffineTransform>& crop_to_image, int size, double alpha);
 
 }  // namespace gpen

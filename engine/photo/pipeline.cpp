@@ -69,9 +69,9 @@ void FaceRestorer::grow_batch(size_t faces) {
 
 FaceRestorer::~FaceRestorer() { release_buffer(); }
 
-PhotoResult FaceRestorer::process(const Image& photo) { return ops_ ? process_on_device(photo) : process_on_host(photo); }
+PhotoResult FaceRestorer::process(ImageView photo) { return ops_ ? process_on_device(photo) : process_on_host(photo); }
 
-PhotoResult FaceRestorer::process_on_host(const Image& photo) {
+PhotoResult FaceRestorer::process_on_host(ImageView photo) {
   PhotoResult r;
   const int S = gpen_.size();
   auto t0 = std::chrono::steady_clock::now();
@@ -108,7 +108,7 @@ PhotoResult FaceRestorer::process_on_host(const Image& photo) {
   t0 = std::chrono::steady_clock::now();
   for (const auto& p : pasted) r.restored_faces.push_back(p.restored);
   r.restored = static_cast<int>(pasted.size());
-  r.image = pasted.empty() ? photo : paste_faces(photo, pasted, back, S, opt_.alpha);
+  r.image = pasted.empty() ? to_image(photo) : paste_faces(photo, pasted, back, S, opt_.alpha);
   r.times.paste_ms = ms_since(t0);
   return r;
 }

@@ -49,7 +49,7 @@ class FaceRestorer {
   ~FaceRestorer();
   FaceRestorer(const FaceRestorer&) = delete;
   FaceRestorer& operator=(const FaceRestorer&) = delete;
-  PhotoResult process(const Image& photo);
+  PhotoResult process(ImageView photo);
   // Whether photos go through the device pipeline (see RestoreOptions::device_pipeline): both
   // models on device backends that have the pipeline steps.
   bool on_device() const { return ops_ != nullptr; }
@@ -60,8 +60,8 @@ class FaceRestorer {
   int batch() const { return batch_; }
 
  private:
-  PhotoResult process_on_host(const Image& photo);
-  PhotoResult process_on_device(const Image& photo);  // engine/photo/pipeline_device.cpp
+  PhotoResult process_on_host(ImageView photo);
+  PhotoResult process_on_device(ImageView photo);  // engine/photo/pipeline_device.cpp
   void release_buffer() noexcept;
   void plan_batch(int batch);   // prepares GPEN for `batch` faces and lends its arena to the detector
   void grow_batch(size_t faces);  // with grow_batch: plan_batch when a photo needs a larger batch

@@ -62,7 +62,7 @@ void FaceRestorer::release_buffer() noexcept {
   mask_size_ = 0;
 }
 
-PhotoResult FaceRestorer::process_on_device(const Image& photo) {
+PhotoResult FaceRestorer::process_on_device(ImageView photo) {
   GPEN_CHECK(photo.width > 0 && photo.height > 0 && photo.bgr.size() == photo.pixels() * 3,
              "restore: empty or malformed image");
   PhotoResult r;
@@ -103,7 +103,7 @@ PhotoResult FaceRestorer::process_on_device(const Image& photo) {
   }
   r.times.align_ms = ms_since(t0);
   if (kept.empty()) {
-    r.image = photo;
+    r.image = to_image(photo);
     return r;
   }
   // A larger batch (grow_batch) needs more crop slots: in a new buffer, the photo goes up again.

@@ -6,17 +6,17 @@
 
 namespace gpen {
 
-void face_to_model(const Image& src, int size, float* out) {
+void face_to_model(ImageView src, int size, float* out) {
   Image resized;
-  const Image* p = &src;
+  ImageView p = src;
   if (src.width != size || src.height != size) {
     resized = resize_bilinear(src, size, size);
-    p = &resized;
+    p = resized;
   }
   const size_t n = static_cast<size_t>(size) * size;
   for (size_t i = 0; i < n; ++i)
     for (int c = 0; c < 3; ++c)
-      out[i * 3 + c] = (static_cast<float>(p->bgr[i * 3 + (2 - c)]) / 255.0f - 0.5f) / 0.5f;
+      out[i * 3 + c] = (static_cast<float>(p.bgr[i * 3 + (2 - c)]) / 255.0f - 0.5f) / 0.5f;
 }
 
 Image model_to_face(const float* in, int size) {

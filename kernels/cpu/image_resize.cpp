@@ -51,7 +51,7 @@ void resize_bilinear_f32(const float* src, int sw, int sh, int cn, float* dst, i
   }
 }
 
-Image resize_bilinear(const Image& src, int dw, int dh) {
+Image resize_bilinear(ImageView src, int dw, int dh) {
   GPEN_CHECK(src.width > 0 && src.height > 0 && src.bgr.size() == src.pixels() * 3, "resize: empty image");
   GPEN_CHECK(dw > 0 && dh > 0 && dw <= kMaxImageSide && dh <= kMaxImageSide &&
                  int64_t{dw} * dh <= kMaxImagePixels,

@@ -11,6 +11,6 @@ namespace gpen {
 void resize_bilinear_f32(const float* src, int sw, int sh, int channels, float* dst, int dw, int dh,
                          double scale_x = 0.0, double scale_y = 0.0);
 // The same on 8-bit images with OpenCV's fixed-point arithmetic (11-bit weights).
-Image resize_bilinear(const Image& src, int dw, int dh);
+Image resize_bilinear(ImageView src, int dw, int dh);
 
 }  // namespace gpen

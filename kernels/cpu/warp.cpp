@@ -121,7 +121,7 @@ void warp_affine_roi(const float* src, int sw, int sh, const AffineTransform& m,
     cubic_f32(src, sw, sh, s, roi, dst);
 }
 
-Image warp_affine(const Image& src, const AffineTransform& m, int dst_w, int dst_h, WarpInterp interp) {
+Image warp_affine(ImageView src, const AffineTransform& m, int dst_w, int dst_h, WarpInterp interp) {
   GPEN_CHECK(src.width > 0 && src.height > 0 && src.bgr.size() == src.pixels() * 3, "warp: empty or malformed image");
   const PixelRect fp = warp_footprint(m, src.width, src.height, dst_w, dst_h);
   Image out;

@@ -33,7 +33,7 @@ struct PixelRect {
 // Full warps. `m` maps source pixel coordinates to destination ones, as cv2.warpAffine without
 // WARP_INVERSE_MAP. gpen::Error for an empty or malformed source, a destination size outside
 // 1..kMaxImageSide / kMaxImagePixels, or a singular or non-finite matrix.
-Image warp_affine(const Image& src, const AffineTransform& m, int dst_w, int dst_h, WarpInterp interp);
+Image warp_affine(ImageView src, const AffineTransform& m, int dst_w, int dst_h, WarpInterp interp);
 std::vector<float> warp_affine(const float* src, int src_w, int src_h, const AffineTransform& m, int dst_w,
                                int dst_h, WarpInterp interp);
 

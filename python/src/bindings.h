@@ -14,9 +14,9 @@ namespace nb = nanobind;
 using ImageIn = nb::ndarray<const uint8_t, nb::ndim<3>, nb::c_contig, nb::device::cpu>;
 using ImageOut = nb::ndarray<nb::numpy, uint8_t, nb::ndim<3>, nb::c_contig>;
 
-// The engine's Image owns its pixels, so an array handed in is copied once (one memcpy, no
-// conversion); checks the shape first.
-Image to_image(const ImageIn& a);
+// The array's own pixels, borrowed (no copy): the engine reads photos through ImageView. Valid while
+// the array is, which the caller's reference guarantees for the duration of a call; checks the shape.
+ImageView view_of(const ImageIn& a);
 // The result keeps the Image's buffer alive: no copy on the way out.
 ImageOut to_array(Image&& img);
 

@@ -14,7 +14,7 @@
 
 namespace gpen::py {
 
-Image to_image(const ImageIn& a) {
+ImageView view_of(const ImageIn& a) {
   // A wrong array is the caller's value, not an engine failure: ValueError.
   if (a.shape(2) != 3)
     throw nb::value_error(("expected an H x W x 3 uint8 BGR image, got " + std::to_string(a.shape(2)) + " channels").c_str());
@@ -24,12 +24,11 @@ Image to_image(const ImageIn& a) {
                            " pixels: each side must be 1.." + std::to_string(kMaxImageSide) + ", at most " +
                            std::to_string(kMaxImagePixels) + " pixels")
                               .c_str());
-  Image img;
-  img.height = static_cast<int>(a.shape(0));
-  img.width = static_cast<int>(a.shape(1));
-  img.bgr.resize(img.pixels() * 3);
-  std::memcpy(img.bgr.data(), a.data(), img.bgr.size());
-  return img;
+  ImageView v;
+  v.height = static_cast<int>(a.shape(0));
+  v.width = static_cast<int>(a.shape(1));
+  v.bgr = {a.data(), v.pixels() * 3};
+  return v;
 }
 
 ImageOut to_array(Image&& img) {
@@ -98,7 +97,7 @@ void register_images(nb::module_& m) {
       "imwrite",
       [](const std::string& path, const ImageIn& a, int quality, const ImageMeta* meta) {
         GPEN_CHECK(quality >= 1 && quality <= 100, "jpeg quality must be 1..100");
-        Image img = to_image(a);
+        ImageView img = view_of(a);
         nb::gil_scoped_release unlocked;
         write_image(path, img, quality, meta);
       },
@@ -107,7 +106,7 @@ void register_images(nb::module_& m) {
       "imencode",
       [](const std::string& ext, const ImageIn& a, int quality, const ImageMeta* meta) {
         GPEN_CHECK(quality >= 1 && quality <= 100, "jpeg quality must be 1..100");
-        Image img = to_image(a);
+        ImageView img = view_of(a);
         std::vector<uint8_t> bytes;
         {
           nb::gil_scoped_release unlocked;

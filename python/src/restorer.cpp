@@ -109,7 +109,7 @@ class PyRestorer {
   }
 
   nb::tuple restore(const ImageIn& a) {
-    Image photo = to_image(a);
+    ImageView photo = view_of(a);
     PhotoResult r;
     {
       nb::gil_scoped_release unlocked;
@@ -123,7 +123,7 @@ class PyRestorer {
 
   // An aligned face crop of any size, resized to the model's as `gpen restore --aligned` does.
   ImageOut restore_aligned(const ImageIn& a) {
-    Image face = to_image(a);
+    ImageView face = view_of(a);
     Image out;
     {
       nb::gil_scoped_release unlocked;
@@ -188,7 +188,7 @@ class PyDetector {
     }
   }
   nb::list detect(const ImageIn& a) {
-    Image photo = to_image(a);
+    ImageView photo = view_of(a);
     std::vector<Face> faces;
     {
       nb::gil_scoped_release unlocked;

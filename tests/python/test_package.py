@@ -123,6 +123,12 @@ class Package(unittest.TestCase):
         wide[:, ::2] = img
         got, _ = self.restorer.restore(wide[:, ::2])
         np.testing.assert_array_equal(got, want)
+        # A read-only array is read in place (the engine borrows the pixels) and left unchanged.
+        frozen = img.copy()
+        frozen.setflags(write=False)
+        got, _ = self.restorer.restore(frozen)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(frozen, img)
 
     def test_threads_share_one_restorer(self):
         img = ge.imread(common.PHOTOS[1])
