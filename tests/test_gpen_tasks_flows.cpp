@@ -208,6 +208,10 @@ TEST_CASE("tasks: gpen restore --task through the CLI, and its refusals") {
   REQUIRE(sh(gpen + " plan --size 512 --out-size 1024 --json", log) == 0);
   auto p = nlohmann::json::parse(slurp(log));
   CHECK(p.dump().find("1024") != std::string::npos);
+  // gpen bench --accuracy on a model with noise compares runs that drew the same noise.
+  REQUIRE(sh(gpen + " bench -m " + sr + " --accuracy --json --runs 2 --batch 2", log) == 0);
+  auto bj = nlohmann::json::parse(slurp(log));
+  CHECK(bj["accuracy_max_abs"].get<double>() == 0.0);
   fs::remove(task);
   fs::remove(sr);
   fs::remove_all(tmp);
