@@ -12,7 +12,7 @@
 namespace {
 
 struct ConvertArgs {
-  std::string in, out, arch = "auto", key, dtype = "fp32";
+  std::string in, out, arch = "auto", key, dtype = "fp32", task;
 };
 
 void run_convert(const ConvertArgs& a) {
@@ -21,6 +21,7 @@ void run_convert(const ConvertArgs& a) {
   opt.arch = parse_arch(a.arch);
   opt.key = a.key;
   opt.dtype = gpen::parse_dtype(a.dtype);
+  opt.task = a.task;
   const bool tty = ::isatty(STDERR_FILENO);
   int last_decile = -1;
   opt.progress = [&](uint64_t done, uint64_t total) {
@@ -57,6 +58,10 @@ gpen::cli::Command reg(
       sub.add_option("--arch", a->arch, "Model: auto, gpen or retinaface")
           ->check(CLI::IsMember({"auto", "gpen", "retinaface"}));
       sub.add_option("--key", a->key, "Nested dict holding the weights (e.g. g_ema, params_ema, state_dict)");
+      sub.add_option("--task", a->task,
+                     "GPEN: record the task the weights were trained for (enhance, colorize, inpaint, seg2face) in the "
+                     ".gpw, so that `gpen info` names it and `gpen restore` uses it by default; the official task "
+                     "models share the FullGenerator layout, so it cannot be recognised from the tensors");
       sub.add_option("--dtype", a->dtype, "Storage of weight matrices and conv kernels: fp32, fp16 or bf16")
           ->check(CLI::IsMember({"fp32", "fp16", "bf16", "f32", "f16"}));
       sub.callback([a] { run_convert(*a); });

@@ -21,6 +21,9 @@ Command reg(
       sub.add_option("-m,--model", g_args.model, "Take the configuration from a converted model (.gpw)")
           ->check(CLI::ExistingFile);
       sub.add_option("--size", g_args.size, "GPEN resolution (power of two, 16..2048)")->capture_default_str();
+      sub.add_option("--out-size", g_args.out_size,
+                     "FullGenerator_SR: decoder (output) resolution above --size, e.g. --size 512 --out-size 1024 "
+                     "(default: the same as --size)");
       sub.add_option("--sizes", g_args.sizes, "Several resolutions (sweep table)")->delimiter(',');
       sub.add_flag("--sweep", g_args.sweep, "All resolutions 16..2048");
       sub.add_option("--channel-multiplier", g_args.channel_multiplier, "GPEN channel multiplier")->capture_default_str();

@@ -30,6 +30,7 @@
 #include "engine/photo/pipeline.h"
 #include "kernels/cpu/ops.h"
 #include "apps/restore_common.h"
+#include "apps/restore_tasks.h"
 
 namespace fs = std::filesystem;
 
@@ -207,7 +208,9 @@ Command reg(
           ->check(CLI::Range(1, 100));
       add_image_read_options(sub, g_args.max_pixels, g_args.ignore_orientation);
       sub.add_option("--report", g_args.report, "Write a JSON report: faces, per-stage times, memory");
+      add_task_options(sub, g_args);
       sub.callback([] {
+        finish_task_options(g_args);
         if (g_args.aligned)
           run_aligned(g_args);
         else

@@ -7,6 +7,23 @@
 
 namespace gpen::cli {
 
+namespace {
+
+// GPEN files: which official class they build and, when the file records it, the task. The
+// official task models (colorization, inpainting, seg2face) share the FullGenerator layout with
+// GPEN-BFR-*, so the shapes alone never tell the task.
+void add_gpen_model(nlohmann::json& out, const std::string& arch, const nlohmann::json& config) {
+  if (arch != "gpen" || config.is_null()) return;
+  try {
+    out["model"] = conv::gpen_model_name(conv::GpenConfig::from_json(config));
+  } catch (const Error&) {
+    return;  // a damaged header is reported by whoever opens the model
+  }
+  if (config.contains("task")) out["task"] = config["task"];
+}
+
+}  // namespace
+
 nlohmann::json info_report(const std::string& path, bool tensors) {
   using nlohmann::json;
   json out;
@@ -16,6 +33,7 @@ nlohmann::json info_report(const std::string& path, bool tensors) {
     out["format"] = "gpw";
     out["arch"] = f.arch();
     out["config"] = f.config();
+    add_gpen_model(out, f.arch(), f.config());
     out["storage_dtype"] = dtype_name(f.storage_dtype());
     out["tensors"] = f.size();
     out["parameters"] = f.parameter_count();
@@ -31,6 +49,7 @@ nlohmann::json info_report(const std::string& path, bool tensors) {
     if (!ck->selected_key().empty()) out["key"] = ck->selected_key();
     out["arch"] = conv::arch_name(s.arch);
     out["config"] = s.config;
+    add_gpen_model(out, conv::arch_name(s.arch), s.config);
     out["valid"] = s.valid;
     if (!s.valid) out["problem"] = s.problem;
     out["tensors"] = s.tensors;

@@ -13,6 +13,12 @@ namespace gpen::cli::plan_detail {
 
 namespace {
 
+int log2_of(int v) {
+  int l = 0;
+  while ((1 << l) < v) ++l;
+  return l;
+}
+
 nlohmann::json row_json(const Row& r, bool brief = true) {
   const MemoryPlan& p = r.plan;
   nlohmann::json j = plan_json(p);
@@ -21,6 +27,10 @@ nlohmann::json row_json(const Row& r, bool brief = true) {
             {"config", {{"size", r.cfg.size}, {"channel_multiplier", r.cfg.channel_multiplier}, {"narrow", r.cfg.narrow}}},
             {"batch", r.cfg.batch},
             {"precision", r.precision}});
+  if (r.cfg.output_size() != r.cfg.size) {
+    j["config"]["out_size"] = r.cfg.out_size;
+    j["noise_inputs"] = 2 * (log2_of(r.cfg.out_size) - log2_of(r.cfg.size));  // FullGenerator_SR
+  }
   if (r.detail.transformed) j["transform"] = transform_json(r.detail);
   if (!brief) {
     j["ops"] = r.ops;
@@ -78,6 +88,7 @@ GpenBase gpen_base(const PlanArgs& a) {
     b.cfg.size = a.size;
     b.cfg.channel_multiplier = a.channel_multiplier;
     b.cfg.narrow = a.narrow;
+    b.cfg.out_size = a.out_size;
   }
   b.cfg.batch = a.batch;
   return b;

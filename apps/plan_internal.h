@@ -18,6 +18,7 @@ struct PlanArgs {
   std::string arch = "gpen";
   std::string model;
   int size = 512;
+  int out_size = 0;  // FullGenerator_SR decoder resolution (0: = size)
   std::vector<int> sizes;
   bool sweep = false;
   int channel_multiplier = 2;

@@ -24,6 +24,7 @@
 #include "engine/models/gpen_model.h"
 #include "engine/photo/npy.h"
 #include "engine/photo/pipeline.h"
+#include "engine/photo/tasks.h"
 #include "kernels/cpu/ops.h"
 #include "apps/restore_common.h"
 
@@ -35,9 +36,10 @@ namespace {
 struct AlignedFace {
   std::string stem;
   std::vector<float> x;  // S * S * 3, NHWC model space
+  Image input;           // --task colorize: the 8-bit input, whose luma the result keeps
 };
 
-void load_aligned(const std::string& path, int S, const ReadOptions& ro, std::vector<AlignedFace>& faces) {
+void load_aligned(const std::string& path, int S, const ReadOptions& ro, GpenTask task, std::vector<AlignedFace>& faces) {
   GPEN_CHECK(fs::exists(path), path + ": no such file");
   std::string stem = fs::path(path).stem().string();
   if (ends_with(path, ".npy")) {
@@ -49,7 +51,7 @@ void load_aligned(const std::string& path, int S, const ReadOptions& ro, std::ve
     const float* d = a.data<float>();
     const size_t plane = static_cast<size_t>(S) * S;
     for (int64_t n = 0; n < a.shape[0]; ++n) {
-      AlignedFace f{a.shape[0] == 1 ? stem : stem + "_" + std::to_string(n), std::vector<float>(plane * 3)};
+      AlignedFace f{a.shape[0] == 1 ? stem : stem + "_" + std::to_string(n), std::vector<float>(plane * 3), {}};
       for (size_t i = 0; i < plane; ++i)
         for (int c = 0; c < 3; ++c) f.x[i * 3 + c] = d[(n * 3 + c) * plane + i];
       faces.push_back(std::move(f));
@@ -57,8 +59,9 @@ void load_aligned(const std::string& path, int S, const ReadOptions& ro, std::ve
     return;
   }
   Image img = read_image(path, ro);
-  AlignedFace f{stem, std::vector<float>(static_cast<size_t>(S) * S * 3)};
-  face_to_model(img, S, f.x.data());
+  AlignedFace f{stem, std::vector<float>(static_cast<size_t>(S) * S * 3), {}};
+  task_to_model(task, img, S, f.x.data());
+  if (task == GpenTask::colorize) f.input = std::move(img);
   faces.push_back(std::move(f));
 }
 
@@ -67,10 +70,12 @@ void load_aligned(const std::string& path, int S, const ReadOptions& ro, std::ve
 void run_aligned(const RestoreArgs& a) {
   auto backend = make_backend(device_options(a));
   auto model = open_model(a, *backend);
-  const int S = model->size();
+  const int S = model->size(), O = model->output_size();  // O > S: FullGenerator_SR
+  const GpenTask task = parse_task(a.task);
+  model->set_noise_seed(a.seed);
 
   std::vector<AlignedFace> faces;
-  for (const auto& in : a.inputs) load_aligned(in, S, photo_read_options(a), faces);
+  for (const auto& in : a.inputs) load_aligned(in, S, photo_read_options(a), task, faces);
   const bool to_dir = faces.size() > 1 || fs::is_directory(a.output) || a.output.back() == '/';
   std::vector<std::string> out_paths;
   for (const AlignedFace& f : faces) {
@@ -87,9 +92,9 @@ void run_aligned(const RestoreArgs& a) {
   const int total = static_cast<int>(faces.size());
   const int batch = std::clamp(a.batch > 0 ? a.batch : std::min(total, 8), 1, total);
   model->prepare(batch);
-  const size_t face_floats = static_cast<size_t>(S) * S * 3;
-  std::vector<float> in(face_floats * batch), out(face_floats * batch), raw;
-  if (!a.save_raw.empty()) raw.resize(face_floats * total);
+  const size_t face_floats = static_cast<size_t>(S) * S * 3, out_floats = static_cast<size_t>(O) * O * 3;
+  std::vector<float> in(face_floats * batch), out(out_floats * batch), raw;
+  if (!a.save_raw.empty()) raw.resize(out_floats * total);
   for (int start = 0; start < total; start += batch) {
     int n = std::min(batch, total - start);
     for (int i = 0; i < n; ++i)
@@ -106,12 +111,12 @@ void run_aligned(const RestoreArgs& a) {
     model->run(n, in.data(), out.data());
     double ms = ms_since(t0);
     for (int i = 0; i < n; ++i) {
-      const float* y = out.data() + i * face_floats;
-      write_image(out_paths[start + i], model_to_face(y, S), a.jpeg_quality);
+      const float* y = out.data() + i * out_floats;
+      write_image(out_paths[start + i], task_from_model(task, faces[start + i].input, y, O), a.jpeg_quality);
       if (!raw.empty()) {
         // NHWC -> NCHW for the .npy, matching the official tensor layout.
-        const size_t plane = static_cast<size_t>(S) * S;
-        float* r = raw.data() + static_cast<size_t>(start + i) * face_floats;
+        const size_t plane = static_cast<size_t>(O) * O;
+        float* r = raw.data() + static_cast<size_t>(start + i) * out_floats;
         for (size_t p = 0; p < plane; ++p)
           for (int c = 0; c < 3; ++c) r[c * plane + p] = y[p * 3 + c];
       }
@@ -120,7 +125,7 @@ void run_aligned(const RestoreArgs& a) {
   }
   if (!raw.empty()) {
     std::string tmp = a.save_raw + ".tmp";
-    npy::save_f32(tmp, {total, 3, S, S}, raw.data());
+    npy::save_f32(tmp, {total, 3, O, O}, raw.data());
     fs::rename(tmp, a.save_raw);
   }
 }

@@ -33,6 +33,8 @@ struct RestoreArgs {
   int jpeg_quality = 95;
   int64_t max_pixels = kMaxImagePixels;
   bool ignore_orientation = false;
+  std::string task = "enhance";  // apps/restore_tasks.h
+  uint64_t seed = 0;             // FullGenerator_SR noise (engine/models/gpen_noise.h)
 };
 
 ReadOptions photo_read_options(const RestoreArgs& a);

@@ -1,5 +1,7 @@
 #include "converter/convert.h"
 
+#include <algorithm>
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -66,8 +68,9 @@ void check_float(const Checkpoint& ck, const std::vector<TensorSpec>& layout) {
 std::string describe(const Recognition& r) {
   if (r.arch == Arch::gpen) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "GPEN size %d (channel_multiplier %g, narrow %g)", r.gpen.size,
-                  r.gpen.channel_multiplier, r.gpen.narrow);
+    std::snprintf(buf, sizeof buf, "GPEN size %d%s (channel_multiplier %g, narrow %g)", r.gpen.size,
+                  r.gpen.is_sr() ? (" -> " + std::to_string(r.gpen.out_size)).c_str() : "", r.gpen.channel_multiplier,
+                  r.gpen.narrow);
     return buf;
   }
   return std::string("RetinaFace ") + backbone_name(r.backbone);
@@ -262,6 +265,14 @@ ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) 
     check_float(ck, rec.layout);
   } catch (const Error& e) {
     throw Error(ck.name() + ": " + describe(rec) + ": " + e.what());
+  }
+  if (!opt.task.empty()) {
+    static const char* const known[] = {"enhance", "colorize", "inpaint", "seg2face"};
+    if (std::find(std::begin(known), std::end(known), opt.task) == std::end(known))
+      throw Error("unknown task '" + opt.task + "' (expected enhance, colorize, inpaint or seg2face)");
+    if (rec.arch != Arch::gpen) throw Error(ck.name() + ": --task applies to GPEN models only");
+    rec.config["task"] = opt.task;
+    info.config = rec.config;
   }
   GpwWriter w(arch_name(rec.arch), rec.config);
   w.set_storage_dtype(opt.dtype);

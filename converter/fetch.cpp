@@ -347,7 +347,9 @@ Result fetch_model(const ModelInfo& m, const Options& opt) {
     r.gpw = gpw;
     if (!fs::exists(gpw)) {
       try {
-        conv::convert(r.pth, gpw);
+        conv::ConvertOptions co;
+        co.task = model_task(m.name);  // the layout does not tell a task model from a BFR one
+        conv::convert(r.pth, gpw, co);
       } catch (const std::exception& e) {
         throw Error(m.name + ": converting " + r.pth + " to " + gpw + ": " + e.what());
       }

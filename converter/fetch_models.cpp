@@ -44,6 +44,12 @@ std::vector<ModelInfo> make_table() {
   t.push_back({"GPEN-BFR-1024", false, true, kHiresNote, gpen_expect(1024, 0, 0), 0, ""});
   // GPEN's run.sh runs GPEN-BFR-2048 with --channel_multiplier 2 --narrow 1.
   t.push_back({"GPEN-BFR-2048", false, true, kHiresNote, gpen_expect(2048, 2, 1), 0, ""});
+  // The task models, in the common folder: demo.py builds them with FaceColorization /
+  // FaceInpainting / Segmentation2Face defaults (channel multiplier 2, narrow 1) and the README's
+  // --in_size 1024 / 1024 / 512, no out_size: FullGenerator layouts.
+  t.push_back({"GPEN-Colorization-1024", true, true, "", gpen_expect(1024, 2, 1), 0, ""});
+  t.push_back({"GPEN-Inpainting-1024", true, true, "", gpen_expect(1024, 2, 1), 0, ""});
+  t.push_back({"GPEN-Seg2face-512", true, true, "", gpen_expect(512, 2, 1), 0, ""});
   t.push_back({"RetinaFace-R50", true, true, "", retina_expect(conv::RetinaBackbone::resnet50), 0, ""});
   for (const char* n : {"ParseNet-latest", "realesrnet_x1", "realesrnet_x2", "realesrnet_x4"})
     t.push_back({n, true, false, kNotYet, Expect{}, 0, ""});
@@ -61,6 +67,13 @@ const ModelInfo* find_model(const std::string& name) {
   for (const auto& m : models())
     if (m.name == name) return &m;
   return nullptr;
+}
+
+std::string model_task(const std::string& name) {
+  if (name == "GPEN-Colorization-1024") return "colorize";
+  if (name == "GPEN-Inpainting-1024") return "inpaint";
+  if (name == "GPEN-Seg2face-512") return "seg2face";
+  return "";
 }
 
 std::string model_names() {

@@ -38,6 +38,9 @@ const std::vector<ModelInfo>& models();
 const ModelInfo* find_model(const std::string& name);
 // "GPEN-BFR-256, GPEN-BFR-512, ..." for help texts and errors.
 std::string model_names();
+// The task an official GPEN model was released for ("colorize" for GPEN-Colorization-1024, ...;
+// "" for the BFR models and the others), recorded in the .gpw by `gpen fetch --convert`.
+std::string model_task(const std::string& name);
 // "GPEN, 512x512, channel multiplier 2, narrow 1" / "RetinaFace resnet50".
 std::string describe(const Expect& e);
 

@@ -44,7 +44,10 @@ void GpenConfig::check() const {
     throw Error("GPEN: channel_multiplier " + std::to_string(channel_multiplier) + " is out of range");
   if (style_dim < 1 || style_dim > 8192) throw Error("GPEN: style_dim " + std::to_string(style_dim) + " is out of range");
   if (n_mlp < 1 || n_mlp > 64) throw Error("GPEN: n_mlp " + std::to_string(n_mlp) + " is out of range");
-  for (int r = 4; r <= size; r *= 2)
+  if (out_size != 0 && (out_size <= size || out_size > 2048 || (out_size & (out_size - 1)) != 0))
+    throw Error("GPEN: out_size " + std::to_string(out_size) + " is not a power of two in (size " +
+                std::to_string(size) + ", 2048] (FullGenerator_SR)");
+  for (int r = 4; r <= output_size(); r *= 2)
     if (channels(r) < 1)
       throw Error("GPEN: channel_multiplier " + std::to_string(channel_multiplier) + " and narrow " +
                   std::to_string(narrow) + " give no channels at resolution " + std::to_string(r));
@@ -59,6 +62,7 @@ nlohmann::json GpenConfig::to_json() const {
   else j["narrow"] = narrow;
   j["style_dim"] = style_dim;
   j["n_mlp"] = n_mlp;
+  if (is_sr()) j["out_size"] = out_size;  // absent for a plain FullGenerator, as before
   return j;
 }
 
@@ -84,6 +88,8 @@ GpenConfig GpenConfig::from_json(const nlohmann::json& j) {
   c.narrow = number("narrow");
   c.style_dim = integer("style_dim", 512, false);
   c.n_mlp = integer("n_mlp", 8, false);
+  c.out_size = integer("out_size", 0, false);
+  if (c.out_size == c.size) c.out_size = 0;
   c.check();
   return c;
 }
@@ -91,7 +97,8 @@ GpenConfig GpenConfig::from_json(const nlohmann::json& j) {
 std::vector<TensorSpec> gpen_layout(const GpenConfig& c) {
   c.check();
   const int64_t D = c.style_dim;
-  const int L = c.log_size();
+  const int L = c.log_size();            // encoder: FullGenerator(size)
+  const int LO = c.log_output_size();    // decoder: Generator(output_size)
   std::vector<TensorSpec> t;
   auto add = [&](std::string n, std::vector<int64_t> s, bool opt = false) { t.push_back({std::move(n), std::move(s), opt}); };
   for (int k = 1; k <= c.n_mlp; ++k) {
@@ -122,13 +129,13 @@ std::vector<TensorSpec> gpen_layout(const GpenConfig& c) {
   add("generator.to_rgb1.conv.modulation.weight", {2 * c4, D});
   add("generator.to_rgb1.conv.modulation.bias", {2 * c4});
   int64_t in = 2 * c4;
-  for (int i = 0; i + 3 <= L; ++i) {
+  for (int i = 0; i + 3 <= LO; ++i) {
     int64_t out = c.channels(1 << (i + 3));
     styled("generator.convs." + std::to_string(2 * i), in, out, true);
     styled("generator.convs." + std::to_string(2 * i + 1), 2 * out, out, false);
     in = 2 * out;
   }
-  for (int i = 0; i + 3 <= L; ++i) to_rgb("generator.to_rgbs." + std::to_string(i), 2 * c.channels(1 << (i + 3)), true);
+  for (int i = 0; i + 3 <= LO; ++i) to_rgb("generator.to_rgbs." + std::to_string(i), 2 * c.channels(1 << (i + 3)), true);
   add("ecd0.0.0.weight", {c.channels(c.size), 3, 1, 1});
   add("ecd0.0.1.bias", {c.channels(c.size)});
   for (int j = 1; j <= L - 2; ++j) {
@@ -281,11 +288,12 @@ static GpenConfig infer_gpen(const ShapeMap& m) {
                 " encoder layers (ecd0..): not a size between 16 and 2048");
   }
   c.size = 1 << L;
+  c.out_size = infer_gpen_out_size(m, L);
   int64_t c4 = dim_of(m, "generator.input.input", 4, 1);
   if (c4 < 1 || c4 > (1 << 20)) throw Error("tensor 'generator.input.input' has an invalid channel count");
   c.narrow = static_cast<double>(c4) / 512.0;  // exact: a dyadic fraction
   c.channel_multiplier = 2;                    // the official default; no shape depends on it below 64
-  if (c.size >= 64) {
+  if (c.output_size() >= 64) {
     // convs.6 is the first conv at 64x64, with int(256 * cm * narrow) output channels.
     int64_t c64 = dim_of(m, "generator.convs.6.conv.weight", 5, 1);
     bool found = false;

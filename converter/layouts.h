@@ -23,13 +23,19 @@ std::string shape_str(const std::vector<int64_t>& s);
 
 // ---- GPEN FullGenerator -------------------------------------------------------------------
 struct GpenConfig {
-  int size = 512;                  // output resolution, a power of two in [16, 2048]
+  int size = 512;                  // input (encoder) resolution, a power of two in [16, 2048]
   double channel_multiplier = 2;   // official: 1 (GPEN-BFR-256) or 2
   double narrow = 1;               // official: 0.5 (GPEN-BFR-256) or 1
   int style_dim = 512;             // official: always 512
   int n_mlp = 8;                   // official: always 8
+  // FullGenerator_SR: the decoder's resolution, larger than `size` (a Generator(out_size) fed by
+  // the encoder of FullGenerator(size)). 0: a plain FullGenerator (output = size).
+  int out_size = 0;
 
+  int output_size() const { return out_size > 0 ? out_size : size; }
+  bool is_sr() const { return out_size > 0 && out_size != size; }
   int log_size() const;
+  int log_output_size() const;
   // ch(r) of the official code: int(512 n) for r <= 32, int(256 cm n) at 64, ... int(8 cm n) at 2048.
   int channels(int res) const;
   void check() const;  // throws gpen::Error for an impossible configuration
@@ -38,6 +44,9 @@ struct GpenConfig {
 };
 
 std::vector<TensorSpec> gpen_layout(const GpenConfig& c);
+// The official class a configuration builds: "FullGenerator 512" or "FullGenerator_SR 256 -> 512".
+std::string gpen_model_name(const GpenConfig& c);
+
 
 // ---- RetinaFace ---------------------------------------------------------------------------
 enum class RetinaBackbone { mobilenet025, resnet50 };
@@ -62,6 +71,11 @@ const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface"
 Arch parse_arch(const std::string& s);
 
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;
+
+// FullGenerator_SR recognition (converter/layouts_gpen_sr.cpp): the decoder's resolution from its
+// ToRGB count, given an encoder for 2^log_in; 0 when it equals the encoder's (a FullGenerator).
+// Throws gpen::Error for a decoder smaller than its encoder or larger than 2048.
+int infer_gpen_out_size(const ShapeMap& shapes, int log_in);
 
 struct Recognition {
   Arch arch = Arch::unknown;

@@ -53,7 +53,9 @@ struct Builder {
 
 std::string GpenConfig::describe() const {
   std::ostringstream os;
-  os << "GPEN size " << size << ", channel multiplier " << channel_multiplier << ", narrow " << narrow << ", batch "
+  os << "GPEN size " << size;
+  if (output_size() != size) os << " -> " << output_size() << " (FullGenerator_SR)";
+  os << ", channel multiplier " << channel_multiplier << ", narrow " << narrow << ", batch "
      << batch << ", " << dtype_name(act_dtype);
   return os.str();
 }
@@ -79,7 +81,10 @@ void validate_gpen_config(const GpenConfig& c) {
   GPEN_CHECK(c.narrow > 0 && c.narrow <= 4, "GPEN narrow must be in (0, 4], got " + std::to_string(c.narrow));
   GPEN_CHECK(c.style_dim >= 1 && c.style_dim <= 4096, "GPEN style_dim must be 1..4096");
   GPEN_CHECK(c.batch >= 1 && c.batch <= 4096, "batch must be 1..4096, got " + std::to_string(c.batch));
-  for (int r = 4; r <= c.size; r *= 2)
+  GPEN_CHECK(c.out_size == 0 || (c.out_size >= c.size && c.out_size <= 2048 && (c.out_size & (c.out_size - 1)) == 0),
+             "GPEN out_size must be 0 or a power of two from size " + std::to_string(c.size) + " to 2048, got " +
+                 std::to_string(c.out_size));
+  for (int r = 4; r <= c.output_size(); r *= 2)
     GPEN_CHECK(gpen_channels(c, r) >= 1, "GPEN narrow " + std::to_string(c.narrow) + " leaves no channels at " +
                                              std::to_string(r) + "x" + std::to_string(r));
 }
@@ -195,13 +200,19 @@ GpenGraph build_gpen_graph(const GpenConfig& c) {
   int xn = feature_at(4);
   int cx = ch4;
   int rgb = to_rgb("generator.to_rgb1", x, xn, cx, -1);
-  for (int r = 8, i = 0; r <= S; r *= 2, ++i) {
+  // Above S (FullGenerator_SR) each StyledConv concatenates its own noise, an input of the graph.
+  auto noise_at = [&](int r, int ch, int k) {
+    int t = g.input("noise." + std::to_string(r) + "." + std::to_string(k), c.act_dtype, Shape{N, r, r, ch});
+    out.noise.push_back(t);
+    return t;
+  };
+  for (int r = 8, i = 0; r <= c.output_size(); r *= 2, ++i) {
     int cout = gpen_channels(c, r);
-    int e_r = feature_at(r);
     x = styled("generator.convs." + std::to_string(2 * i), x, xn, 2 * cx, cout, true);
-    xn = e_r;
+    xn = r <= S ? feature_at(r) : noise_at(r, cout, 0);
     cx = cout;
     x = styled("generator.convs." + std::to_string(2 * i + 1), x, xn, 2 * cx, cout, false);
+    if (r > S) xn = noise_at(r, cout, 1);
     rgb = to_rgb("generator.to_rgbs." + std::to_string(i), x, xn, cx, rgb);
   }
   out.output = rgb;

@@ -2,13 +2,17 @@
 // The GPEN FullGenerator as an engine graph (../shared/reference/gpen-semantics.md), with weight
 // names and layouts as the converter writes them (docs/weights-format.md).
 #include <string>
+#include <vector>
 
 #include "engine/graph/graph.h"
 
 namespace gpen {
 
 struct GpenConfig {
-  int size = 512;
+  int size = 512;  // input and encoder resolution
+  // FullGenerator_SR: the decoder's resolution when larger than `size` (0: a FullGenerator, output
+  // = size). The StyledConvs above `size` take fresh N(0, 1) noise instead of encoder features.
+  int out_size = 0;
   int channel_multiplier = 2;
   double narrow = 1.0;
   int style_dim = 512;  // 512 in every released model; small test models use less
@@ -16,6 +20,7 @@ struct GpenConfig {
   DType act_dtype = DType::f32;     // activations in the arena
   DType weight_dtype = DType::f32;  // conv and linear weights (biases, Q tables: act_dtype)
   std::string describe() const;
+  int output_size() const { return out_size > 0 ? out_size : size; }
 };
 
 // Channels at resolution r, exactly as the official int() truncation computes them.
@@ -25,7 +30,10 @@ void validate_gpen_config(const GpenConfig& c);  // throws gpen::Error naming th
 struct GpenGraph {
   Graph graph;
   int input = -1;   // [N, S, S, 3] RGB in [-1, 1]
-  int output = -1;  // [N, S, S, 3] raw generator output (not clipped)
+  int output = -1;  // [N, O, O, 3] raw generator output (not clipped), O = output_size()
+  // FullGenerator_SR: one graph input per StyledConv above `size`, in decoder order
+  // (convs.{2i} then convs.{2i+1}), [N, r, r, ch(r)], to fill with N(0, 1) noise before each run.
+  std::vector<int> noise;
 };
 
 GpenGraph build_gpen_graph(const GpenConfig& c);

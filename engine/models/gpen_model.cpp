@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #endif
 
+#include "engine/models/gpen_noise.h"
 #include "engine/runtime/device_weights.h"
 #include "weights/half.h"
 
@@ -73,6 +74,7 @@ GpenConfig gpen_config_from_gpw(const GpwFile& f) {
     c.channel_multiplier = static_cast<int>(j.at("channel_multiplier").get<double>());
     c.narrow = j.at("narrow").get<double>();
     c.style_dim = j.value("style_dim", 512);
+    c.out_size = j.value("out_size", 0);  // FullGenerator_SR only
   } catch (const std::exception& e) {
     throw Error(f.path() + ": GPEN configuration incomplete in the header (" + e.what() + ")");
   }
@@ -255,13 +257,15 @@ void GpenModel::prepare(int batch, const PlanOptions& opt) {
   release_io();
   if (device_) {
     const size_t bytes = static_cast<size_t>(batch) * config_.size * config_.size * 3 * dtype_size(config_.act_dtype);
+    const int O = config_.output_size();
     io_in_ = device_->allocate_host(bytes);
-    io_out_ = device_->allocate_host(bytes);
+    io_out_ = device_->allocate_host(static_cast<size_t>(batch) * O * O * 3 * dtype_size(config_.act_dtype));
   }
 }
 
 void GpenModel::set_input(Executor& ex, const GpenGraph& gg, int n, const float* in) {
   const size_t count = static_cast<size_t>(n) * config_.size * config_.size * 3;
+  fill_noise(ex, gg, n);
   if (!device_) {
     ex.set_input(gg.input, in, count * sizeof(float));
     return;
@@ -279,8 +283,34 @@ void GpenModel::run_timed(Executor& ex) {
   if (timed) last_device_ms_ = device_->stop_timer_ms();
 }
 
+void GpenModel::fill_noise(Executor& ex, const GpenGraph& gg, int n) {
+  if (gg.noise.empty()) return;
+  // Face k of this model's stream gets the same noise whatever batch it runs in (gpen_noise.h).
+  std::vector<size_t> offset{0};
+  for (int t : gg.noise) offset.push_back(offset.back() + static_cast<size_t>(gg.graph.tensor(t).shape.numel()));
+  noise_.resize(offset.back());
+  for (size_t l = 0; l < gg.noise.size(); ++l) {
+    const size_t per_face = (offset[l + 1] - offset[l]) / static_cast<size_t>(n);
+    for (int i = 0; i < n; ++i)
+      gaussian_noise(noise_seed_, noise_faces_ + static_cast<uint64_t>(i), static_cast<uint32_t>(l),
+                     noise_.data() + offset[l] + per_face * i, per_face);
+  }
+  const DType t = config_.act_dtype;
+  const size_t es = dtype_size(t);
+  const uint8_t* src = reinterpret_cast<const uint8_t*>(noise_.data());
+  if (t != DType::f32) {
+    noise_cast_.resize(noise_.size() * es);
+    floats_to(noise_.data(), noise_cast_.data(), t, noise_.size());
+    src = noise_cast_.data();
+  }
+  for (size_t l = 0; l < gg.noise.size(); ++l)
+    ex.set_input(gg.noise[l], src + offset[l] * es, (offset[l + 1] - offset[l]) * es);
+  backend_.synchronize();  // the host buffer is rewritten by the next run
+  noise_faces_ += static_cast<uint64_t>(n);
+}
+
 void GpenModel::run_on(Executor& ex, const GpenGraph& gg, int n, const float* in, float* out) {
-  const size_t count = static_cast<size_t>(n) * config_.size * config_.size * 3;
+  const size_t count = static_cast<size_t>(n) * config_.output_size() * config_.output_size() * 3;
   set_input(ex, gg, n, in);
   run_timed(ex);
   if (!device_) {
@@ -345,6 +375,7 @@ void GpenModel::run_in_place(int n, const std::function<void(const TensorView& x
   GPEN_CHECK(device_, "GpenModel::run_in_place needs a device backend");
   Prepared p = prepared_for(n);
   fill(p.exec->view(p.graph->input));
+  fill_noise(*p.exec, *p.graph, n);
   run_timed(*p.exec);
   drain(p.exec->view(p.graph->output));
 }

@@ -15,6 +15,7 @@
 #include "engine/runtime/executor.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/models/gpen.h"
+#include "engine/models/gpen_noise.h"
 #include "weights/gpw.h"
 
 namespace gpen {
@@ -37,7 +38,15 @@ class GpenModel {
   GpenModel& operator=(const GpenModel&) = delete;
 
   const GpenConfig& config() const { return config_; }
-  int size() const { return config_.size; }
+  int size() const { return config_.size; }  // input resolution
+  int output_size() const { return config_.output_size(); }  // > size() for FullGenerator_SR
+  // FullGenerator_SR noise (gpen_noise.h): restarts the stream at face 0 of `seed`. Models without
+  // noise inputs ignore it.
+  void set_noise_seed(uint64_t seed) {
+    noise_seed_ = seed;
+    noise_faces_ = 0;
+  }
+  uint64_t noise_seed() const { return noise_seed_; }
   // Plans and prepares the executor for this batch size (cached: the last batch size is kept).
   void prepare(int batch, const std::string& strategy = "", bool allow_inplace = true);
   // The same with every planner option, including the graph transforms (rematerialization,
@@ -86,7 +95,8 @@ class GpenModel {
   // Puts the weights where the backend reads them: `src` holds host views of any float dtype.
   void load_weights(const WeightMap& src, const std::string& origin);
   void set_input(Executor& ex, const GpenGraph& gg, int n, const float* in);  // n faces, any backend
-  void run_timed(Executor& ex);  // ex.run(), timed with events when set_device_timing is on
+  void run_timed(Executor& ex);
+  void fill_noise(Executor& ex, const GpenGraph& gg, int n);  // n faces' noise inputs, if any  // ex.run(), timed with events when set_device_timing is on
   void run_on(Executor& ex, const GpenGraph& gg, int n, const float* in, float* out);
   struct Prepared {
     Executor* exec;
@@ -101,6 +111,10 @@ class GpenModel {
   void* io_in_ = nullptr;  // pinned, batch faces in the activation dtype (device backends)
   void* io_out_ = nullptr;
   bool timing_ = false;
+  uint64_t noise_seed_ = kDefaultNoiseSeed;
+  uint64_t noise_faces_ = 0;  // faces run so far: the next face's index in the noise stream
+  std::vector<float> noise_;
+  std::vector<uint8_t> noise_cast_;
   double last_device_ms_ = 0;
   GpenConfig config_;
   std::optional<GpwFile> file_;

@@ -38,6 +38,13 @@ int choose_batch(const GpenConfig& base, Backend& backend, size_t budget, int ca
 FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const RestoreOptions& opt)
     : gpen_(gpen), det_(det), opt_(opt) {
   GPEN_CHECK(opt_.batch >= 1, "batch must be at least 1");
+  // As in the official FaceEnhancement, whose alpha blend of an out_size face with its in_size
+  // crop raises a size error: a FullGenerator_SR model runs on aligned crops only.
+  GPEN_CHECK(gpen_.output_size() == gpen_.size(),
+             "this GPEN model is FullGenerator_SR (" + std::to_string(gpen_.size()) + " -> " +
+                 std::to_string(gpen_.output_size()) +
+                 "): the official photo pipeline cannot paste its faces back (FaceEnhancement fails on the size "
+                 "mismatch); run it on aligned crops (--aligned)");
   GPEN_CHECK(opt_.alpha >= 0.0 && opt_.alpha <= 1.0, "alpha must be in [0, 1]");
   if (opt_.device_pipeline)
     if (auto* dev = dynamic_cast<DeviceBackend*>(&gpen_.backend())) {
