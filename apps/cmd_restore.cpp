@@ -30,6 +30,8 @@
 #include "engine/photo/pipeline.h"
 #include "kernels/cpu/ops.h"
 #include "apps/restore_common.h"
+#include "apps/sr_common.h"
+#include "kernels/cpu/image_resize.h"
 
 namespace fs = std::filesystem;
 
@@ -75,6 +77,21 @@ void run_photos(const RestoreArgs& a) {
   // The batch above is a limit: GPEN is planned for the faces the photos have, up to it.
   opt.grow_batch = true;
   FaceRestorer restorer(*model, detector, opt);
+  // --sr: RealESRNet on the photo first, in turns with the detector and GPEN (its own arena: the
+  // tile comes from the same budget, so it fits beside GPEN's).
+  std::unique_ptr<RrdbModel> sr;
+  SrSettings sr_set;
+  if (!a.sr_model.empty()) {
+    sr = open_sr_model(a.sr_model, *backend, a.precision);
+    sr_set.tile = a.sr_tile;
+    if (!a.vram_budget.empty()) sr_set.budget = parse_bytes(a.vram_budget);
+    else if (auto* dev = dynamic_cast<DeviceBackend*>(backend.get()))
+      sr_set.budget = dev->memory_info().free / 10 * 8 + sr->weights_bytes();
+    else
+      sr_set.budget = available_ram() / 2;
+    std::fprintf(stderr, "background: %s, tile from a budget of %s\n", sr->config().describe().c_str(),
+                 human_bytes(double(sr_set.budget)).c_str());
+  }
   {
     const MemoryPlan& plan = model->plan();
     std::fprintf(stderr, "GPEN %dx%d on %s (%s), up to %d faces per run (planned as photos need; batch 1: weights %s, arena %s, workspace %s)\n",
@@ -95,7 +112,22 @@ void run_photos(const RestoreArgs& a) {
       ImageMeta meta;  // EXIF (orientation reset when applied) and ICC profile, for the output
       Image photo = read_image(job.input, photo_read_options(a), &meta);
       double decode_ms = ms_since(t0);
-      PhotoResult r = restorer.process(photo);
+      PhotoResult r;
+      if (sr) {
+        // The official order: SR of the photo; the photo resized (bilinear, 8-bit) to the SR size;
+        // detection, alignment, GPEN and paste on that; composite onto the SR background.
+        std::string why;
+        SrOptions so;
+        so.tile = resolve_sr_tile(sr_set, *sr, photo.width, photo.height, &why);
+        so.progress = sr_progress(job.input);
+        SrReport srr;
+        const Image bg = super_resolve(*sr, photo, so, &srr);
+        photo = resize_bilinear(photo, bg.width, bg.height);
+        r = restorer.process(photo, bg);
+        rep["sr"] = sr_report_json(srr, why, *sr);
+      } else {
+        r = restorer.process(photo);
+      }
       r.times.decode_ms = decode_ms;
       t0 = std::chrono::steady_clock::now();
       fs::create_directories(fs::absolute(job.output).parent_path());
@@ -207,6 +239,14 @@ Command reg(
           ->check(CLI::Range(1, 100));
       add_image_read_options(sub, g_args.max_pixels, g_args.ignore_orientation);
       sub.add_option("--report", g_args.report, "Write a JSON report: faces, per-stage times, memory");
+      sub.add_option("--sr", g_args.sr_model,
+                     "RealESRNet model (.gpw): super-resolve the background first, as the official --use_sr (faces "
+                     "from the bilinear upscale, composited onto the SR photo); with --aligned, SR of each restored face")
+          ->check(CLI::ExistingFile);
+      sub.add_option("--sr-tile", g_args.sr_tile,
+                     "auto: untiled when RealESRNet's plan fits --vram-budget, else the largest tile that fits; N: "
+                     "the official tile_process with tile N; 0: untiled")
+          ->capture_default_str();
       sub.callback([] {
         if (g_args.aligned)
           run_aligned(g_args);

@@ -33,6 +33,8 @@ struct RestoreArgs {
   int jpeg_quality = 95;
   int64_t max_pixels = kMaxImagePixels;
   bool ignore_orientation = false;
+  std::string sr_model;         // --sr REALESRNET.gpw: background super-resolution (apps/sr_common.h)
+  std::string sr_tile = "auto";  // --sr-tile
 };
 
 ReadOptions photo_read_options(const RestoreArgs& a);
