@@ -45,8 +45,8 @@ int run(const std::string& cmd, std::string* out = nullptr) {
 
 TEST_CASE("restore with --sr matches the official use_sr flow on a photo") {
   const std::string py = "/usr/bin/python3";
-  const std::string photo_src = shared_dir() + "/images/ffhq_lq_00000.png";
-  const std::string retina = shared_dir() + "/models/retinaface-mobilenet0.25.pth";
+  const std::string photo_src = gpen_test::shared_dir() + "/images/ffhq_lq_00000.png";
+  const std::string retina = gpen_test::shared_dir() + "/models/retinaface-mobilenet0.25.pth";
   if (access(py.c_str(), X_OK) != 0 || run(py + " -c 'import torch, numpy, cv2'") != 0 || !fs::exists(photo_src) ||
       !fs::exists(retina)) {
     MESSAGE("skipped: needs " << py << " with torch and cv2, " << photo_src << " and " << retina);
