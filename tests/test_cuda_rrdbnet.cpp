@@ -145,8 +145,12 @@ TEST_CASE("fp16 CUDA plans of the memory target fit 2 GiB with the tile auto pic
     MESSAGE("x" << t.scale << " " << t.w << "x" << t.h << " fp16 cuda: " << why << "; arena " << p.arena_bytes
                 << ", workspace " << p.workspace_bytes << ", total " << p.total_bytes());
     CHECK(p.total_bytes() <= budget);
-    CHECK(tile > 0);  // neither fits untiled
-    // The next tile size up (multiple of 8) does not fit: the largest is chosen.
-    CHECK(plan_sr(c, t.w, t.h, tile + 8, DType::f16, ws).total_bytes() > budget);
+    if (t.scale == 2) {
+      CHECK(tile == 0);  // fp16 halves the fp32 plan (2062 MiB): the whole photo fits
+    } else {
+      CHECK(tile > 0);
+      // The next tile size up (multiple of 8) does not fit: the largest is chosen.
+      CHECK(plan_sr(c, t.w, t.h, tile + 8, DType::f16, ws).total_bytes() > budget);
+    }
   }
 }
