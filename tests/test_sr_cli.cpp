@@ -1,7 +1,8 @@
 // `gpen sr` end to end on a tiny RealESRNet .gpw written here (8 features, growth 8, 1 block, x2;
 // random weights): a folder with a bad file (reported and skipped, exit status 1, the others
 // written, no partial output), the report (tile, tiles, reason, corrections), tiling from
-// --sr-tile, the official crop, refusals (an input as output, a GPEN model as -s), and `gpen info`.
+// --sr-tile, the official crop, refusals (an input as output, a bad --sr-tile), `gpen info`, and
+// `gpen restore --sr` (output at the SR size, the SR entry of the report).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <random>
 #include <string>
 
+#include "converter/convert.h"
 #include "engine/models/rrdbnet.h"
 #include "engine/photo/image.h"
 #include "weights/gpw_writer.h"
@@ -136,5 +138,25 @@ TEST_CASE("gpen sr: folders, report, tiles, refusals") {
   rc = run(kGpen + " info " + model, &text);
   CHECK(rc == 0);
   CHECK(text.find("realesrnet") != std::string::npos);
+
+  // restore --sr: the output has the SR size and the report the SR entry (the composite itself
+  // is checked against the official flow in test_sr_pipeline).
+  const std::string gpen = (dir / "g.gpw").string(), det = (dir / "d.gpw").string();
+  const std::string retina = std::string(GPEN_SHARED_DIR) + "/models/retinaface-mobilenet0.25.pth";
+  if (fs::exists(retina)) {
+    conv::convert(std::string(GPEN_FIXTURE_DIR) + "/gpen/s64/checkpoint.pth", gpen);
+    conv::convert(retina, det);
+    rc = run(kGpen + " --threads 1 restore -m " + gpen + " -d " + det + " " + (dir / "in" / "a.png").string() + " -o " +
+                 (dir / "r.png").string() + " --sr " + model + " --sr-tile 0 --report " + (dir / "rr.json").string(),
+             &text);
+    CHECK(rc == 0);
+    const Image rimg = read_image((dir / "r.png").string());
+    CHECK(rimg.width == 66);
+    CHECK(rimg.height == 42);
+    std::ifstream rr(dir / "rr.json");
+    const nlohmann::json rj = nlohmann::json::parse(rr);
+    CHECK(rj["images"][0]["sr"]["tile_reason"].get<std::string>().find("untiled") != std::string::npos);
+    CHECK(rj["images"][0]["sr"]["output"] == nlohmann::json::array({66, 42}));
+  }
   fs::remove_all(dir);
 }
