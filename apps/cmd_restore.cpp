@@ -60,37 +60,43 @@ void run_photos(const RestoreArgs& a) {
     opt.detect.max_side = a.det_max_side;
     opt.detect.target_side = a.det_max_side;
   }
+  // Default budget: half the free RAM on the CPU; on a GPU 80% of the free device memory (the
+  // weights, already uploaded, count in the plan's total and are added back).
+  size_t budget = 0;
+  if (!a.vram_budget.empty())
+    budget = parse_bytes(a.vram_budget);
+  else if (auto* dev = dynamic_cast<DeviceBackend*>(backend.get()))
+    budget = dev->memory_info().free / 10 * 8 + model->device_weights_bytes();
+  else
+    budget = available_ram() / 2;
   if (a.batch > 0) {
     opt.batch = a.batch;
   } else {
-    // Default budget: half the free RAM on the CPU; on a GPU 80% of the free device memory (the
-    // weights, already uploaded, count in the plan's total and are added back).
-    size_t budget = 0;
-    if (!a.vram_budget.empty())
-      budget = parse_bytes(a.vram_budget);
-    else if (auto* dev = dynamic_cast<DeviceBackend*>(backend.get()))
-      budget = dev->memory_info().free / 10 * 8 + model->device_weights_bytes();
-    else
-      budget = available_ram() / 2;
-    opt.batch = choose_batch(model->config(), *backend, budget, 16);
+    // With --sr, RealESRNet keeps its own arena beside GPEN's: GPEN's batch from half the budget,
+    // RealESRNet's tile from what GPEN's plan leaves.
+    opt.batch = choose_batch(model->config(), *backend, a.sr_model.empty() ? budget : budget / 2, 16);
   }
   // The batch above is a limit: GPEN is planned for the faces the photos have, up to it.
   opt.grow_batch = true;
   FaceRestorer restorer(*model, detector, opt);
-  // --sr: RealESRNet on the photo first, in turns with the detector and GPEN (its own arena: the
-  // tile comes from the same budget, so it fits beside GPEN's).
+  // --sr: RealESRNet on the photo first, then the detector and GPEN. It has its own arena, so its
+  // tile comes from what the budget leaves after GPEN's plan at the batch limit: both fit together.
   std::unique_ptr<RrdbModel> sr;
   SrSettings sr_set;
   if (!a.sr_model.empty()) {
     sr = open_sr_model(a.sr_model, *backend, a.precision);
     sr_set.tile = a.sr_tile;
-    if (!a.vram_budget.empty()) sr_set.budget = parse_bytes(a.vram_budget);
-    else if (auto* dev = dynamic_cast<DeviceBackend*>(backend.get()))
-      sr_set.budget = dev->memory_info().free / 10 * 8 + sr->weights_bytes();
-    else
-      sr_set.budget = available_ram() / 2;
-    std::fprintf(stderr, "background: %s, tile from a budget of %s\n", sr->config().describe().c_str(),
-                 human_bytes(double(sr_set.budget)).c_str());
+    GpenConfig gc = model->config();
+    gc.batch = opt.batch;
+    const size_t gpen_total =
+        plan_memory(build_gpen_graph(gc).graph, [&](const Graph& g, const Node& n) { return backend->workspace_bytes(g, n); })
+            .total_bytes();
+    GPEN_CHECK(gpen_total < budget, "--sr: GPEN at batch " + std::to_string(opt.batch) + " plans to " +
+                                        human_bytes(double(gpen_total)) + ", the whole memory budget of " +
+                                        human_bytes(double(budget)) + "; lower --batch or raise --vram-budget");
+    sr_set.budget = budget - gpen_total;
+    std::fprintf(stderr, "background: %s, tile from the %s the budget leaves beside GPEN's plan\n",
+                 sr->config().describe().c_str(), human_bytes(double(sr_set.budget)).c_str());
   }
   {
     const MemoryPlan& plan = model->plan();
@@ -223,7 +229,8 @@ Command reg(
       sub.add_option("--batch", g_args.batch, "Most faces per GPEN run (default: from --vram-budget); GPEN is planned for the faces the photos have, up to this");
       sub.add_option("--vram-budget", g_args.vram_budget,
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB; the batch is the largest that fits "
-                     "(default: half the free RAM on CPU, 80% of the free GPU memory on CUDA)");
+                     "(default: half the free RAM on CPU, 80% of the free GPU memory on CUDA); with --sr, GPEN's batch "
+                     "comes from half of it and RealESRNet's tile from what GPEN's plan leaves");
       sub.add_option("--alpha", g_args.alpha, "Blend: restored * alpha + original crop * (1 - alpha)")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));
