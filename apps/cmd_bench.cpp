@@ -21,6 +21,7 @@
 #include "apps/bench_compare.h"
 #include "apps/bench_detector.h"
 #include "apps/bench_profile.h"
+#include "apps/bench_sr.h"
 #include "kernels/cpu/isa.h"
 #include "apps/cli.h"
 #include "apps/format.h"
@@ -55,11 +56,25 @@ struct BenchArgs {
   bool accuracy = false;
   bool profile = false;
   std::string detector, image, pytorch_checkpoint;  // --arch retinaface
+  int sr_scale = 2, num_block = 23;                  // --arch realesrnet (--size: the input side)
 };
 void run_bench(BenchArgs a) {
   // Checked first: a typo must not cost a run.
   const std::vector<std::string> onnx_list =
       parse_peer_list(a.compare, a.compare_onnxruntime, a.compare_openvino, a.compare_pytorch);
+  if (a.arch == "realesrnet") {
+    SrBenchArgs s;
+    s.scale = a.sr_scale;
+    s.size = a.size;
+    s.num_block = a.num_block;
+    s.runs = a.runs;
+    s.warmup = a.warmup;
+    s.device = a.device;
+    s.compare_pytorch = a.compare_pytorch;
+    s.json = a.json;
+    run_sr_bench(s);
+    return;
+  }
   if (a.arch == "retinaface") {
     GPEN_CHECK(onnx_list.empty(), "--compare onnxruntime/openvino is for GPEN (--arch gpen)");
     DetectorBenchArgs d;
@@ -276,8 +291,11 @@ Command reg(
     [](CLI::App& sub) {
       sub.add_option("-m,--model", g_args.model, "Converted GPEN model (.gpw); without it, synthetic weights");
       sub.add_option("--arch", g_args.arch,
-                     "gpen (synthetic weights unless -m), or retinaface: time detect() on --image with -d")
+                     "gpen (synthetic weights unless -m), retinaface: time detect() on --image with -d, or "
+                     "realesrnet: RRDBNet on a --size square input (synthetic weights, --scale)")
           ->capture_default_str();
+      sub.add_option("--scale", g_args.sr_scale, "--arch realesrnet: scale 1, 2 or 4")->capture_default_str();
+      sub.add_option("--num-block", g_args.num_block, "--arch realesrnet: RRDB blocks (official 23)")->capture_default_str();
       sub.add_option("-d,--detector", g_args.detector, "--arch retinaface: RetinaFace weights (.gpw)");
       sub.add_option("--image", g_args.image, "--arch retinaface: the photo to detect faces in");
       sub.add_option("--pytorch-checkpoint", g_args.pytorch_checkpoint,

@@ -55,7 +55,7 @@ gpen::cli::Command reg(
       auto a = std::make_shared<ConvertArgs>();
       sub.add_option("input", a->in, "Checkpoint (.pth zip or legacy format, or .safetensors)")->required();
       sub.add_option("-o,--output", a->out, "Output .gpw file (written atomically)")->required();
-      sub.add_option("--arch", a->arch, "Model: auto, gpen or retinaface")
+      sub.add_option("--arch", a->arch, "Model: auto, gpen, retinaface or realesrnet")
           ->check(CLI::IsMember({"auto", "gpen", "retinaface"}));
       sub.add_option("--key", a->key, "Nested dict holding the weights (e.g. g_ema, params_ema, state_dict)");
       sub.add_option("--task", a->task,

@@ -16,8 +16,17 @@ PlanArgs g_args;
 Command reg(
     "plan", "Memory plan of a model (weights, arena, workspace, lower bound) without running it",
     [](CLI::App& sub) {
-      sub.add_option("--arch", g_args.arch, "Architecture: gpen, retinaface-r50, retinaface-mnet")->capture_default_str();
-      sub.add_option("--input-size", g_args.input_size, "RetinaFace input WIDTHxHEIGHT")->capture_default_str();
+      sub.add_option("--arch", g_args.arch, "Architecture: gpen, retinaface-r50, retinaface-mnet, realesrnet")->capture_default_str();
+      sub.add_option("--input-size", g_args.input_size, "RetinaFace / RealESRNet input WIDTHxHEIGHT")->capture_default_str();
+      sub.add_option("--scale", g_args.scale, "RealESRNet scale: 1, 2 or 4")->capture_default_str();
+      sub.add_option("--num-block", g_args.num_block, "RealESRNet RRDB blocks (official 23)")->capture_default_str();
+      sub.add_option("--tile", g_args.sr_tile,
+                     "RealESRNet tile: 0 (untiled), N, or auto (untiled when the plan fits --memory-budget, else "
+                     "the largest tile that fits)")
+          ->capture_default_str();
+      sub.add_option("--memory-budget", g_args.sr_budget, "RealESRNet --tile auto: weights + arena + workspace, e.g. 2GiB");
+      sub.add_option("--sr-scale", g_args.sr_scale,
+                     "With --pipeline: add RealESRNet at this scale on the --input-size photo (its tile from --tile)");
       sub.add_option("-m,--model", g_args.model, "Take the configuration from a converted model (.gpw)")
           ->check(CLI::ExistingFile);
       sub.add_option("--size", g_args.size, "GPEN resolution (power of two, 16..2048)")->capture_default_str();

@@ -31,6 +31,8 @@
 #include "kernels/cpu/ops.h"
 #include "apps/restore_common.h"
 #include "apps/restore_tasks.h"
+#include "apps/sr_common.h"
+#include "kernels/cpu/image_resize.h"
 
 namespace fs = std::filesystem;
 
@@ -59,23 +61,44 @@ void run_photos(const RestoreArgs& a) {
     opt.detect.max_side = a.det_max_side;
     opt.detect.target_side = a.det_max_side;
   }
+  // Default budget: half the free RAM on the CPU; on a GPU 80% of the free device memory (the
+  // weights, already uploaded, count in the plan's total and are added back).
+  size_t budget = 0;
+  if (!a.vram_budget.empty())
+    budget = parse_bytes(a.vram_budget);
+  else if (auto* dev = dynamic_cast<DeviceBackend*>(backend.get()))
+    budget = dev->memory_info().free / 10 * 8 + model->device_weights_bytes();
+  else
+    budget = available_ram() / 2;
   if (a.batch > 0) {
     opt.batch = a.batch;
   } else {
-    // Default budget: half the free RAM on the CPU; on a GPU 80% of the free device memory (the
-    // weights, already uploaded, count in the plan's total and are added back).
-    size_t budget = 0;
-    if (!a.vram_budget.empty())
-      budget = parse_bytes(a.vram_budget);
-    else if (auto* dev = dynamic_cast<DeviceBackend*>(backend.get()))
-      budget = dev->memory_info().free / 10 * 8 + model->device_weights_bytes();
-    else
-      budget = available_ram() / 2;
-    opt.batch = choose_batch(model->config(), *backend, budget, 16);
+    // With --sr, RealESRNet keeps its own arena beside GPEN's: GPEN's batch from half the budget,
+    // RealESRNet's tile from what GPEN's plan leaves.
+    opt.batch = choose_batch(model->config(), *backend, a.sr_model.empty() ? budget : budget / 2, 16);
   }
   // The batch above is a limit: GPEN is planned for the faces the photos have, up to it.
   opt.grow_batch = true;
   FaceRestorer restorer(*model, detector, opt);
+  // --sr: RealESRNet on the photo first, then the detector and GPEN. It has its own arena, so its
+  // tile comes from what the budget leaves after GPEN's plan at the batch limit: both fit together.
+  std::unique_ptr<RrdbModel> sr;
+  SrSettings sr_set;
+  if (!a.sr_model.empty()) {
+    sr = open_sr_model(a.sr_model, *backend, a.precision);
+    sr_set.tile = a.sr_tile;
+    GpenConfig gc = model->config();
+    gc.batch = opt.batch;
+    const size_t gpen_total =
+        plan_memory(build_gpen_graph(gc).graph, [&](const Graph& g, const Node& n) { return backend->workspace_bytes(g, n); })
+            .total_bytes();
+    GPEN_CHECK(gpen_total < budget, "--sr: GPEN at batch " + std::to_string(opt.batch) + " plans to " +
+                                        human_bytes(double(gpen_total)) + ", the whole memory budget of " +
+                                        human_bytes(double(budget)) + "; lower --batch or raise --vram-budget");
+    sr_set.budget = budget - gpen_total;
+    std::fprintf(stderr, "background: %s, tile from the %s the budget leaves beside GPEN's plan\n",
+                 sr->config().describe().c_str(), human_bytes(double(sr_set.budget)).c_str());
+  }
   {
     const MemoryPlan& plan = model->plan();
     std::fprintf(stderr, "GPEN %dx%d on %s (%s), up to %d faces per run (planned as photos need; batch 1: weights %s, arena %s, workspace %s)\n",
@@ -96,7 +119,22 @@ void run_photos(const RestoreArgs& a) {
       ImageMeta meta;  // EXIF (orientation reset when applied) and ICC profile, for the output
       Image photo = read_image(job.input, photo_read_options(a), &meta);
       double decode_ms = ms_since(t0);
-      PhotoResult r = restorer.process(photo);
+      PhotoResult r;
+      if (sr) {
+        // The official order: SR of the photo; the photo resized (bilinear, 8-bit) to the SR size;
+        // detection, alignment, GPEN and paste on that; composite onto the SR background.
+        std::string why;
+        SrOptions so;
+        so.tile = resolve_sr_tile(sr_set, *sr, photo.width, photo.height, &why);
+        so.progress = sr_progress(job.input);
+        SrReport srr;
+        const Image bg = super_resolve(*sr, photo, so, &srr);
+        photo = resize_bilinear(photo, bg.width, bg.height);
+        r = restorer.process(photo, bg);
+        rep["sr"] = sr_report_json(srr, why, *sr);
+      } else {
+        r = restorer.process(photo);
+      }
       r.times.decode_ms = decode_ms;
       t0 = std::chrono::steady_clock::now();
       fs::create_directories(fs::absolute(job.output).parent_path());
@@ -192,7 +230,8 @@ Command reg(
       sub.add_option("--batch", g_args.batch, "Most faces per GPEN run (default: from --vram-budget); GPEN is planned for the faces the photos have, up to this");
       sub.add_option("--vram-budget", g_args.vram_budget,
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB; the batch is the largest that fits "
-                     "(default: half the free RAM on CPU, 80% of the free GPU memory on CUDA)");
+                     "(default: half the free RAM on CPU, 80% of the free GPU memory on CUDA); with --sr, GPEN's batch "
+                     "comes from half of it and RealESRNet's tile from what GPEN's plan leaves");
       sub.add_option("--alpha", g_args.alpha, "Blend: restored * alpha + original crop * (1 - alpha)")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));
@@ -209,6 +248,14 @@ Command reg(
       add_image_read_options(sub, g_args.max_pixels, g_args.ignore_orientation);
       sub.add_option("--report", g_args.report, "Write a JSON report: faces, per-stage times, memory");
       add_task_options(sub, g_args);
+      sub.add_option("--sr", g_args.sr_model,
+                     "RealESRNet model (.gpw): super-resolve the background first, as the official --use_sr (faces "
+                     "from the bilinear upscale, composited onto the SR photo); with --aligned, SR of each restored face")
+          ->check(CLI::ExistingFile);
+      sub.add_option("--sr-tile", g_args.sr_tile,
+                     "auto: untiled when RealESRNet's plan fits --vram-budget, else the largest tile that fits; N: "
+                     "the official tile_process with tile N; 0: untiled")
+          ->capture_default_str();
       sub.callback([] {
         finish_task_options(g_args);
         if (g_args.aligned)

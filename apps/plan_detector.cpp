@@ -59,9 +59,15 @@ void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev) {
   Planner planner(a, dev);
   Row gen = planner.plan(name, c, a.precision, strategy);
 
-  SharedMemory joint = shared_memory({&det.plan, &gen.plan});
-  const size_t sep_arena = det.plan.arena_bytes + gen.plan.arena_bytes;
-  const size_t sep_ws = det.plan.workspace_bytes + gen.plan.workspace_bytes;
+  // With --sr-scale, RealESRNet takes its turn first (on the photo), in the same arena.
+  nlohmann::json jsr;
+  MemoryPlan sr;
+  if (a.sr_scale > 0) sr = realesrnet_pipeline_part(a, dev, &jsr);
+  std::vector<const MemoryPlan*> parts{&det.plan, &gen.plan};
+  if (a.sr_scale > 0) parts.push_back(&sr);
+  SharedMemory joint = shared_memory(parts);
+  const size_t sep_arena = det.plan.arena_bytes + gen.plan.arena_bytes + sr.arena_bytes;
+  const size_t sep_ws = det.plan.workspace_bytes + gen.plan.workspace_bytes + sr.workspace_bytes;
   const size_t sep_total = joint.weights_bytes + sep_arena + sep_ws;
   auto part = [](const MemoryPlan& p) {
     return nlohmann::json{{"strategy", p.strategy},          {"weights_bytes", p.weights_bytes},
@@ -87,6 +93,7 @@ void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev) {
                                  {"total_bytes", joint.total_bytes()}}},
                       {"separate", {{"arena_bytes", sep_arena}, {"workspace_bytes", sep_ws}, {"total_bytes", sep_total}}},
                       {"bytes_saved", sep_total - joint.total_bytes()}};
+  if (a.sr_scale > 0) j["super_resolution"] = jsr;
   if (a.json) {
     emit_json(a, j);
     return;
@@ -100,6 +107,9 @@ void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev) {
                 workspace.c_str(), total.c_str());
   };
   line("", "weights", "arena", "lower bnd", "workspace", "total");
+  if (a.sr_scale > 0)
+    line("sr", mb(sr.weights_bytes), mb(sr.arena_bytes), mb(sr.lower_bound_bytes), mb(sr.workspace_bytes),
+         mb(sr.total_bytes()));
   for (auto [label, p] : {std::pair<const char*, const MemoryPlan*>{"detector", &det.plan}, {"generator", &gen.plan}})
     line(label, mb(p->weights_bytes), mb(p->arena_bytes), mb(p->lower_bound_bytes), mb(p->workspace_bytes),
          mb(p->total_bytes()));

@@ -41,6 +41,12 @@ struct PlanArgs {
   double remat_max_flops = 2.0;  // percent of the model's FLOPs
   bool pipeline = false;
   std::string device = "cpu";
+  // RealESRNet (--arch realesrnet; --pipeline with --sr-scale): apps/plan_sr.cpp.
+  int scale = 2;
+  int num_block = 23;
+  std::string sr_tile = "0";   // --tile: auto, 0 (untiled) or a tile size
+  std::string sr_budget;       // --memory-budget for --tile auto
+  int sr_scale = 0;            // --pipeline: add RealESRNet at this scale (0: none)
   // Where the JSON goes when set (the Python binding), instead of stdout.
   nlohmann::json* json_out = nullptr;
 };
@@ -118,6 +124,11 @@ void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev);
 // The restore pipeline: the detector runs, then the generator, never both at once, so one arena
 // (and one workspace) of the larger size serves both.
 void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev);
+// RealESRNet on a photo of --input-size (apps/plan_sr.cpp).
+void run_realesrnet_plan(const PlanArgs& a, const PlanDevice& dev);
+// --pipeline --sr-scale S: RealESRNet's plan on the --input-size photo as a MemoryPlan (arena and
+// workspace of its largest cut), and its JSON entry.
+MemoryPlan realesrnet_pipeline_part(const PlanArgs& a, const PlanDevice& dev, nlohmann::json* j);
 // Runs the plan the options ask for: the pipeline, RetinaFace, or GPEN (one report or a table).
 void run_plan(PlanArgs a);
 // A --json report: to a.json_out when set, else to stdout as `gpen plan --json` prints it.

@@ -18,6 +18,8 @@
 #include "apps/rss.h"
 #include "apps/svg.h"
 #include "engine/runtime/device.h"
+#include "apps/format.h"
+#include "apps/sr_common.h"
 #include "kernels/cpu/face_io.h"
 #include "engine/photo/image.h"
 #include "engine/core/stopwatch.h"
@@ -89,6 +91,12 @@ void run_aligned(const RestoreArgs& a) {
   }
   if (to_dir) fs::create_directories(a.output);
 
+  // --sr: the official aligned flow super-resolves each restored face (s * S square).
+  std::unique_ptr<RrdbModel> sr;
+  if (!a.sr_model.empty()) sr = open_sr_model(a.sr_model, *backend, a.precision);
+  SrSettings sr_set;
+  sr_set.tile = a.sr_tile;
+  if (!a.vram_budget.empty()) sr_set.budget = parse_bytes(a.vram_budget);
   const int total = static_cast<int>(faces.size());
   const int batch = std::clamp(a.batch > 0 ? a.batch : std::min(total, 8), 1, total);
   model->prepare(batch);
@@ -112,7 +120,13 @@ void run_aligned(const RestoreArgs& a) {
     double ms = ms_since(t0);
     for (int i = 0; i < n; ++i) {
       const float* y = out.data() + i * out_floats;
-      write_image(out_paths[start + i], task_from_model(task, faces[start + i].input, y, O), a.jpeg_quality);
+      Image face = task_from_model(task, faces[start + i].input, y, O);
+      if (sr) {
+        SrOptions so;
+        so.tile = resolve_sr_tile(sr_set, *sr, face.width, face.height, nullptr);
+        face = super_resolve(*sr, face, so);
+      }
+      write_image(out_paths[start + i], face, a.jpeg_quality);
       if (!raw.empty()) {
         // NHWC -> NCHW for the .npy, matching the official tensor layout.
         const size_t plane = static_cast<size_t>(O) * O;

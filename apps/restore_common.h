@@ -35,6 +35,8 @@ struct RestoreArgs {
   bool ignore_orientation = false;
   std::string task = "enhance";  // apps/restore_tasks.h
   uint64_t seed = 0;             // FullGenerator_SR noise (engine/models/gpen_noise.h)
+  std::string sr_model;         // --sr REALESRNET.gpw: background super-resolution (apps/sr_common.h)
+  std::string sr_tile = "auto";  // --sr-tile
 };
 
 ReadOptions photo_read_options(const RestoreArgs& a);

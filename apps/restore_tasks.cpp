@@ -77,6 +77,9 @@ void check_task_options(const RestoreArgs& a) {
     throw Error("--task " + name + ": --alpha blends a restored face with its crop in the photo pipeline; the " +
                 std::string(task_official_model(t)) + " flow has no blend");
   if (!a.save_faces.empty()) throw Error("--task " + name + ": --save-faces needs the photo pipeline; the output is the face");
+  if (!a.sr_model.empty())
+    throw Error("--task " + name + ": the official " + std::string(task_official_model(t)) +
+                " script has no super-resolution step; --sr " + a.sr_model + " belongs to the enhance task");
   if (t == GpenTask::colorize)
     for (const auto& in : a.inputs)
       if (ends_with(in, ".npy"))

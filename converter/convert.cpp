@@ -73,6 +73,9 @@ std::string describe(const Recognition& r) {
                   r.gpen.narrow);
     return buf;
   }
+  if (r.arch == Arch::realesrnet)
+    return "RealESRNet x" + std::to_string(r.realesrnet.scale) + " (RRDBNet, " + std::to_string(r.realesrnet.num_block) +
+           " blocks)";
   return std::string("RetinaFace ") + backbone_name(r.backbone);
 }
 
@@ -219,6 +222,22 @@ void plan_retinaface(const Checkpoint& ck, const Recognition& rec, DType wdt, Gp
   }
 }
 
+// RRDBNet: plain convs with bias; weights OIHW -> HWIO, biases unchanged.
+void plan_realesrnet(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWriter& w) {
+  const Checkpoint* ckp = &ck;
+  for (const TensorSpec& s : rec.layout) {
+    const std::string n = s.name;
+    const std::vector<int64_t> sh = s.shape;
+    if (sh.size() == 4) {
+      add_computed(w, n, wdt, to_shape({sh[2], sh[3], sh[1], sh[0]}), [ckp, n, sh] {
+        return to_hwio(Src{*ckp}.f32(n), sh[0], sh[1], sh[2], 1.0f);
+      });
+    } else {
+      add_computed(w, n, DType::f32, to_shape({sh[0]}), [ckp, n] { return Src{*ckp}.f32(n); });
+    }
+  }
+}
+
 }  // namespace
 
 CheckpointSummary summarize(const Checkpoint& ck, Arch want) {
@@ -277,6 +296,7 @@ ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) 
   GpwWriter w(arch_name(rec.arch), rec.config);
   w.set_storage_dtype(opt.dtype);
   if (rec.arch == Arch::gpen) plan_gpen(ck, rec, opt.dtype, w);
+  else if (rec.arch == Arch::realesrnet) plan_realesrnet(ck, rec, opt.dtype, w);
   else plan_retinaface(ck, rec, opt.dtype, w);
   nlohmann::json src = {{"format", ck.format()}};
   if (!ck.selected_key().empty()) src["key"] = ck.selected_key();

@@ -298,6 +298,13 @@ std::string verify(const std::string& path, const ModelInfo& m, const std::strin
       throw Error("not " + m.name + ": it holds GPEN " + std::to_string(got.gpen_size) + "x" + std::to_string(got.gpen_size) +
                   ", channel multiplier " + num(got.channel_multiplier) + ", narrow " + num(got.narrow) + "; expected " +
                   describe(e));
+  } else if (e.arch == conv::Arch::realesrnet) {
+    const int sc = s.config.value("scale", 0), nb = s.config.value("num_block", 0), nf = s.config.value("num_feat", 0),
+              gc = s.config.value("num_grow_ch", 0);
+    if (sc != e.sr_scale || nb != 23 || nf != 32 || gc != 32)
+      throw Error("not " + m.name + ": it holds RealESRNet x" + std::to_string(sc) + " with " + std::to_string(nb) +
+                  " blocks, " + std::to_string(nf) + " features, " + std::to_string(gc) + " growth channels; expected " +
+                  describe(e));
   } else if (e.arch == conv::Arch::retinaface) {
     const std::string b = s.config.value("backbone", "");
     if (b != conv::backbone_name(e.backbone))

@@ -51,8 +51,14 @@ std::vector<ModelInfo> make_table() {
   t.push_back({"GPEN-Inpainting-1024", true, true, "", gpen_expect(1024, 2, 1), 0, ""});
   t.push_back({"GPEN-Seg2face-512", true, true, "", gpen_expect(512, 2, 1), 0, ""});
   t.push_back({"RetinaFace-R50", true, true, "", retina_expect(conv::RetinaBackbone::resnet50), 0, ""});
-  for (const char* n : {"ParseNet-latest", "realesrnet_x1", "realesrnet_x2", "realesrnet_x4"})
-    t.push_back({n, true, false, kNotYet, Expect{}, 0, ""});
+  t.push_back({"ParseNet-latest", true, false, kNotYet, Expect{}, 0, ""});
+  // RealESRNet as GPEN's face_model/realesrnet.py builds it: RRDBNet(3, 3, 32, 23, 32, scale).
+  for (int s : {1, 2, 4}) {
+    Expect e;
+    e.arch = conv::Arch::realesrnet;
+    e.sr_scale = s;
+    t.push_back({"realesrnet_x" + std::to_string(s), true, true, "", e, 0, ""});
+  }
   return t;
 }
 
@@ -84,6 +90,8 @@ std::string model_names() {
 
 std::string describe(const Expect& e) {
   if (e.arch == conv::Arch::retinaface) return std::string("RetinaFace ") + conv::backbone_name(e.backbone);
+  if (e.arch == conv::Arch::realesrnet)
+    return "RealESRNet x" + std::to_string(e.sr_scale) + " (RRDBNet, 32 features, 23 blocks)";
   if (e.arch != conv::Arch::gpen) return "a model the converter does not know";
   auto num = [](double v) {
     std::string s = std::to_string(v);

@@ -19,6 +19,7 @@ struct Expect {
   int gpen_size = 0;                                           // GPEN: output resolution
   double channel_multiplier = 0, narrow = 0;                   // GPEN: 0 = not checked
   conv::RetinaBackbone backbone = conv::RetinaBackbone::resnet50;  // RetinaFace
+  int sr_scale = 0;                                                 // RealESRNet: 1, 2 or 4
 };
 
 struct ModelInfo {

@@ -247,6 +247,7 @@ const char* arch_name(Arch a) {
   switch (a) {
     case Arch::gpen: return "gpen";
     case Arch::retinaface: return "retinaface";
+    case Arch::realesrnet: return "realesrnet";
     case Arch::unknown: break;
   }
   return "unknown";
@@ -256,7 +257,8 @@ Arch parse_arch(const std::string& s) {
   if (s == "auto" || s.empty()) return Arch::unknown;
   if (s == "gpen") return Arch::gpen;
   if (s == "retinaface") return Arch::retinaface;
-  throw Error("unknown architecture '" + s + "' (expected auto, gpen or retinaface)");
+  if (s == "realesrnet") return Arch::realesrnet;
+  throw Error("unknown architecture '" + s + "' (expected auto, gpen, retinaface or realesrnet)");
 }
 
 static const std::vector<int64_t>* shape_of(const ShapeMap& m, const std::string& k) {
@@ -310,6 +312,14 @@ static GpenConfig infer_gpen(const ShapeMap& m) {
 
 Recognition recognize(const ShapeMap& shapes, Arch want) {
   Recognition r;
+  if (want == Arch::unknown && looks_like_realesrnet(shapes)) want = Arch::realesrnet;
+  if (want == Arch::realesrnet) {
+    r.arch = want;
+    r.realesrnet = infer_realesrnet(shapes);
+    r.config = r.realesrnet.to_json();
+    r.layout = realesrnet_layout(r.realesrnet);
+    return r;
+  }
   if (want == Arch::unknown) {
     bool gpen = shapes.count("generator.style.1.weight") || shapes.count("final_linear.0.weight") ||
                 shapes.count("ecd0.0.0.weight") || shapes.count("generator.input.input");

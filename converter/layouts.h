@@ -65,9 +65,27 @@ std::vector<ConvUnit> retinaface_units(RetinaBackbone b);
 std::vector<TensorSpec> retinaface_layout(RetinaBackbone b);
 nlohmann::json retinaface_config(RetinaBackbone b);  // {"backbone", "in_channel", "out_channel"}
 
+// ---- RealESRNet (RRDBNet, background super-resolution) ------------------------------------
+// RRDBNet(num_in_ch, num_out_ch, num_feat, num_block, num_grow_ch, scale) as GPEN's realesrnet_x1/
+// x2/x4 (official: 3, 3, 32, 23, 32). The converter takes every dimension from the shapes, so
+// reduced test models (fewer blocks) convert and run too. converter/layouts_realesrnet.cpp.
+struct RealesrnetConfig {
+  int scale = 2;  // 1, 2 or 4 (conv_first has 48, 12 or 3 input channels)
+  int num_in_ch = 3, num_out_ch = 3;
+  int num_feat = 32, num_block = 23, num_grow_ch = 32;
+  int unshuffle() const { return scale == 2 ? 2 : scale == 1 ? 4 : 1; }
+  void check() const;
+  nlohmann::json to_json() const;
+  static RealesrnetConfig from_json(const nlohmann::json& j);
+};
+std::vector<TensorSpec> realesrnet_layout(const RealesrnetConfig& c);
+// Whether the keys look like an RRDBNet state dict (conv_first + conv_body).
+bool looks_like_realesrnet(const std::map<std::string, std::vector<int64_t>>& shapes);
+RealesrnetConfig infer_realesrnet(const std::map<std::string, std::vector<int64_t>>& shapes);
+
 // ---- Recognition --------------------------------------------------------------------------
-enum class Arch { unknown, gpen, retinaface };
-const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface"
+enum class Arch { unknown, gpen, retinaface, realesrnet };
+const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface", "realesrnet"
 Arch parse_arch(const std::string& s);
 
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;
@@ -81,6 +99,7 @@ struct Recognition {
   Arch arch = Arch::unknown;
   GpenConfig gpen;                                  // when arch == gpen
   RetinaBackbone backbone = RetinaBackbone::mobilenet025;  // when arch == retinaface
+  RealesrnetConfig realesrnet;                      // when arch == realesrnet
   nlohmann::json config;                            // the configuration as stored in .gpw
   std::vector<TensorSpec> layout;                   // the expected tensors for that configuration
 };

@@ -86,6 +86,13 @@ struct MaxPool2dParams {
   int pad_top = 1, pad_left = 1, pad_bottom = 1, pad_right = 1;
 };
 
+// NHWC pixel unshuffle (space-to-depth) by `factor`, PyTorch's channel order:
+// y[n, i, j, c*f*f + dy*f + dx] = x[n, f*i + dy, f*j + dx, c]. H and W must be multiples of f.
+// RRDBNet's input for scales 2 (f 2) and 1 (f 4).
+struct PixelUnshuffleParams {
+  int factor = 2;
+};
+
 // ---- GPEN (StyleGAN2 decoder) ops
 
 // y = x * rsqrt(mean over the last axis of x^2 + 1e-8) (StyleGAN's PixelNorm on latent vectors).

@@ -28,6 +28,7 @@ const char* op_name(const OpParams& p) {
                         [](const DemodParams&) { return "demod"; },
                         [](const ModConvParams& m) { return m.up ? "modconv_up" : "modconv"; },
                         [](const MaxPool2dParams&) { return "max_pool2d"; },
+                        [](const PixelUnshuffleParams&) { return "pixel_unshuffle"; },
                     },
                     p);
 }
@@ -198,6 +199,18 @@ int Graph::softmax(int x, const std::string& name) {
   return y;
 }
 
+int Graph::pixel_unshuffle(int x, int factor, const std::string& name) {
+  const Shape& xs = tensor(x).shape;
+  std::string nm = auto_name(name, "pixel_unshuffle");
+  GPEN_CHECK(xs.rank == 4, nm + ": input must be NHWC, got " + xs.str());
+  GPEN_CHECK(factor >= 1 && factor <= 16, nm + ": factor " + std::to_string(factor) + " out of range 1..16");
+  GPEN_CHECK(xs[1] % factor == 0 && xs[2] % factor == 0,
+             nm + ": input " + xs.str() + " is not a multiple of the factor " + std::to_string(factor));
+  int y = new_intermediate(nm, act_dtype_, nhwc(xs[0], xs[1] / factor, xs[2] / factor, xs[3] * factor * factor));
+  add_node({nm, PixelUnshuffleParams{factor}, {x}, {y}});
+  return y;
+}
+
 int Graph::max_pool2d(int x, const MaxPool2dParams& p, const std::string& name) {
   const Shape& xs = tensor(x).shape;
   std::string nm = auto_name(name, "max_pool2d");
@@ -329,6 +342,7 @@ double node_flops(const Graph& g, const Node& n) {
           [&](const MaxPool2dParams& p) { return out * p.kh * p.kw; },
           [&](const DemodParams&) { return 2.0 * out * static_cast<double>(g.tensor(n.inputs[1]).shape[1]); },
           [&](const ResizeNearestParams&) { return 0.0; },
+          [&](const PixelUnshuffleParams&) { return 0.0; },
           [&](const auto&) { return out; },  // elementwise and normalisations: about one per element
       },
       n.params);

@@ -78,7 +78,22 @@ FaceRestorer::~FaceRestorer() { release_buffer(); }
 
 PhotoResult FaceRestorer::process(ImageView photo) { return ops_ ? process_on_device(photo) : process_on_host(photo); }
 
-PhotoResult FaceRestorer::process_on_host(ImageView photo) {
+PhotoResult FaceRestorer::process(ImageView photo, ImageView background) {
+  GPEN_CHECK(background.width == photo.width && background.height == photo.height,
+             "restore: the background is " + std::to_string(background.width) + "x" + std::to_string(background.height) +
+                 ", the photo " + std::to_string(photo.width) + "x" + std::to_string(photo.height));
+  if (ops_) {
+    // The device pipeline keeps no host batch buffers: size them for the largest batch once.
+    const size_t need = static_cast<size_t>(gpen_.size()) * gpen_.size() * 3 * static_cast<size_t>(opt_.batch);
+    if (in_.size() < need) {
+      in_.assign(need, 0.0f);
+      out_.assign(need, 0.0f);
+    }
+  }
+  return process_on_host(photo, &background);
+}
+
+PhotoResult FaceRestorer::process_on_host(ImageView photo, const ImageView* background) {
   PhotoResult r;
   const int S = gpen_.size();
   auto t0 = std::chrono::steady_clock::now();
@@ -115,7 +130,8 @@ PhotoResult FaceRestorer::process_on_host(ImageView photo) {
   t0 = std::chrono::steady_clock::now();
   for (const auto& p : pasted) r.restored_faces.push_back(p.restored);
   r.restored = static_cast<int>(pasted.size());
-  r.image = pasted.empty() ? to_image(photo) : paste_faces(photo, pasted, back, S, opt_.alpha);
+  const ImageView bg = background ? *background : photo;
+  r.image = pasted.empty() ? to_image(bg) : paste_faces(bg, pasted, back, S, opt_.alpha);
   r.times.paste_ms = ms_since(t0);
   return r;
 }

@@ -50,6 +50,11 @@ class FaceRestorer {
   FaceRestorer(const FaceRestorer&) = delete;
   FaceRestorer& operator=(const FaceRestorer&) = delete;
   PhotoResult process(ImageView photo);
+  // The same, composited onto `background` (of the photo's size) instead of the photo: the
+  // official flow with super-resolution, final = img_sr * (1 - mask) + faces * mask, where the
+  // photo is the bilinear upscale of the input and the background its super-resolution. Runs
+  // the host steps (the device pipeline composites onto the photo it holds).
+  PhotoResult process(ImageView photo, ImageView background);
   // Whether photos go through the device pipeline (see RestoreOptions::device_pipeline): both
   // models on device backends that have the pipeline steps.
   bool on_device() const { return ops_ != nullptr; }
@@ -60,7 +65,7 @@ class FaceRestorer {
   int batch() const { return batch_; }
 
  private:
-  PhotoResult process_on_host(ImageView photo);
+  PhotoResult process_on_host(ImageView photo, const ImageView* background = nullptr);
   PhotoResult process_on_device(ImageView photo);  // engine/photo/pipeline_device.cpp
   void release_buffer() noexcept;
   void plan_batch(int batch);   // prepares GPEN for `batch` faces and lends its arena to the detector

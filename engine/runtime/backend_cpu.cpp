@@ -67,6 +67,8 @@ class CpuBackend final : public Backend {
             cpu::max_pool2d(p, in[0], out[0]);
           else if constexpr (std::is_same_v<P, PixelNormParams>)
             cpu::pixel_norm(p, in[0], out[0]);
+          else if constexpr (std::is_same_v<P, PixelUnshuffleParams>)
+            cpu::pixel_unshuffle(p, in[0], out[0]);
           else if constexpr (std::is_same_v<P, DemodParams>)
             cpu::demod(p, in[0], in[1], out[0]);
           else if constexpr (std::is_same_v<P, ModConvParams>) {

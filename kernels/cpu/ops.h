@@ -39,6 +39,9 @@ void upfirdn2d(const UpFirDn2dParams& p, const TensorView& x, const TensorView& 
 
 void softmax(const SoftmaxParams& p, const TensorView& x, const TensorView& y);
 
+// pixel_unshuffle: x [N,H,W,C] f32; y [N,H/f,W/f,C*f*f] (kernels/cpu/pixel_unshuffle.cpp).
+void pixel_unshuffle(const PixelUnshuffleParams& p, const TensorView& x, const TensorView& y);
+
 // max_pool2d: x [N,H,W,C] f32; y [N,Ho,Wo,C] (kernels/cpu/pool.cpp).
 void max_pool2d(const MaxPool2dParams& p, const TensorView& x, const TensorView& y);
 

@@ -51,6 +51,10 @@ void add(const AddParams& p, const TensorView& a, const TensorView& b, const Ten
 
 void resize_nearest(const ResizeNearestParams& p, const TensorView& x, const TensorView& y, Stream stream);
 
+// Pixel unshuffle (space-to-depth) in PyTorch's channel order, as cpu::pixel_unshuffle (a copy:
+// bit-identical in every dtype). kernels/cuda/pixel_unshuffle.cu.
+void pixel_unshuffle(const PixelUnshuffleParams& p, const TensorView& x, const TensorView& y, Stream stream);
+
 // upfirdn2d, with the optional epilogue of UpFirDn2dParams (out_scale [N, C], bias [C], act)
 // applied in the same pass. Needs no workspace (returns 0).
 size_t upfirdn2d_workspace_bytes(const UpFirDn2dParams& p, const Shape& x, const Shape& y);

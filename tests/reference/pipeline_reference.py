@@ -28,6 +28,10 @@ code does, and self_test() checks that this cv2 treats it as bilinear.
   pipeline_reference.py IMAGE -o OUT.png --checkpoint GPEN.pth [--detector RETINA.pth]
         [--alpha A] [--json DETS.json] [--save-faces DIR] [--threads N]
   pipeline_reference.py IMAGE -o OUT.png --size 256 --seed 1      random GPEN-BFR-256 weights
+  pipeline_reference.py IMAGE -o OUT.png ... --sr REALESRNET.pth [--sr-tile T] [--sr-fixed]
+        use_sr: img_sr = RealESRNet.process(img) (rrdbnet_reference.py; --sr-fixed: with the
+        engine's corrections), img = cv2.resize(img, img_sr size), everything else on that img,
+        final = convertScaleAbs(img_sr * (1 - full_mask) + full_img * full_mask)
   pipeline_reference.py --self-test
 
 Use /usr/bin/python3 (torch, numpy, cv2). Results are deterministic for a fixed torch thread
@@ -160,7 +164,7 @@ def detect(net, img):
 
 # ----------------------------------------------------------------------------- process
 
-def process(img, model, net, alpha=1.0, dets=None, landmarks=None, restore=None):
+def process(img, model, net, alpha=1.0, dets=None, landmarks=None, restore=None, background=None):
     """FaceEnhancement.process(img) with use_sr False and the rectangle mask. dets/landmarks:
     detections in the official layout (as detect() returns them) to skip the detector;
     restore(crop, k): GPEN's output for the k-th restored face (default: run `model`), e.g. the
@@ -201,7 +205,8 @@ def process(img, model, net, alpha=1.0, dets=None, landmarks=None, restore=None)
         r['tfm_inv'].append(tfm_inv)
         r['smoothed'].append(smoothed)
     m = full_mask[:, :, np.newaxis]
-    r['composite'] = cv2.convertScaleAbs(img * (1 - m) + full_img * m)
+    bg = img if background is None else background  # use_sr: img_sr
+    r['composite'] = cv2.convertScaleAbs(bg * (1 - m) + full_img * m)
     r['full_mask'] = full_mask
     r['full_img'] = full_img
     return r
@@ -249,6 +254,9 @@ def main(argv=None):
     ap.add_argument('--save-faces', help='directory for the crops and GPEN outputs')
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--self-test', action='store_true')
+    ap.add_argument('--sr', help='RealESRNet checkpoint (params_ema): background super-resolution')
+    ap.add_argument('--sr-tile', type=int, default=0)
+    ap.add_argument('--sr-fixed', action='store_true')
     a = ap.parse_args(argv)
     if a.self_test or not a.image:
         self_test()
@@ -264,8 +272,13 @@ def main(argv=None):
     if img is None:
         raise SystemExit('cannot read %s' % a.image)
     t0 = time.perf_counter()
+    img_sr = None
+    if a.sr:
+        import rrdbnet_reference as srref
+        img_sr = srref.process(srref.load(a.sr), img, a.sr_tile, a.sr_fixed)
+        img = cv2.resize(img, (img_sr.shape[1], img_sr.shape[0]))
     dets, lms, faces, ss = detect(net, img)
-    r = process(img, model, net, a.alpha, dets, lms)
+    r = process(img, model, net, a.alpha, dets, lms, background=img_sr)
     dt = time.perf_counter() - t0
     if a.out:
         assert cv2.imwrite(a.out, r['composite'])

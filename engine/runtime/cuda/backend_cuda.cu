@@ -106,6 +106,8 @@ class CudaBackend final : public DeviceBackend {
             max_pool2d(p, in[0], out[0], s);
           else if constexpr (std::is_same_v<P, PixelNormParams>)
             pixel_norm(p, in[0], out[0], s);
+          else if constexpr (std::is_same_v<P, PixelUnshuffleParams>)
+            pixel_unshuffle(p, in[0], out[0], s);
           else if constexpr (std::is_same_v<P, DemodParams>)
             demod(p, in[0], in[1], out[0], s);
           else if constexpr (std::is_same_v<P, ModConvParams>) {
