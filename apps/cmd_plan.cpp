@@ -16,8 +16,11 @@ PlanArgs g_args;
 Command reg(
     "plan", "Memory plan of a model (weights, arena, workspace, lower bound) without running it",
     [](CLI::App& sub) {
-      sub.add_option("--arch", g_args.arch, "Architecture: gpen, retinaface-r50, retinaface-mnet")->capture_default_str();
-      sub.add_option("--input-size", g_args.input_size, "RetinaFace input WIDTHxHEIGHT")->capture_default_str();
+      sub.add_option("--arch", g_args.arch, "Architecture: gpen, retinaface-r50, retinaface-mnet, parsenet")
+          ->capture_default_str();
+      sub.add_option("--input-size", g_args.input_size,
+                     "RetinaFace input WIDTHxHEIGHT; ParseNet input S or WIDTHxHEIGHT (default 512)")
+          ->capture_default_str();
       sub.add_option("-m,--model", g_args.model, "Take the configuration from a converted model (.gpw)")
           ->check(CLI::ExistingFile);
       sub.add_option("--size", g_args.size, "GPEN resolution (power of two, 16..2048)")->capture_default_str();
@@ -51,6 +54,8 @@ Command reg(
       sub.add_flag("--pipeline", g_args.pipeline,
                    "Plan the restore pipeline: the detector (--arch retinaface-r50|retinaface-mnet, --input-size) "
                    "and GPEN (--size or -m, --batch, --precision) sharing one arena");
+      sub.add_flag("--parse", g_args.parse,
+                   "With --pipeline: ParseNet at 512 (the face-parsing paste mask of restore --parse) in the same arena");
       sub.add_option("--plot", g_args.plot, "Write an SVG chart of arena versus resolution per strategy");
       sub.add_option("--plot-lifetimes", g_args.plot_lifetimes,
                      "Write an SVG chart of the plan's tensor lifetimes and offsets");

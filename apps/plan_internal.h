@@ -39,6 +39,7 @@ struct PlanArgs {
   bool reorder = false;
   double remat_max_flops = 2.0;  // percent of the model's FLOPs
   bool pipeline = false;
+  bool parse = false;  // --pipeline: ParseNet (the face-parsing paste mask) at 512 in the arena too
   std::string device = "cpu";
   // Where the JSON goes when set (the Python binding), instead of stdout.
   nlohmann::json* json_out = nullptr;
@@ -117,6 +118,11 @@ void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev);
 // The restore pipeline: the detector runs, then the generator, never both at once, so one arena
 // (and one workspace) of the larger size serves both.
 void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev);
+// ParseNet plans (apps/plan_parsenet.cpp): --input-size S or WxH (multiples of 16; 512 when the
+// option keeps the detector's default), fp32, same report fields, plus GFLOP per run.
+void run_parsenet_plan(const PlanArgs& a, const PlanDevice& dev);
+// The ParseNet graph of the face-parsing paste mask (512 x 512, batch 1) planned for `dev`.
+Planned plan_parsenet_for_pipeline(const PlanArgs& a, const PlanDevice& dev, double* flops);
 // Runs the plan the options ask for: the pipeline, RetinaFace, or GPEN (one report or a table).
 void run_plan(PlanArgs a);
 // A --json report: to a.json_out when set, else to stdout as `gpen plan --json` prints it.

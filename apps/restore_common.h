@@ -33,6 +33,8 @@ struct RestoreArgs {
   int jpeg_quality = 95;
   int64_t max_pixels = kMaxImagePixels;
   bool ignore_orientation = false;
+  std::string parse;  // --parse PARSENET.gpw: the face-parsing paste mask
+  std::string mask;   // --mask rect|parse; empty: parse when --parse is given, else rect
 };
 
 ReadOptions photo_read_options(const RestoreArgs& a);

@@ -45,7 +45,10 @@ std::vector<ModelInfo> make_table() {
   // GPEN's run.sh runs GPEN-BFR-2048 with --channel_multiplier 2 --narrow 1.
   t.push_back({"GPEN-BFR-2048", false, true, kHiresNote, gpen_expect(2048, 2, 1), 0, ""});
   t.push_back({"RetinaFace-R50", true, true, "", retina_expect(conv::RetinaBackbone::resnet50), 0, ""});
-  for (const char* n : {"ParseNet-latest", "realesrnet_x1", "realesrnet_x2", "realesrnet_x4"})
+  Expect parse;
+  parse.arch = conv::Arch::parsenet;  // one fixed layout: recognising it checks every tensor
+  t.push_back({"ParseNet-latest", true, true, "", parse, 0, ""});
+  for (const char* n : {"realesrnet_x1", "realesrnet_x2", "realesrnet_x4"})
     t.push_back({n, true, false, kNotYet, Expect{}, 0, ""});
   return t;
 }
@@ -71,6 +74,7 @@ std::string model_names() {
 
 std::string describe(const Expect& e) {
   if (e.arch == conv::Arch::retinaface) return std::string("RetinaFace ") + conv::backbone_name(e.backbone);
+  if (e.arch == conv::Arch::parsenet) return "ParseNet (face parsing, 19 classes)";
   if (e.arch != conv::Arch::gpen) return "a model the converter does not know";
   auto num = [](double v) {
     std::string s = std::to_string(v);

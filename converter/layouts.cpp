@@ -240,6 +240,7 @@ const char* arch_name(Arch a) {
   switch (a) {
     case Arch::gpen: return "gpen";
     case Arch::retinaface: return "retinaface";
+    case Arch::parsenet: return "parsenet";
     case Arch::unknown: break;
   }
   return "unknown";
@@ -249,7 +250,8 @@ Arch parse_arch(const std::string& s) {
   if (s == "auto" || s.empty()) return Arch::unknown;
   if (s == "gpen") return Arch::gpen;
   if (s == "retinaface") return Arch::retinaface;
-  throw Error("unknown architecture '" + s + "' (expected auto, gpen or retinaface)");
+  if (s == "parsenet") return Arch::parsenet;
+  throw Error("unknown architecture '" + s + "' (expected auto, gpen, retinaface or parsenet)");
 }
 
 static const std::vector<int64_t>* shape_of(const ShapeMap& m, const std::string& k) {
@@ -302,6 +304,14 @@ static GpenConfig infer_gpen(const ShapeMap& m) {
 
 Recognition recognize(const ShapeMap& shapes, Arch want) {
   Recognition r;
+  if (want == Arch::unknown && (shapes.count("out_mask_conv.conv2d.weight") || shapes.count("encoder.0.conv2d.weight")))
+    want = Arch::parsenet;
+  if (want == Arch::parsenet) {
+    r.arch = want;
+    r.config = parsenet_config();
+    r.layout = parsenet_layout();
+    return r;
+  }
   if (want == Arch::unknown) {
     bool gpen = shapes.count("generator.style.1.weight") || shapes.count("final_linear.0.weight") ||
                 shapes.count("ecd0.0.0.weight") || shapes.count("generator.input.input");

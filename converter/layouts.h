@@ -56,9 +56,16 @@ std::vector<ConvUnit> retinaface_units(RetinaBackbone b);
 std::vector<TensorSpec> retinaface_layout(RetinaBackbone b);
 nlohmann::json retinaface_config(RetinaBackbone b);  // {"backbone", "in_channel", "out_channel"}
 
+// ---- ParseNet (the face parser; converter/layouts_parsenet.cpp) -------------------------------
+// Every conv of ParseNet-latest in state-dict order (module path "<...>.conv2d", BatchNorm path
+// "<...>.norm.norm" or "" for the bias-carrying convs), out_img_conv included.
+std::vector<ConvUnit> parsenet_units();
+std::vector<TensorSpec> parsenet_layout();
+nlohmann::json parsenet_config();  // the official constructor arguments (checkpoint_layouts.json)
+
 // ---- Recognition --------------------------------------------------------------------------
-enum class Arch { unknown, gpen, retinaface };
-const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface"
+enum class Arch { unknown, gpen, retinaface, parsenet };
+const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface", "parsenet"
 Arch parse_arch(const std::string& s);
 
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;

@@ -193,7 +193,8 @@ TEST_CASE("gpen fetch: wrong model, truncated, always cut, 404, refused, bad nam
       {"GPEN-BFR-256 --base-url ftp://127.0.0.1/x", {"not an http:// or https:// URL"}, 0},
       {"GPEN-BFR-256 --sha256 " + std::string(64, 'f') + " --base-url " + env.server.url("ok/small"), {"sha256 " + kS64Sha + ", expected"}, 1},
       {"GPEN-BFR-999", {"unknown model 'GPEN-BFR-999'", "GPEN-BFR-512"}, 0},
-      {"GPEN-BFR-512 ParseNet-latest --base-url " + env.server.url("ok/small"), {"ParseNet-latest: cannot be fetched yet", "official-flow"}, 0},
+      {"GPEN-BFR-512 realesrnet_x4 --base-url " + env.server.url("ok/small"), {"realesrnet_x4: cannot be fetched yet", "official-flow"}, 0},
+      {"ParseNet-latest --base-url " + env.server.url("ok/small"), {"not ParseNet-latest", "it holds a gpen model", "expected ParseNet"}, 1},
       {"GPEN-BFR-1024", {"GPEN-BFR-1024", "ModelScope", "--base-url"}, 0},
       {"GPEN-BFR-256 RetinaFace-R50 --sha256 " + std::string(64, 'f'), {"one model"}, 0},
   };

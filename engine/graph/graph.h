@@ -33,7 +33,7 @@ struct TensorDesc {
 
 using OpParams = std::variant<Conv2dParams, DenseParams, BiasActParams, AddParams, ResizeNearestParams,
                               UpFirDn2dParams, SoftmaxParams, PixelNormParams, DemodParams, ModConvParams,
-                              MaxPool2dParams>;
+                              MaxPool2dParams, PadReflectParams>;
 
 const char* op_name(const OpParams& p);
 
@@ -72,6 +72,7 @@ class Graph {
                 int out_scale = -1, int bias = -1);
   int softmax(int x, const std::string& name = "");
   int max_pool2d(int x, const MaxPool2dParams& p, const std::string& name = "");
+  int pad_reflect(int x, const PadReflectParams& p, const std::string& name = "");
   int pixel_norm(int x, const std::string& name = "");
   int demod(int s, int q, const std::string& name = "");
   // Inputs as in ModConvParams (x, x2, x2_scale, x2_bias, w, s, d, bias, residual); -1 if absent.

@@ -6,6 +6,7 @@
 #include "engine/photo/align.h"
 #include "kernels/cpu/face_io.h"
 #include "engine/photo/paste.h"
+#include "engine/photo/parse_mask.h"
 #include "engine/core/stopwatch.h"
 
 namespace gpen {
@@ -39,7 +40,7 @@ FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const Resto
     : gpen_(gpen), det_(det), opt_(opt) {
   GPEN_CHECK(opt_.batch >= 1, "batch must be at least 1");
   GPEN_CHECK(opt_.alpha >= 0.0 && opt_.alpha <= 1.0, "alpha must be in [0, 1]");
-  if (opt_.device_pipeline)
+  if (opt_.device_pipeline && !opt_.parser)
     if (auto* dev = dynamic_cast<DeviceBackend*>(&gpen_.backend())) {
       ops_ = dev->pipeline_ops();
       det_ops_ = det_.pipeline_ops();
@@ -55,6 +56,11 @@ void FaceRestorer::plan_batch(int batch) {
   // same device) and the photo pipeline holds the larger of the two arenas, not their sum.
   if (opt_.share_arena && std::string(gpen_.backend().name()) == det_.device())
     det_.share_memory(gpen_.arena(), gpen_.plan().arena_bytes, gpen_.workspace(), gpen_.plan().workspace_bytes);
+  if (opt_.parser) {
+    if (opt_.share_arena && std::string(gpen_.backend().name()) == opt_.parser->backend().name())
+      opt_.parser->share_memory(gpen_.arena(), gpen_.plan().arena_bytes, gpen_.workspace(), gpen_.plan().workspace_bytes);
+    opt_.parser->prepare(kParseSize, kParseSize);
+  }
   if (ops_) return;
   const size_t face = static_cast<size_t>(gpen_.size()) * gpen_.size() * 3;
   in_.assign(face * static_cast<size_t>(batch), 0.0f);
@@ -106,6 +112,12 @@ PhotoResult FaceRestorer::process_on_host(const Image& photo) {
   r.times.restore_ms = ms_since(t0);
 
   t0 = std::chrono::steady_clock::now();
+  if (opt_.parser) {
+    // The mask comes from the raw GPEN output (before smoothing and blending), as officially.
+    for (auto& p : pasted)
+      p.mask = std::make_shared<const std::vector<float>>(parse_paste_mask(face_parse(*opt_.parser, p.restored), S));
+    r.mask = "parse";
+  }
   for (const auto& p : pasted) r.restored_faces.push_back(p.restored);
   r.restored = static_cast<int>(pasted.size());
   r.image = pasted.empty() ? photo : paste_faces(photo, pasted, back, S, opt_.alpha);

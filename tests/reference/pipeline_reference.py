@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The official GPEN photo pipeline (FaceEnhancement.process of yangxy/GPEN, face_enhancement.py,
-without super-resolution and with the rectangle paste mask instead of the face-parsing one),
+without super-resolution; the rectangle paste mask, or with --parse the face-parsing one),
 re-created with cv2 + numpy + the two torch references of this directory:
 
   detect      retinaface_reference.detect (the official detect(): threshold 0.9, NMS 0.4, shrink
@@ -28,6 +28,8 @@ code does, and self_test() checks that this cv2 treats it as bilinear.
   pipeline_reference.py IMAGE -o OUT.png --checkpoint GPEN.pth [--detector RETINA.pth]
         [--alpha A] [--json DETS.json] [--save-faces DIR] [--threads N]
   pipeline_reference.py IMAGE -o OUT.png --size 256 --seed 1      random GPEN-BFR-256 weights
+  pipeline_reference.py IMAGE -o OUT.png --checkpoint GPEN.pth --parse PARSENET.pth [--save-faces DIR]
+        paste through the face-parsing mask (parsenet_reference.py); DIR also gets labelsKK.npy
   pipeline_reference.py --self-test
 
 Use /usr/bin/python3 (torch, numpy, cv2). Results are deterministic for a fixed torch thread
@@ -47,6 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gpen_reference as gref  # noqa: E402
 import retinaface_reference as rref  # noqa: E402
+import parsenet_reference as pref  # noqa: E402
 
 THRESHOLD = 0.9          # FaceEnhancement.threshold
 SMALL_FACE = 100         # min(box h, box w) below this: smoothing
@@ -160,13 +163,17 @@ def detect(net, img):
 
 # ----------------------------------------------------------------------------- process
 
-def process(img, model, net, alpha=1.0, dets=None, landmarks=None, restore=None):
+def process(img, model, net, alpha=1.0, dets=None, landmarks=None, restore=None, parser=None):
     """FaceEnhancement.process(img) with use_sr False and the rectangle mask. dets/landmarks:
     detections in the official layout (as detect() returns them) to skip the detector;
     restore(crop, k): GPEN's output for the k-th restored face (default: run `model`), e.g. the
     faces of an earlier run to redo the paste with another alpha.
+    parser: a parsenet_reference.ParseNet: each face is pasted through its face-parsing mask
+    (FaceParse.process of the raw GPEN output, mask_postprocess, cv2.resize to S) instead of
+    the rectangle, as the official flow has done since December 2021.
     Returns a dict: composite, crops, restored (GPEN outputs before smoothing/blend), used
-    (indices into dets of the faces restored), tfm, tfm_inv, full_mask, full_img."""
+    (indices into dets of the faces restored), tfm, tfm_inv, full_mask, full_img; with a parser
+    also labels (the 512 x 512 class maps)."""
     if dets is None:
         dets, landmarks = detect(net, img)[:2]
     size = model.size
@@ -177,7 +184,7 @@ def process(img, model, net, alpha=1.0, dets=None, landmarks=None, restore=None)
     full_mask = np.zeros((height, width), dtype=np.float32)
     full_img = np.zeros(img.shape, dtype=np.uint8)
     base_mask = paste_mask(size)
-    r = dict(crops=[], restored=[], used=[], tfm=[], tfm_inv=[], smoothed=[])
+    r = dict(crops=[], restored=[], used=[], tfm=[], tfm_inv=[], smoothed=[], labels=[])
     for i, (faceb, pts) in enumerate(zip(dets, landmarks)):
         if faceb[4] < THRESHOLD:
             continue
@@ -187,7 +194,12 @@ def process(img, model, net, alpha=1.0, dets=None, landmarks=None, restore=None)
         ef = restore(of, len(r['restored']))
         r['crops'].append(of)
         r['restored'].append(ef)
-        tmp_mask = cv2.warpAffine(base_mask, tfm_inv, (width, height), flags=OFFICIAL_WARP_FLAGS)
+        face_mask = base_mask
+        if parser is not None:
+            labels, pm = pref.face_parse_labels(parser, ef)
+            r['labels'].append(labels)
+            face_mask = cv2.resize(pref.mask_postprocess(pm / 255.), (size, size))
+        tmp_mask = cv2.warpAffine(face_mask, tfm_inv, (width, height), flags=OFFICIAL_WARP_FLAGS)
         smoothed = bool(min(fh, fw) < SMALL_FACE)
         if smoothed:
             ef = cv2.filter2D(ef, -1, SMOOTH_KERNEL)
@@ -248,6 +260,7 @@ def main(argv=None):
     ap.add_argument('--json', help='write the detections and per-face data as JSON')
     ap.add_argument('--save-faces', help='directory for the crops and GPEN outputs')
     ap.add_argument('--threads', type=int, default=1)
+    ap.add_argument('--parse', help='ParseNet .pth: paste through the face-parsing mask (the official default)')
     ap.add_argument('--self-test', action='store_true')
     a = ap.parse_args(argv)
     if a.self_test or not a.image:
@@ -265,7 +278,8 @@ def main(argv=None):
         raise SystemExit('cannot read %s' % a.image)
     t0 = time.perf_counter()
     dets, lms, faces, ss = detect(net, img)
-    r = process(img, model, net, a.alpha, dets, lms)
+    parser = pref.load(a.parse) if a.parse else None
+    r = process(img, model, net, a.alpha, dets, lms, parser=parser)
     dt = time.perf_counter() - t0
     if a.out:
         assert cv2.imwrite(a.out, r['composite'])
@@ -274,6 +288,8 @@ def main(argv=None):
         for k, (of, ef) in enumerate(zip(r['crops'], r['restored'])):
             cv2.imwrite(os.path.join(a.save_faces, 'crop%02d.png' % k), of)
             cv2.imwrite(os.path.join(a.save_faces, 'face%02d.png' % k), ef)
+        for k, lab in enumerate(r['labels']):
+            np.save(os.path.join(a.save_faces, 'labels%02d.npy' % k), lab)
     if a.json:
         with open(a.json, 'w') as f:
             json.dump(describe(img, faces, ss, r, a.alpha, model.size), f, indent=1)
