@@ -174,6 +174,8 @@ void run_photos(const RestoreArgs& a) {
           {"parsenet_workspace_bytes", parser ? parser->plan().workspace_bytes : 0},
           {"parsenet_weights_bytes", parser ? parser->weights_bytes() : 0},
           {"parsenet_in_generator_arena", parser && parser->uses_shared_memory()},
+          // GPEN's arena as allocated: its plan's, or ParseNet's when that is larger (shared in turns).
+          {"shared_arena_bytes", model->arena_bytes()},
           // Device pipeline: the photo, paste canvas, detection candidates, mask and one batch of
           // crops in one buffer, sized by the largest photo (0 on the host).
           {"pipeline_on_device", restorer.on_device()},

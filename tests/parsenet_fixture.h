@@ -67,6 +67,7 @@ inline std::string parsenet_cache(std::string* why) {
     fs::create_directories(dir);
     const std::string tag = std::to_string(getpid());
     const fs::path tmp = dir / ("gen_" + tag);
+    fs::create_directories(tmp);
     std::string out;
     const int rc = run(kPython + " " + script.string() + " --make-checkpoint " + (tmp / "parsenet_seed1.pth").string() +
                            " --seed 1 --case " + (tmp / "cases").string() + " --sizes 64x64,48x80",

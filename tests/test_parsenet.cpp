@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 TEST_CASE("ParseNet layout: the official tensors, 21.30 M learnable parameters, refusals") {
   const auto layout = conv::parsenet_layout();
-  // 238 tensors: 5 per BatchNorm (40 of them), 2 per biased conv (9), 1 per BN conv (40).
+  // 238 tensors: 36 convs with a BatchNorm (weight + 5 BatchNorm tensors each), 11 with a bias (2 each).
   CHECK(layout.size() == 238);
   int64_t learnable = 0;
   conv::ShapeMap shapes;
@@ -79,7 +79,7 @@ TEST_CASE("ParseNet on the CPU matches PyTorch on the same weights (64x64, 48x80
   CHECK(s.parameters == 21319894);  // learnable + BatchNorm running statistics (docs/weights-format.md)
   const GpwFile f = GpwFile::open(dir + "/parsenet_seed1.gpw");
   CHECK(f.arch() == "parsenet");
-  CHECK(f.tensors().size() == 2 * 49);  // weight + bias of each of the 49 convs
+  CHECK(f.tensors().size() == 2 * 47);  // weight + bias of each of the 47 convs
   int64_t stored = 0;
   for (const auto& e : f.tensors()) {
     CHECK(e.name.find("norm") == std::string::npos);
@@ -108,7 +108,7 @@ TEST_CASE("ParseNet on the CPU matches PyTorch on the same weights (64x64, 48x80
 
   auto backend = make_cpu_backend();
   ParseNetModel net(dir + "/parsenet_seed1.gpw", *backend);
-  for (const char* hw : {"64x64", "48x80"}) {
+  for (const std::string hw : {"64x64", "48x80"}) {
     CAPTURE(hw);
     const std::string cd = dir + "/cases/" + hw;
     const npy::Array in = npy::load(cd + "/input.npy"), want = npy::load(cd + "/logits.npy");

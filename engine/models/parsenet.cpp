@@ -163,14 +163,20 @@ void ParseNetModel::bind_memory() {
     ex_ = std::make_unique<Executor>(pg_->graph, *plan_, backend_, w_->views, lent_arena_, lent_ws_);
 }
 
-void ParseNetModel::prepare(int h, int w) {
-  if (ex_ && h == h_ && w == w_size_) return;
+const MemoryPlan& ParseNetModel::plan_for(int h, int w) {
+  if (plan_ && h == h_ && w == w_size_) return *plan_;
   ex_.reset();
   pg_ = std::make_unique<ParseNetGraph>(build_parsenet_graph(h, w));
   plan_ = std::make_unique<MemoryPlan>(
       plan_memory(pg_->graph, [this](const Graph& g, const Node& n) { return backend_.workspace_bytes(g, n); }));
   h_ = h;
   w_size_ = w;
+  return *plan_;
+}
+
+void ParseNetModel::prepare(int h, int w) {
+  if (ex_ && h == h_ && w == w_size_) return;
+  plan_for(h, w);
   bind_memory();
 }
 

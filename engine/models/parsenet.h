@@ -47,6 +47,8 @@ class ParseNetModel {
   // Plans for an h x w input (cached: the last size is kept). Runs in the memory lent by
   // share_memory when the plan fits it, else in the model's own.
   void prepare(int h, int w);
+  // The plan prepare(h, w) would run, without binding any memory (to size a lender's arena).
+  const MemoryPlan& plan_for(int h, int w);
   // Memory of this backend's device that the caller leaves alone while this model runs
   // (FaceRestorer lends GPEN's arena: parsing, detection and restoration take turns).
   void share_memory(void* arena, size_t arena_bytes, void* workspace, size_t workspace_bytes);

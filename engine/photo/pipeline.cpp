@@ -50,15 +50,22 @@ FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const Resto
 }
 
 void FaceRestorer::plan_batch(int batch) {
+  const bool parser_shares =
+      opt_.parser && opt_.share_arena && std::string(gpen_.backend().name()) == opt_.parser->backend().name();
+  if (parser_shares) {
+    // ParseNet at 512 usually plans more than GPEN: GPEN's arena is made that large, and the
+    // parser and the detector run inside it, in turns (one arena: the largest plan, not a sum).
+    const MemoryPlan& pp = opt_.parser->plan_for(kParseSize, kParseSize);
+    gpen_.set_min_memory(pp.arena_bytes, pp.workspace_bytes);
+  }
   gpen_.prepare(batch);
   batch_ = batch;
   // Detection and restoration take turns, so the detector runs in the generator's arena (on the
   // same device) and the photo pipeline holds the larger of the two arenas, not their sum.
   if (opt_.share_arena && std::string(gpen_.backend().name()) == det_.device())
-    det_.share_memory(gpen_.arena(), gpen_.plan().arena_bytes, gpen_.workspace(), gpen_.plan().workspace_bytes);
+    det_.share_memory(gpen_.arena(), gpen_.arena_bytes(), gpen_.workspace(), gpen_.workspace_bytes());
   if (opt_.parser) {
-    if (opt_.share_arena && std::string(gpen_.backend().name()) == opt_.parser->backend().name())
-      opt_.parser->share_memory(gpen_.arena(), gpen_.plan().arena_bytes, gpen_.workspace(), gpen_.plan().workspace_bytes);
+    if (parser_shares) opt_.parser->share_memory(gpen_.arena(), gpen_.arena_bytes(), gpen_.workspace(), gpen_.workspace_bytes());
     opt_.parser->prepare(kParseSize, kParseSize);
   }
   if (ops_) return;
