@@ -129,6 +129,11 @@ TEST_CASE("restore with the face-parsing mask matches the official flow (ffhq_lq
   const PhotoResult r = restorer.process(photo);
   REQUIRE(r.restored >= 1);
   CHECK(std::string(r.mask) == "parse");
+  // One arena in turns: GPEN's is made as large as ParseNet's plan, and the parser and the
+  // detector run inside it.
+  CHECK(parser.uses_shared_memory());
+  CHECK(gpen->arena_bytes() >= parser.plan().arena_bytes);
+  CHECK(detector.uses_shared_memory());
   REQUIRE(fs::exists(ref + "/labels00.npy"));
 
   // The class map of the reference's GPEN output (a PNG, lossless), parsed by the engine.
@@ -158,6 +163,22 @@ TEST_CASE("restore with the face-parsing mask matches the official flow (ffhq_lq
   const Agreement gr = compare(rect_restorer.process(photo).image, read_image(ref + "/composite.png"));
   MESSAGE("rectangle-mask composite against the parsing-mask reference: PSNR " << gr.psnr << " dB");
   CHECK(gr.psnr < g.psnr);
+
+  // The CLI: --mask rect with the parser given pastes through the rectangle, and says so.
+  const std::string out = ref + "/cli_rect.png", rep = ref + "/cli_rect.json";
+  std::string text;
+  REQUIRE_MESSAGE(run(std::string(GPEN_BINARY_DIR) + "/gpen --threads 2 restore -m " + gpen_gpw + " -d " + det_gpw +
+                          " --parse " + cache + "/parsenet_seed1.gpw --mask rect " + photo_path + " -o " + out +
+                          " --report " + rep,
+                      &text) == 0,
+                  text);
+  std::ifstream rs(rep);
+  const nlohmann::json report = nlohmann::json::parse(rs);
+  CHECK(report["memory"]["mask"] == "rect");
+  CHECK(report["images"][0]["mask"] == "rect");
+  CHECK(compare(read_image(out), rect_restorer.process(photo).image).psnr >= 50.0);  // the same flow, another process
+  fs::remove(out);
+  fs::remove(rep);
   fs::remove(gpen_gpw);
   fs::remove(det_gpw);
 }
