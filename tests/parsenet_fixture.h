@@ -5,6 +5,8 @@
 // regenerated when the script changes. Tests skip with a message where /usr/bin/python3 with
 // torch is missing.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -54,6 +56,17 @@ inline bool python_ok(std::string* why) {
 // "" with the reason in *why when it cannot be made.
 inline std::string parsenet_cache(std::string* why) {
   const fs::path dir = cache_dir();
+  fs::create_directories(dir);
+  // Tests that share the cache may run at once (ctest -j): one makes it, the others wait.
+  struct Lock {
+    int fd;
+    explicit Lock(const fs::path& p) : fd(open(p.c_str(), O_RDWR | O_CREAT, 0644)) {
+      if (fd >= 0) flock(fd, LOCK_EX);
+    }
+    ~Lock() {
+      if (fd >= 0) close(fd);
+    }
+  } lock(dir / "lock");
   const fs::path script = fs::path(GPEN_SOURCE_DIR) / "tests/reference/parsenet_reference.py";
   const std::string want = file_hash(script);
   const fs::path stamp = dir / "stamp";
