@@ -37,6 +37,27 @@ TEST_CASE("gpen restore: mask options refused with a clear message") {
   }
 }
 
+TEST_CASE("gpen restore --parse with a model that is not ParseNet: refused, naming the file, no output") {
+  const std::string shared = gpen_test::shared_dir();
+  const std::string photo = shared + "/images/kids_1024x768.jpg", det_pth = shared + "/models/retinaface-mobilenet0.25.pth";
+  if (!std::filesystem::exists(photo) || !std::filesystem::exists(det_pth)) {
+    MESSAGE("skipped: the shared photo or detector is missing");
+    return;
+  }
+  const std::string tmp = std::filesystem::temp_directory_path() / ("gpen_parse_cli_" + std::to_string(getpid()));
+  std::filesystem::create_directories(tmp);
+  std::string out;
+  REQUIRE(run(gpen_cli() + " convert " + gpen_test::fixture_dir() + "/checkpoints/gpen_s64.zip.pth -o " + tmp + "/g.gpw", &out) == 0);
+  REQUIRE(run(gpen_cli() + " convert " + det_pth + " -o " + tmp + "/d.gpw", &out) == 0);
+  const int rc = run(gpen_cli() + " restore -m " + tmp + "/g.gpw -d " + tmp + "/d.gpw --parse " + tmp + "/g.gpw " + photo +
+                         " -o " + tmp + "/out.png",
+                     &out);
+  CHECK(rc != 0);
+  CHECK_MESSAGE(out.find(tmp + "/g.gpw: not a ParseNet model (arch 'gpen')") != std::string::npos, out);
+  CHECK_FALSE(std::filesystem::exists(tmp + "/out.png"));
+  std::filesystem::remove_all(tmp);
+}
+
 TEST_CASE("gpen plan --arch parsenet reports weights, arena, workspace, lower bound and GFLOP") {
   std::string out;
   REQUIRE(run(gpen_cli() + " plan --arch parsenet --json", &out) == 0);
