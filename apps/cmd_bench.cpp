@@ -20,6 +20,7 @@
 
 #include "apps/bench_compare.h"
 #include "apps/bench_detector.h"
+#include "apps/bench_parsenet.h"
 #include "apps/bench_profile.h"
 #include "apps/bench_sr.h"
 #include "kernels/cpu/isa.h"
@@ -92,6 +93,22 @@ void run_bench(BenchArgs a) {
     run_detector_bench(d);
     return;
   }
+  if (a.arch == "parsenet") {
+    GPEN_CHECK(onnx_list.empty() && !a.accuracy, "--compare onnxruntime/openvino and --accuracy are for GPEN");
+    GPEN_CHECK(a.device == "auto" || a.device == "cpu", "--arch parsenet is timed on the CPU only");
+    ParseBenchArgs p;
+    p.model = a.model;
+    p.pytorch_pth = a.pytorch_checkpoint;
+    p.size = a.size;
+    p.runs = a.runs;
+    p.warmup = a.warmup;
+    p.json = a.json;
+    p.compare_pytorch = a.compare_pytorch;
+    p.profile = a.profile;
+    p.pytorch_timeout = a.pytorch_timeout;
+    run_parsenet_bench(p);
+    return;
+  }
   GPEN_CHECK(a.detector.empty() && a.image.empty(), "-d and --image are for --arch retinaface");
   GPEN_CHECK(a.runs >= 1 && a.warmup >= 0, "--runs must be >= 1 and --warmup >= 0");
   DeviceOptions dopt;
@@ -112,7 +129,7 @@ void run_bench(BenchArgs a) {
   if (!a.model.empty()) {
     m = GpenModel::open(a.model, *backend, precision);
   } else {
-    GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen, retinaface)");
+    GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen, retinaface, parsenet)");
     c.size = a.size;
     c.channel_multiplier = a.channel_multiplier;
     c.narrow = a.narrow;
@@ -289,17 +306,20 @@ BenchArgs g_args;
 Command reg(
     "bench", "Time GPEN per face (or RetinaFace per photo), peak RSS and planned memory (optionally against PyTorch)",
     [](CLI::App& sub) {
-      sub.add_option("-m,--model", g_args.model, "Converted GPEN model (.gpw); without it, synthetic weights");
+      sub.add_option("-m,--model", g_args.model,
+                     "Converted GPEN model (.gpw); without it, synthetic weights (--arch parsenet: the ParseNet .gpw)");
       sub.add_option("--arch", g_args.arch,
-                     "gpen (synthetic weights unless -m), retinaface: time detect() on --image with -d, or "
-                     "realesrnet: RRDBNet on a --size square input (synthetic weights, --scale)")
+                     "gpen (synthetic weights unless -m), retinaface: time detect() on --image with -d, "
+                     "realesrnet: RRDBNet on a --size square input (synthetic weights, --scale), or parsenet: "
+                     "ParseNet (-m PARSENET.gpw) on a --size x --size input, CPU")
           ->capture_default_str();
       sub.add_option("--scale", g_args.sr_scale, "--arch realesrnet: scale 1, 2 or 4")->capture_default_str();
       sub.add_option("--num-block", g_args.num_block, "--arch realesrnet: RRDB blocks (official 23)")->capture_default_str();
       sub.add_option("-d,--detector", g_args.detector, "--arch retinaface: RetinaFace weights (.gpw)");
       sub.add_option("--image", g_args.image, "--arch retinaface: the photo to detect faces in");
       sub.add_option("--pytorch-checkpoint", g_args.pytorch_checkpoint,
-                     "--arch retinaface --compare-pytorch: the .pth the PyTorch reference loads");
+                     "--arch retinaface / parsenet --compare-pytorch: the .pth the PyTorch reference loads "
+                     "(parsenet: random weights without it)");
       sub.add_option("--size", g_args.size, "GPEN resolution for synthetic weights")->capture_default_str();
       sub.add_option("--channel-multiplier", g_args.channel_multiplier, "GPEN channel multiplier")->capture_default_str();
       sub.add_option("--narrow", g_args.narrow, "GPEN narrow factor")->capture_default_str();

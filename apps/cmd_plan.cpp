@@ -16,8 +16,8 @@ PlanArgs g_args;
 Command reg(
     "plan", "Memory plan of a model (weights, arena, workspace, lower bound) without running it",
     [](CLI::App& sub) {
-      sub.add_option("--arch", g_args.arch, "Architecture: gpen, retinaface-r50, retinaface-mnet, realesrnet")->capture_default_str();
-      sub.add_option("--input-size", g_args.input_size, "RetinaFace / RealESRNet input WIDTHxHEIGHT")->capture_default_str();
+      sub.add_option("--arch", g_args.arch, "Architecture: gpen, retinaface-r50, retinaface-mnet, realesrnet, parsenet")->capture_default_str();
+      sub.add_option("--input-size", g_args.input_size, "RetinaFace / RealESRNet input WIDTHxHEIGHT; ParseNet input S or WIDTHxHEIGHT (default 512)")->capture_default_str();
       sub.add_option("--scale", g_args.scale, "RealESRNet scale: 1, 2 or 4")->capture_default_str();
       sub.add_option("--num-block", g_args.num_block, "RealESRNet RRDB blocks (official 23)")->capture_default_str();
       sub.add_option("--tile", g_args.sr_tile,
@@ -63,6 +63,8 @@ Command reg(
       sub.add_flag("--pipeline", g_args.pipeline,
                    "Plan the restore pipeline: the detector (--arch retinaface-r50|retinaface-mnet, --input-size) "
                    "and GPEN (--size or -m, --batch, --precision) sharing one arena");
+      sub.add_flag("--parse", g_args.parse,
+                   "With --pipeline: ParseNet at 512 (the face-parsing paste mask of restore --parse) in the same arena");
       sub.add_option("--plot", g_args.plot, "Write an SVG chart of arena versus resolution per strategy");
       sub.add_option("--plot-lifetimes", g_args.plot_lifetimes,
                      "Write an SVG chart of the plan's tensor lifetimes and offsets");

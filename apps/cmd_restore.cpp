@@ -28,6 +28,7 @@
 #include "engine/models/gpen_model.h"
 #include "engine/photo/npy.h"
 #include "engine/photo/pipeline.h"
+#include "engine/models/parsenet.h"
 #include "kernels/cpu/ops.h"
 #include "apps/restore_common.h"
 #include "apps/restore_tasks.h"
@@ -44,6 +45,9 @@ using namespace restore_detail;
 void run_photos(const RestoreArgs& a) {
   const DeviceOptions dopt = device_options(a);
   GPEN_CHECK(!a.detector.empty(), "restore needs a detector (-d RETINAFACE.gpw), or --aligned for face crops");
+  const std::string mask_kind = a.mask.empty() ? (a.parse.empty() ? "rect" : "parse") : a.mask;
+  GPEN_CHECK(mask_kind != "parse" || !a.parse.empty(),
+             "--mask parse needs the face parser: --parse PARSENET.gpw (gpen convert ParseNet-latest.pth)");
   std::vector<Job> jobs = collect_jobs(a);
   GPEN_CHECK(!jobs.empty(), "no images found in the inputs (extensions .jpg, .jpeg, .png, .webp, .bmp)");
 
@@ -53,7 +57,11 @@ void run_photos(const RestoreArgs& a) {
   DeviceOptions det_opt = dopt;
   det_opt.kind = is_device_backend(*backend) ? DeviceKind::cuda : DeviceKind::cpu;
   RetinaFaceDetector detector(a.detector, make_backend(det_opt));
+  // On GPEN's backend, so that it can run in GPEN's arena (parsing and restoring take turns).
+  std::unique_ptr<ParseNetModel> parser;
+  if (mask_kind == "parse") parser = std::make_unique<ParseNetModel>(a.parse, *backend);
   RestoreOptions opt;
+  opt.parser = parser.get();
   opt.alpha = a.alpha;
   opt.min_score = a.threshold;
   opt.detect.post.threshold = a.threshold;
@@ -105,6 +113,10 @@ void run_photos(const RestoreArgs& a) {
                  model->size(), model->size(), backend->name(), precision_name(model->precision()), opt.batch,
                  human_bytes(double(plan.weights_bytes)).c_str(), human_bytes(double(plan.arena_bytes)).c_str(),
                  human_bytes(double(plan.workspace_bytes)).c_str());
+    if (parser)
+      std::fprintf(stderr, "paste mask: face parsing, ParseNet 512x512 on %s (arena %s, %s)\n", backend->name(),
+                   human_bytes(double(parser->plan().arena_bytes)).c_str(),
+                   parser->uses_shared_memory() ? "inside GPEN's arena" : "its own: larger than GPEN's");
   }
 
   nlohmann::json images = nlohmann::json::array();
@@ -157,6 +169,7 @@ void run_photos(const RestoreArgs& a) {
       rep["height"] = photo.height;
       rep["faces_found"] = r.faces.size();
       rep["faces_restored"] = r.restored;
+      rep["mask"] = r.restored ? r.mask : mask_kind.c_str();
       rep["times_ms"] = {{"decode", r.times.decode_ms}, {"detect", r.times.detect_ms}, {"align", r.times.align_ms},
                          {"restore", r.times.restore_ms}, {"paste", r.times.paste_ms}, {"encode", r.times.encode_ms}};
       if (jobs.size() == 1 || !isatty(fileno(stderr)))
@@ -194,6 +207,14 @@ void run_photos(const RestoreArgs& a) {
           // In the generator's arena when it fits there (FaceRestorer lends it): no extra memory.
           {"detector_arena_bytes", detector.arena_capacity()},
           {"detector_in_generator_arena", detector.uses_shared_memory()},
+          // The paste mask, and the face parser's memory when it is the parsing one.
+          {"mask", mask_kind},
+          {"parsenet_arena_bytes", parser ? parser->plan().arena_bytes : 0},
+          {"parsenet_workspace_bytes", parser ? parser->plan().workspace_bytes : 0},
+          {"parsenet_weights_bytes", parser ? parser->weights_bytes() : 0},
+          {"parsenet_in_generator_arena", parser && parser->uses_shared_memory()},
+          // GPEN's arena as allocated: its plan's, or ParseNet's when that is larger (shared in turns).
+          {"shared_arena_bytes", model->arena_bytes()},
           // Device pipeline: the photo, paste canvas, detection candidates, mask and one batch of
           // crops in one buffer, sized by the largest photo (0 on the host).
           {"pipeline_on_device", restorer.on_device()},
@@ -246,6 +267,14 @@ Command reg(
           ->capture_default_str()
           ->check(CLI::Range(1, 100));
       add_image_read_options(sub, g_args.max_pixels, g_args.ignore_orientation);
+      sub.add_option("--parse", g_args.parse,
+                     "Converted ParseNet model (.gpw, from ParseNet-latest.pth): paste faces through the face-parsing "
+                     "mask, as the official flow does (the default whenever it is given)")
+          ->check(CLI::ExistingFile);
+      sub.add_option("--mask", g_args.mask,
+                     "Paste mask: parse (face parsing, needs --parse) or rect (the feathered rectangle); default: "
+                     "parse with --parse, else rect")
+          ->check(CLI::IsMember({"rect", "parse"}));
       sub.add_option("--report", g_args.report, "Write a JSON report: faces, per-stage times, memory");
       add_task_options(sub, g_args);
       sub.add_option("--sr", g_args.sr_model,
@@ -258,8 +287,11 @@ Command reg(
           ->capture_default_str();
       sub.callback([] {
         finish_task_options(g_args);
-        if (g_args.aligned)
+        if (g_args.aligned) {
+          GPEN_CHECK(g_args.parse.empty() && g_args.mask.empty(),
+                     "--parse and --mask choose how faces are pasted into photos; --aligned pastes nothing");
           run_aligned(g_args);
+        }
         else
           run_photos(g_args);
       });

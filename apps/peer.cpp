@@ -91,6 +91,14 @@ nlohmann::json run_pytorch_detector_bench(const std::string& checkpoint, const s
   return run_reference("retinaface_reference.py", args + " " + shell_quote(image), timeout_s);
 }
 
+nlohmann::json run_pytorch_parsenet_bench(const std::string& checkpoint, int size, int runs, int threads,
+                                          int timeout_s) {
+  std::string args = "--bench --size " + std::to_string(size) + " --runs " + std::to_string(runs) + " --threads " +
+                     std::to_string(threads);
+  if (!checkpoint.empty()) args += " --checkpoint " + shell_quote(checkpoint);
+  return run_reference("parsenet_reference.py", args, timeout_s);
+}
+
 const std::vector<std::string>& onnx_peers() {
   static const std::vector<std::string> v{"onnxruntime", "openvino"};
   return v;

@@ -32,6 +32,12 @@ nlohmann::json run_pytorch_detector_bench(const std::string& checkpoint_pth, con
                                           int warmup, int threads, const std::string& device = "cpu",
                                           int timeout_s = 0);
 
+// Runs tests/reference/parsenet_reference.py --bench: ParseNet on a size x size input with
+// `threads` torch threads (the checkpoint when given, else random weights: the time does not
+// depend on them); returns {"best_ms", "ms": [...], ...} or {"error"}.
+nlohmann::json run_pytorch_parsenet_bench(const std::string& checkpoint_pth, int size, int runs, int threads,
+                                          int timeout_s = 0);
+
 // The ONNX peers by name: onnxruntime, openvino.
 const std::vector<std::string>& onnx_peers();
 // Runs tests/reference/peer_bench.py for `peer` on the configuration of `b` (CPU, fp32; b.model,

@@ -63,11 +63,18 @@ void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev) {
   nlohmann::json jsr;
   MemoryPlan sr;
   if (a.sr_scale > 0) sr = realesrnet_pipeline_part(a, dev, &jsr);
-  std::vector<const MemoryPlan*> parts{&det.plan, &gen.plan};
+  double parse_flops = 0;
+  Planned parse;
+  if (a.parse) parse = plan_parsenet_for_pipeline(a, dev, &parse_flops);
+  std::vector<const MemoryPlan*> parts = {&det.plan, &gen.plan};
+  if (a.parse) parts.push_back(&parse.plan);
   if (a.sr_scale > 0) parts.push_back(&sr);
   SharedMemory joint = shared_memory(parts);
-  const size_t sep_arena = det.plan.arena_bytes + gen.plan.arena_bytes + sr.arena_bytes;
-  const size_t sep_ws = det.plan.workspace_bytes + gen.plan.workspace_bytes + sr.workspace_bytes;
+  size_t sep_arena = 0, sep_ws = 0;
+  for (const MemoryPlan* p : parts) {
+    sep_arena += p->arena_bytes;
+    sep_ws += p->workspace_bytes;
+  }
   const size_t sep_total = joint.weights_bytes + sep_arena + sep_ws;
   auto part = [](const MemoryPlan& p) {
     return nlohmann::json{{"strategy", p.strategy},          {"weights_bytes", p.weights_bytes},
@@ -94,13 +101,19 @@ void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev) {
                       {"separate", {{"arena_bytes", sep_arena}, {"workspace_bytes", sep_ws}, {"total_bytes", sep_total}}},
                       {"bytes_saved", sep_total - joint.total_bytes()}};
   if (a.sr_scale > 0) j["super_resolution"] = jsr;
+  if (a.parse) {
+    nlohmann::json jp = part(parse.plan);
+    jp.update({{"arch", "parsenet"}, {"input_size", {512, 512}}, {"precision", "fp32"}, {"gflop", parse_flops / 1e9}});
+    j["parser"] = jp;
+  }
   if (a.json) {
     emit_json(a, j);
     return;
   }
   auto mb = [](size_t b) { return human_bytes(double(b)); };
-  std::printf("Pipeline: RetinaFace %s at %dx%d (fp32), then %s (workspace for the %s backend)\n",
-              retinaface_backbone_name(bb), w, h, gen.cfg.describe().c_str(), dev.name.c_str());
+  std::printf("Pipeline: RetinaFace %s at %dx%d (fp32), then %s%s (workspace for the %s backend)\n",
+              retinaface_backbone_name(bb), w, h, gen.cfg.describe().c_str(),
+              a.parse ? ", then ParseNet 512x512 (fp32) per face" : "", dev.name.c_str());
   auto line = [](const char* label, const std::string& weights, const std::string& arena, const std::string& lower,
                  const std::string& workspace, const std::string& total) {
     std::printf("  %-10s %10s %10s %10s %10s %10s\n", label, weights.c_str(), arena.c_str(), lower.c_str(),
@@ -110,7 +123,9 @@ void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev) {
   if (a.sr_scale > 0)
     line("sr", mb(sr.weights_bytes), mb(sr.arena_bytes), mb(sr.lower_bound_bytes), mb(sr.workspace_bytes),
          mb(sr.total_bytes()));
-  for (auto [label, p] : {std::pair<const char*, const MemoryPlan*>{"detector", &det.plan}, {"generator", &gen.plan}})
+  std::vector<std::pair<const char*, const MemoryPlan*>> rows = {{"detector", &det.plan}, {"generator", &gen.plan}};
+  if (a.parse) rows.push_back({"parser", &parse.plan});
+  for (auto [label, p] : rows)
     line(label, mb(p->weights_bytes), mb(p->arena_bytes), mb(p->lower_bound_bytes), mb(p->workspace_bytes),
          mb(p->total_bytes()));
   line("separate", mb(joint.weights_bytes), mb(sep_arena), "", mb(sep_ws), mb(sep_total));

@@ -40,6 +40,7 @@ struct PlanArgs {
   bool reorder = false;
   double remat_max_flops = 2.0;  // percent of the model's FLOPs
   bool pipeline = false;
+  bool parse = false;  // --pipeline: ParseNet (the face-parsing paste mask) at 512 in the arena too
   std::string device = "cpu";
   // RealESRNet (--arch realesrnet; --pipeline with --sr-scale): apps/plan_sr.cpp.
   int scale = 2;
@@ -129,6 +130,11 @@ void run_realesrnet_plan(const PlanArgs& a, const PlanDevice& dev);
 // --pipeline --sr-scale S: RealESRNet's plan on the --input-size photo as a MemoryPlan (arena and
 // workspace of its largest cut), and its JSON entry.
 MemoryPlan realesrnet_pipeline_part(const PlanArgs& a, const PlanDevice& dev, nlohmann::json* j);
+// ParseNet plans (apps/plan_parsenet.cpp): --input-size S or WxH (multiples of 16; 512 when the
+// option keeps the detector's default), fp32, same report fields, plus GFLOP per run.
+void run_parsenet_plan(const PlanArgs& a, const PlanDevice& dev);
+// The ParseNet graph of the face-parsing paste mask (512 x 512, batch 1) planned for `dev`.
+Planned plan_parsenet_for_pipeline(const PlanArgs& a, const PlanDevice& dev, double* flops);
 // Runs the plan the options ask for: the pipeline, RetinaFace, or GPEN (one report or a table).
 void run_plan(PlanArgs a);
 // A --json report: to a.json_out when set, else to stdout as `gpen plan --json` prints it.

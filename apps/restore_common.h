@@ -37,6 +37,8 @@ struct RestoreArgs {
   uint64_t seed = 0;             // FullGenerator_SR noise (engine/models/gpen_noise.h)
   std::string sr_model;         // --sr REALESRNET.gpw: background super-resolution (apps/sr_common.h)
   std::string sr_tile = "auto";  // --sr-tile
+  std::string parse;  // --parse PARSENET.gpw: the face-parsing paste mask
+  std::string mask;   // --mask rect|parse; empty: parse when --parse is given, else rect
 };
 
 ReadOptions photo_read_options(const RestoreArgs& a);

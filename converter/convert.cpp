@@ -76,6 +76,7 @@ std::string describe(const Recognition& r) {
   if (r.arch == Arch::realesrnet)
     return "RealESRNet x" + std::to_string(r.realesrnet.scale) + " (RRDBNet, " + std::to_string(r.realesrnet.num_block) +
            " blocks)";
+  if (r.arch == Arch::parsenet) return "ParseNet";
   return std::string("RetinaFace ") + backbone_name(r.backbone);
 }
 
@@ -183,9 +184,10 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWrite
   }
 }
 
-void plan_retinaface(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWriter& w) {
+// Convs with their BatchNorm folded (RetinaFace, ParseNet): docs/weights-format.md.
+void plan_units(const Checkpoint& ck, const std::vector<ConvUnit>& units, DType wdt, GpwWriter& w) {
   const Checkpoint* ckp = &ck;
-  for (const ConvUnit& u : retinaface_units(rec.backbone)) {
+  for (const ConvUnit& u : units) {
     const int64_t O = u.out, I = u.in / u.groups, K = u.k;
     // Per-output-channel scale and bias of the folded BatchNorm (eps 1e-5), in double.
     auto fold = [ckp, u, O]() {
@@ -297,7 +299,8 @@ ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) 
   w.set_storage_dtype(opt.dtype);
   if (rec.arch == Arch::gpen) plan_gpen(ck, rec, opt.dtype, w);
   else if (rec.arch == Arch::realesrnet) plan_realesrnet(ck, rec, opt.dtype, w);
-  else plan_retinaface(ck, rec, opt.dtype, w);
+  else if (rec.arch == Arch::parsenet) plan_units(ck, parsenet_units(), opt.dtype, w);
+  else plan_units(ck, retinaface_units(rec.backbone), opt.dtype, w);
   nlohmann::json src = {{"format", ck.format()}};
   if (!ck.selected_key().empty()) src["key"] = ck.selected_key();
   w.set_meta("source", src);

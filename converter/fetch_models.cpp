@@ -34,7 +34,6 @@ const char* kHiresNote =
     "the official GPEN README does not link it from the common folder; it points to ModelScope "
     "(https://www.modelscope.cn/models/damo/cv_gpen_image-portrait-enhancement-hires) instead. "
     "Pass --base-url of a mirror that holds NAME.pth";
-const char* kNotYet = "the converter does not recognise its layout (it joins when the official-flow issue lands)";
 
 std::vector<ModelInfo> make_table() {
   std::vector<ModelInfo> t;
@@ -51,7 +50,9 @@ std::vector<ModelInfo> make_table() {
   t.push_back({"GPEN-Inpainting-1024", true, true, "", gpen_expect(1024, 2, 1), 0, ""});
   t.push_back({"GPEN-Seg2face-512", true, true, "", gpen_expect(512, 2, 1), 0, ""});
   t.push_back({"RetinaFace-R50", true, true, "", retina_expect(conv::RetinaBackbone::resnet50), 0, ""});
-  t.push_back({"ParseNet-latest", true, false, kNotYet, Expect{}, 0, ""});
+  Expect parse;
+  parse.arch = conv::Arch::parsenet;  // one fixed layout: recognising it checks every tensor
+  t.push_back({"ParseNet-latest", true, true, "", parse, 0, ""});
   // RealESRNet as GPEN's face_model/realesrnet.py builds it: RRDBNet(3, 3, 32, 23, 32, scale).
   for (int s : {1, 2, 4}) {
     Expect e;
@@ -92,6 +93,7 @@ std::string describe(const Expect& e) {
   if (e.arch == conv::Arch::retinaface) return std::string("RetinaFace ") + conv::backbone_name(e.backbone);
   if (e.arch == conv::Arch::realesrnet)
     return "RealESRNet x" + std::to_string(e.sr_scale) + " (RRDBNet, 32 features, 23 blocks)";
+  if (e.arch == conv::Arch::parsenet) return "ParseNet (face parsing, 19 classes)";
   if (e.arch != conv::Arch::gpen) return "a model the converter does not know";
   auto num = [](double v) {
     std::string s = std::to_string(v);

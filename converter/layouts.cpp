@@ -248,6 +248,7 @@ const char* arch_name(Arch a) {
     case Arch::gpen: return "gpen";
     case Arch::retinaface: return "retinaface";
     case Arch::realesrnet: return "realesrnet";
+    case Arch::parsenet: return "parsenet";
     case Arch::unknown: break;
   }
   return "unknown";
@@ -258,7 +259,8 @@ Arch parse_arch(const std::string& s) {
   if (s == "gpen") return Arch::gpen;
   if (s == "retinaface") return Arch::retinaface;
   if (s == "realesrnet") return Arch::realesrnet;
-  throw Error("unknown architecture '" + s + "' (expected auto, gpen, retinaface or realesrnet)");
+  if (s == "parsenet") return Arch::parsenet;
+  throw Error("unknown architecture '" + s + "' (expected auto, gpen, retinaface, realesrnet or parsenet)");
 }
 
 static const std::vector<int64_t>* shape_of(const ShapeMap& m, const std::string& k) {
@@ -318,6 +320,14 @@ Recognition recognize(const ShapeMap& shapes, Arch want) {
     r.realesrnet = infer_realesrnet(shapes);
     r.config = r.realesrnet.to_json();
     r.layout = realesrnet_layout(r.realesrnet);
+    return r;
+  }
+  if (want == Arch::unknown && (shapes.count("out_mask_conv.conv2d.weight") || shapes.count("encoder.0.conv2d.weight")))
+    want = Arch::parsenet;
+  if (want == Arch::parsenet) {
+    r.arch = want;
+    r.config = parsenet_config();
+    r.layout = parsenet_layout();
     return r;
   }
   if (want == Arch::unknown) {

@@ -83,9 +83,16 @@ std::vector<TensorSpec> realesrnet_layout(const RealesrnetConfig& c);
 bool looks_like_realesrnet(const std::map<std::string, std::vector<int64_t>>& shapes);
 RealesrnetConfig infer_realesrnet(const std::map<std::string, std::vector<int64_t>>& shapes);
 
+// ---- ParseNet (the face parser; converter/layouts_parsenet.cpp) -------------------------------
+// Every conv of ParseNet-latest in state-dict order (module path "<...>.conv2d", BatchNorm path
+// "<...>.norm.norm" or "" for the bias-carrying convs), out_img_conv included.
+std::vector<ConvUnit> parsenet_units();
+std::vector<TensorSpec> parsenet_layout();
+nlohmann::json parsenet_config();  // the official constructor arguments (checkpoint_layouts.json)
+
 // ---- Recognition --------------------------------------------------------------------------
-enum class Arch { unknown, gpen, retinaface, realesrnet };
-const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface", "realesrnet"
+enum class Arch { unknown, gpen, retinaface, realesrnet, parsenet };
+const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface", "realesrnet", "parsenet"
 Arch parse_arch(const std::string& s);
 
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;

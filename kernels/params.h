@@ -76,6 +76,15 @@ struct UpFirDn2dParams {
   Activation act;
 };
 
+// NHWC reflection padding (mirror without repeating the edge: row -1 = row 1), optionally after a
+// nearest upsample by `up` (out[y][x] = in[y / up][x / up]) in the same gather: ParseNet's
+// Upsample + ReflectionPad2d in front of a zero-padding conv, so conv2d keeps its fast paths.
+// y is [N, up H + 2 pad, up W + 2 pad, C]; pad < up H and pad < up W.
+struct PadReflectParams {
+  int pad = 1;
+  int up = 1;
+};
+
 // Softmax over the last axis.
 struct SoftmaxParams {};
 

@@ -50,6 +50,7 @@ struct Env {
     fs::copy_file(kCk + "mnet.zip.pth", root / "small" / "RetinaFace-R50.pth");
     fs::create_directories(root / "wrong");
     fs::copy_file(kCk + "mnet.zip.pth", root / "wrong" / "GPEN-BFR-256.pth");
+    fs::copy_file(kCk + "gpen_s64.zip.pth", root / "wrong" / "ParseNet-latest.pth");
     const std::string s64 = read_file(kCk + "gpen_s64.zip.pth");
     write_file(root / "trunc" / "GPEN-BFR-256.pth", s64.substr(0, s64.size() / 2));
     ok = server.start(root, work);
@@ -193,7 +194,7 @@ TEST_CASE("gpen fetch: wrong model, truncated, always cut, 404, refused, bad nam
       {"GPEN-BFR-256 --base-url ftp://127.0.0.1/x", {"not an http:// or https:// URL"}, 0},
       {"GPEN-BFR-256 --sha256 " + std::string(64, 'f') + " --base-url " + env.server.url("ok/small"), {"sha256 " + kS64Sha + ", expected"}, 1},
       {"GPEN-BFR-999", {"unknown model 'GPEN-BFR-999'", "GPEN-BFR-512"}, 0},
-      {"GPEN-BFR-512 ParseNet-latest --base-url " + env.server.url("ok/small"), {"ParseNet-latest: cannot be fetched yet", "official-flow"}, 0},
+      {"ParseNet-latest --base-url " + env.server.url("ok/wrong"), {"not ParseNet-latest", "it holds a gpen model", "expected ParseNet"}, 1},
       {"GPEN-BFR-1024", {"GPEN-BFR-1024", "ModelScope", "--base-url"}, 0},
       {"GPEN-BFR-256 RetinaFace-R50 --sha256 " + std::string(64, 'f'), {"one model"}, 0},
   };

@@ -29,6 +29,7 @@ const char* op_name(const OpParams& p) {
                         [](const ModConvParams& m) { return m.up ? "modconv_up" : "modconv"; },
                         [](const MaxPool2dParams&) { return "max_pool2d"; },
                         [](const PixelUnshuffleParams&) { return "pixel_unshuffle"; },
+                        [](const PadReflectParams&) { return "pad_reflect"; },
                     },
                     p);
 }
@@ -211,6 +212,17 @@ int Graph::pixel_unshuffle(int x, int factor, const std::string& name) {
   return y;
 }
 
+int Graph::pad_reflect(int x, const PadReflectParams& p, const std::string& name) {
+  const Shape& xs = tensor(x).shape;
+  std::string nm = auto_name(name, "pad_reflect");
+  GPEN_CHECK(xs.rank == 4, nm + ": input must be NHWC, got " + xs.str());
+  GPEN_CHECK(p.up >= 1 && p.pad >= 0 && p.pad < p.up * xs[1] && p.pad < p.up * xs[2],
+             nm + ": reflection pad " + std::to_string(p.pad) + " needs a larger input than " + xs.str());
+  int y = new_intermediate(nm, act_dtype_, nhwc(xs[0], p.up * xs[1] + 2 * p.pad, p.up * xs[2] + 2 * p.pad, xs[3]));
+  add_node({nm, p, {x}, {y}});
+  return y;
+}
+
 int Graph::max_pool2d(int x, const MaxPool2dParams& p, const std::string& name) {
   const Shape& xs = tensor(x).shape;
   std::string nm = auto_name(name, "max_pool2d");
@@ -343,6 +355,7 @@ double node_flops(const Graph& g, const Node& n) {
           [&](const DemodParams&) { return 2.0 * out * static_cast<double>(g.tensor(n.inputs[1]).shape[1]); },
           [&](const ResizeNearestParams&) { return 0.0; },
           [&](const PixelUnshuffleParams&) { return 0.0; },
+          [&](const PadReflectParams&) { return 0.0; },
           [&](const auto&) { return out; },  // elementwise and normalisations: about one per element
       },
       n.params);

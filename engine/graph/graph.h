@@ -33,7 +33,7 @@ struct TensorDesc {
 
 using OpParams = std::variant<Conv2dParams, DenseParams, BiasActParams, AddParams, ResizeNearestParams,
                               UpFirDn2dParams, SoftmaxParams, PixelNormParams, DemodParams, ModConvParams,
-                              MaxPool2dParams, PixelUnshuffleParams>;
+                              MaxPool2dParams, PixelUnshuffleParams, PadReflectParams>;
 
 const char* op_name(const OpParams& p);
 
@@ -73,6 +73,7 @@ class Graph {
   int softmax(int x, const std::string& name = "");
   int max_pool2d(int x, const MaxPool2dParams& p, const std::string& name = "");
   int pixel_unshuffle(int x, int factor, const std::string& name = "");
+  int pad_reflect(int x, const PadReflectParams& p, const std::string& name = "");
   int pixel_norm(int x, const std::string& name = "");
   int demod(int s, int q, const std::string& name = "");
   // Inputs as in ModConvParams (x, x2, x2_scale, x2_bias, w, s, d, bias, residual); -1 if absent.

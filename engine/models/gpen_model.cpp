@@ -237,9 +237,15 @@ void GpenModel::prepare(int batch, const std::string& strategy, bool allow_inpla
   prepare(batch, opt);
 }
 
+void GpenModel::set_min_memory(size_t arena_bytes, size_t workspace_bytes) {
+  min_arena_ = arena_bytes;
+  min_ws_ = workspace_bytes;
+}
+
 void GpenModel::prepare(int batch, const PlanOptions& opt) {
   std::string key = opt.strategy + (opt.allow_inplace ? "+inplace" : "") + (opt.rematerialize ? "+remat" : "") +
-                    (opt.reorder ? "+reorder" : "") + std::to_string(opt.remat_max_flops_fraction);
+                    (opt.reorder ? "+reorder" : "") + std::to_string(opt.remat_max_flops_fraction) + "+min" +
+                    std::to_string(min_arena_) + "," + std::to_string(min_ws_);
   if (batch == batch_ && exec_ && key == plan_key_) return;
   plan_key_ = key;
   opt_ = opt;
@@ -252,7 +258,10 @@ void GpenModel::prepare(int batch, const PlanOptions& opt) {
   transform_ = transform_for_memory(graph_->graph, opt);
   WorkspaceFn ws = [this](const Graph& g, const Node& n) { return backend_.workspace_bytes(g, n); };
   plan_ = std::make_unique<MemoryPlan>(plan_memory(graph_->graph, ws, opt));
-  exec_ = std::make_unique<Executor>(graph_->graph, *plan_, backend_, weights_);
+  MemoryPlan sized = *plan_;  // the executor allocates what its plan says: at least the minimum
+  sized.arena_bytes = std::max(sized.arena_bytes, min_arena_);
+  sized.workspace_bytes = std::max(sized.workspace_bytes, min_ws_);
+  exec_ = std::make_unique<Executor>(graph_->graph, sized, backend_, weights_);
   batch_ = batch;
   release_io();
   if (device_) {

@@ -3,6 +3,7 @@
 // for one batch size, its memory plan and an executor. Runs NHWC float batches in model space.
 // On a device backend (engine/runtime/device.h) the weights are converted to the model's precision and
 // uploaded once, into one allocation; faces go through pinned host buffers in that precision.
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -88,6 +89,13 @@ class GpenModel {
   // The prepared executor's arena and workspace (plan().arena_bytes / workspace_bytes long), for
   // a model that runs strictly between this one's runs to borrow (FaceRestorer's detector).
   void* arena() const { return exec_ ? exec_->arena() : nullptr; }
+  // From the next prepare() on, the arena and workspace are at least this large (the larger of
+  // the plan's and these), so that a model taking turns with this one fits in them: FaceRestorer
+  // sizes them for its face parser, whose plan is larger than GPEN's. arena_bytes() says how
+  // large they are; plan() stays GPEN's own.
+  void set_min_memory(size_t arena_bytes, size_t workspace_bytes);
+  size_t arena_bytes() const { return exec_ ? exec_->arena_bytes() : 0; }
+  size_t workspace_bytes() const { return exec_ ? std::max(plan_->workspace_bytes, min_ws_) : 0; }
   void* workspace() const { return exec_ ? exec_->workspace() : nullptr; }
 
  private:
@@ -122,6 +130,7 @@ class GpenModel {
   WeightMap weights_;
   int batch_ = 0;
   std::string plan_key_;
+  size_t min_arena_ = 0, min_ws_ = 0;  // set_min_memory
   PlanOptions opt_;
   TransformReport transform_;
   std::unique_ptr<GpenGraph> graph_;

@@ -161,6 +161,13 @@ std::shared_ptr<const std::vector<float>> paste_mask(int size) {
   return m;
 }
 
+std::vector<float> resize_paste_mask(const std::vector<float>& mask512, int size) {
+  GPEN_CHECK(size >= 1 && size <= kMaxFaceSize,
+             "paste mask: crop size " + std::to_string(size) + " is outside 1.." + std::to_string(kMaxFaceSize));
+  GPEN_CHECK(mask512.size() == static_cast<size_t>(kBase) * kBase, "paste mask: the mask to resize must be 512 x 512");
+  return resize_mask(mask512, size);
+}
+
 Image smooth_small_face(const Image& img) {
   check_image(img, "face smoothing");
   const int w = img.width, h = img.height;
@@ -309,7 +316,9 @@ Image paste_faces(ImageView original, const std::vector<PastedFace>& faces,
       blended = blend_faces(*ef, f.crop, alpha);
       ef = &blended;
     }
-    canvas.add(*ef, *mask, crop_to_image[i]);
+    if (f.mask) GPEN_CHECK(f.mask->size() == f.restored.pixels(), which + ": its paste mask is not " +
+                                                                     std::to_string(size) + "x" + std::to_string(size));
+    canvas.add(*ef, f.mask ? *f.mask : *mask, crop_to_image[i]);
   }
   return canvas.composite(original);
 }

@@ -18,6 +18,8 @@ struct PastedFace {
   float box[4] = {};         // detection box x1, y1, x2, y2: faces under 100 pixels get smoothed
   Image restored;            // GPEN's output, S x S
   Image crop;                // the aligned crop fed to GPEN (align_face), S x S; may be empty when alpha == 1
+  // This face's own paste mask, S x S (the face-parsing one, parse_mask.h); null: the rectangle.
+  std::shared_ptr<const std::vector<float>> mask;
 };
 
 // The official paste mask for an S x S crop, row-major S * S floats: 512x512 zeros, the filled
@@ -26,6 +28,10 @@ struct PastedFace {
 // with OpenCV's float operation order, fused multiply-adds included. Cached per size;
 // gpen::Error unless 1 <= size <= kMaxFaceSize.
 std::shared_ptr<const std::vector<float>> paste_mask(int size);
+
+// cv2.resize of a 512 x 512 float mask to size x size, as paste_mask does (a copy at 512, the 2 x 2
+// mean at 256, bilinear otherwise). gpen::Error for another length or a size outside 1..kMaxFaceSize.
+std::vector<float> resize_paste_mask(const std::vector<float>& mask512, int size);
 
 // cv2.filter2D(img, -1, [[1,2,1],[2,4,2],[1,2,1]]/16) with reflect-101 borders, rounded half to
 // even: the smoothing applied to restored faces whose box is under 100 pixels.

@@ -6,6 +6,7 @@
 #include "engine/photo/align.h"
 #include "kernels/cpu/face_io.h"
 #include "engine/photo/paste.h"
+#include "engine/photo/parse_mask.h"
 #include "engine/core/stopwatch.h"
 
 namespace gpen {
@@ -46,7 +47,7 @@ FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const Resto
                  "): the official photo pipeline cannot paste its faces back (FaceEnhancement fails on the size "
                  "mismatch); run it on aligned crops (--aligned)");
   GPEN_CHECK(opt_.alpha >= 0.0 && opt_.alpha <= 1.0, "alpha must be in [0, 1]");
-  if (opt_.device_pipeline)
+  if (opt_.device_pipeline && !opt_.parser)
     if (auto* dev = dynamic_cast<DeviceBackend*>(&gpen_.backend())) {
       ops_ = dev->pipeline_ops();
       det_ops_ = det_.pipeline_ops();
@@ -56,12 +57,24 @@ FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const Resto
 }
 
 void FaceRestorer::plan_batch(int batch) {
+  const bool parser_shares =
+      opt_.parser && opt_.share_arena && std::string(gpen_.backend().name()) == opt_.parser->backend().name();
+  if (parser_shares) {
+    // ParseNet at 512 usually plans more than GPEN: GPEN's arena is made that large, and the
+    // parser and the detector run inside it, in turns (one arena: the largest plan, not a sum).
+    const MemoryPlan& pp = opt_.parser->plan_for(kParseSize, kParseSize);
+    gpen_.set_min_memory(pp.arena_bytes, pp.workspace_bytes);
+  }
   gpen_.prepare(batch);
   batch_ = batch;
   // Detection and restoration take turns, so the detector runs in the generator's arena (on the
   // same device) and the photo pipeline holds the larger of the two arenas, not their sum.
   if (opt_.share_arena && std::string(gpen_.backend().name()) == det_.device())
-    det_.share_memory(gpen_.arena(), gpen_.plan().arena_bytes, gpen_.workspace(), gpen_.plan().workspace_bytes);
+    det_.share_memory(gpen_.arena(), gpen_.arena_bytes(), gpen_.workspace(), gpen_.workspace_bytes());
+  if (opt_.parser) {
+    if (parser_shares) opt_.parser->share_memory(gpen_.arena(), gpen_.arena_bytes(), gpen_.workspace(), gpen_.workspace_bytes());
+    opt_.parser->prepare(kParseSize, kParseSize);
+  }
   if (ops_) return;
   const size_t face = static_cast<size_t>(gpen_.size()) * gpen_.size() * 3;
   in_.assign(face * static_cast<size_t>(batch), 0.0f);
@@ -128,6 +141,12 @@ PhotoResult FaceRestorer::process_on_host(ImageView photo, const ImageView* back
   r.times.restore_ms = ms_since(t0);
 
   t0 = std::chrono::steady_clock::now();
+  if (opt_.parser) {
+    // The mask comes from the raw GPEN output (before smoothing and blending), as officially.
+    for (auto& p : pasted)
+      p.mask = std::make_shared<const std::vector<float>>(parse_paste_mask(face_parse(*opt_.parser, p.restored), S));
+    r.mask = "parse";
+  }
   for (const auto& p : pasted) r.restored_faces.push_back(p.restored);
   r.restored = static_cast<int>(pasted.size());
   const ImageView bg = background ? *background : photo;

@@ -7,6 +7,7 @@
 
 #include "engine/photo/image.h"
 #include "engine/models/gpen_model.h"
+#include "engine/models/parsenet.h"
 #include "engine/models/retinaface.h"
 #include "engine/runtime/pipeline_ops.h"
 
@@ -25,6 +26,11 @@ struct RestoreOptions {
   // On a device whose backend has the pipeline steps (CUDA), the photo stays on the device from
   // upload to composite; false runs warps, conversions and paste on the host (for comparisons).
   bool device_pipeline = true;
+  // The face-parsing paste mask (the official flow's default, engine/photo/parse_mask.h): each
+  // face is pasted through the ParseNet mask of its raw GPEN output; nullptr: the rectangle.
+  // ParseNet runs in GPEN's arena when its plan fits there. The photo steps then run on the host
+  // (the device pipeline has no parsing step yet), ParseNet and GPEN on their own backends.
+  ParseNetModel* parser = nullptr;
 };
 
 struct StageTimes {
@@ -36,6 +42,7 @@ struct PhotoResult {
   std::vector<Face> faces;      // every detection
   int restored = 0;             // faces restored and pasted
   std::vector<Image> restored_faces;  // GPEN outputs, S x S, in detection order
+  const char* mask = "rect";    // the paste mask used: "rect" or "parse"
   StageTimes times;
 };
 

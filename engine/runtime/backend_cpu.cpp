@@ -65,6 +65,8 @@ class CpuBackend final : public Backend {
             cpu::softmax(p, in[0], out[0]);
           else if constexpr (std::is_same_v<P, MaxPool2dParams>)
             cpu::max_pool2d(p, in[0], out[0]);
+          else if constexpr (std::is_same_v<P, PadReflectParams>)
+            cpu::pad_reflect(p, in[0], out[0]);
           else if constexpr (std::is_same_v<P, PixelNormParams>)
             cpu::pixel_norm(p, in[0], out[0]);
           else if constexpr (std::is_same_v<P, PixelUnshuffleParams>)

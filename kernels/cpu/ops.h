@@ -44,6 +44,8 @@ void pixel_unshuffle(const PixelUnshuffleParams& p, const TensorView& x, const T
 
 // max_pool2d: x [N,H,W,C] f32; y [N,Ho,Wo,C] (kernels/cpu/pool.cpp).
 void max_pool2d(const MaxPool2dParams& p, const TensorView& x, const TensorView& y);
+// pad_reflect: x [N,H,W,C] f32; y [N, up H + 2 pad, up W + 2 pad, C] (kernels/cpu/pad_reflect.cpp).
+void pad_reflect(const PadReflectParams& p, const TensorView& x, const TensorView& y);
 
 // ---- GPEN ops (kernels/cpu/latent.cpp, kernels/cpu/modconv.cpp, kernels/cpu/epilogue.cpp)
 

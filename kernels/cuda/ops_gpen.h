@@ -27,5 +27,7 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
 
 // NHWC max pooling; padded taps never win, NaN propagates (as cpu::max_pool2d).
 void max_pool2d(const MaxPool2dParams& p, const TensorView& x, const TensorView& y, Stream stream);
+// Nearest upsample + reflection pad in one gather, any dtype, bit-identical to cpu::pad_reflect.
+void pad_reflect(const PadReflectParams& p, const TensorView& x, const TensorView& y, Stream stream);
 
 GPEN_CUDA_NAMESPACE_END

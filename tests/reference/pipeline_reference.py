@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The official GPEN photo pipeline (FaceEnhancement.process of yangxy/GPEN, face_enhancement.py,
-without super-resolution and with the rectangle paste mask instead of the face-parsing one),
+without super-resolution; the rectangle paste mask, or with --parse the face-parsing one),
 re-created with cv2 + numpy + the two torch references of this directory:
 
   detect      retinaface_reference.detect (the official detect(): threshold 0.9, NMS 0.4, shrink
@@ -32,6 +32,8 @@ code does, and self_test() checks that this cv2 treats it as bilinear.
         use_sr: img_sr = RealESRNet.process(img) (rrdbnet_reference.py; --sr-fixed: with the
         engine's corrections), img = cv2.resize(img, img_sr size), everything else on that img,
         final = convertScaleAbs(img_sr * (1 - full_mask) + full_img * full_mask)
+  pipeline_reference.py IMAGE -o OUT.png --checkpoint GPEN.pth --parse PARSENET.pth [--save-faces DIR]
+        paste through the face-parsing mask (parsenet_reference.py); DIR also gets labelsKK.npy
   pipeline_reference.py --self-test
 
 Use /usr/bin/python3 (torch, numpy, cv2). Results are deterministic for a fixed torch thread
@@ -51,6 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import gpen_reference as gref  # noqa: E402
 import retinaface_reference as rref  # noqa: E402
+import parsenet_reference as pref  # noqa: E402
 
 THRESHOLD = 0.9          # FaceEnhancement.threshold
 SMALL_FACE = 100         # min(box h, box w) below this: smoothing
@@ -164,13 +167,17 @@ def detect(net, img):
 
 # ----------------------------------------------------------------------------- process
 
-def process(img, model, net, alpha=1.0, dets=None, landmarks=None, restore=None, background=None):
+def process(img, model, net, alpha=1.0, dets=None, landmarks=None, restore=None, background=None, parser=None):
     """FaceEnhancement.process(img) with use_sr False and the rectangle mask. dets/landmarks:
     detections in the official layout (as detect() returns them) to skip the detector;
     restore(crop, k): GPEN's output for the k-th restored face (default: run `model`), e.g. the
     faces of an earlier run to redo the paste with another alpha.
+    parser: a parsenet_reference.ParseNet: each face is pasted through its face-parsing mask
+    (FaceParse.process of the raw GPEN output, mask_postprocess, cv2.resize to S) instead of
+    the rectangle, as the official flow has done since December 2021.
     Returns a dict: composite, crops, restored (GPEN outputs before smoothing/blend), used
-    (indices into dets of the faces restored), tfm, tfm_inv, full_mask, full_img."""
+    (indices into dets of the faces restored), tfm, tfm_inv, full_mask, full_img; with a parser
+    also labels (the 512 x 512 class maps)."""
     if dets is None:
         dets, landmarks = detect(net, img)[:2]
     size = model.size
@@ -181,7 +188,7 @@ def process(img, model, net, alpha=1.0, dets=None, landmarks=None, restore=None,
     full_mask = np.zeros((height, width), dtype=np.float32)
     full_img = np.zeros(img.shape, dtype=np.uint8)
     base_mask = paste_mask(size)
-    r = dict(crops=[], restored=[], used=[], tfm=[], tfm_inv=[], smoothed=[])
+    r = dict(crops=[], restored=[], used=[], tfm=[], tfm_inv=[], smoothed=[], labels=[])
     for i, (faceb, pts) in enumerate(zip(dets, landmarks)):
         if faceb[4] < THRESHOLD:
             continue
@@ -191,7 +198,12 @@ def process(img, model, net, alpha=1.0, dets=None, landmarks=None, restore=None,
         ef = restore(of, len(r['restored']))
         r['crops'].append(of)
         r['restored'].append(ef)
-        tmp_mask = cv2.warpAffine(base_mask, tfm_inv, (width, height), flags=OFFICIAL_WARP_FLAGS)
+        face_mask = base_mask
+        if parser is not None:
+            labels, pm = pref.face_parse_labels(parser, ef)
+            r['labels'].append(labels)
+            face_mask = cv2.resize(pref.mask_postprocess(pm / 255.), (size, size))
+        tmp_mask = cv2.warpAffine(face_mask, tfm_inv, (width, height), flags=OFFICIAL_WARP_FLAGS)
         smoothed = bool(min(fh, fw) < SMALL_FACE)
         if smoothed:
             ef = cv2.filter2D(ef, -1, SMOOTH_KERNEL)
@@ -253,6 +265,7 @@ def main(argv=None):
     ap.add_argument('--json', help='write the detections and per-face data as JSON')
     ap.add_argument('--save-faces', help='directory for the crops and GPEN outputs')
     ap.add_argument('--threads', type=int, default=1)
+    ap.add_argument('--parse', help='ParseNet .pth: paste through the face-parsing mask (the official default)')
     ap.add_argument('--self-test', action='store_true')
     ap.add_argument('--sr', help='RealESRNet checkpoint (params_ema): background super-resolution')
     ap.add_argument('--sr-tile', type=int, default=0)
@@ -278,7 +291,8 @@ def main(argv=None):
         img_sr = srref.process(srref.load(a.sr), img, a.sr_tile, a.sr_fixed)
         img = cv2.resize(img, (img_sr.shape[1], img_sr.shape[0]))
     dets, lms, faces, ss = detect(net, img)
-    r = process(img, model, net, a.alpha, dets, lms, background=img_sr)
+    parser = pref.load(a.parse) if a.parse else None
+    r = process(img, model, net, a.alpha, dets, lms, background=img_sr, parser=parser)
     dt = time.perf_counter() - t0
     if a.out:
         assert cv2.imwrite(a.out, r['composite'])
@@ -287,6 +301,8 @@ def main(argv=None):
         for k, (of, ef) in enumerate(zip(r['crops'], r['restored'])):
             cv2.imwrite(os.path.join(a.save_faces, 'crop%02d.png' % k), of)
             cv2.imwrite(os.path.join(a.save_faces, 'face%02d.png' % k), ef)
+        for k, lab in enumerate(r['labels']):
+            np.save(os.path.join(a.save_faces, 'labels%02d.npy' % k), lab)
     if a.json:
         with open(a.json, 'w') as f:
             json.dump(describe(img, faces, ss, r, a.alpha, model.size), f, indent=1)

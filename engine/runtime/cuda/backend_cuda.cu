@@ -104,6 +104,8 @@ class CudaBackend final : public DeviceBackend {
             softmax(p, in[0], out[0], s);
           else if constexpr (std::is_same_v<P, MaxPool2dParams>)
             max_pool2d(p, in[0], out[0], s);
+          else if constexpr (std::is_same_v<P, PadReflectParams>)
+            pad_reflect(p, in[0], out[0], s);
           else if constexpr (std::is_same_v<P, PixelNormParams>)
             pixel_norm(p, in[0], out[0], s);
           else if constexpr (std::is_same_v<P, PixelUnshuffleParams>)

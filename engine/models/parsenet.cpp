@@ -1,0 +1,211 @@
+// ParseNet: the graph (encoder of four down blocks, ten residual blocks at 1/16, decoder of four
+// up blocks, the 19-class head) and ParseNetModel, its runner.
+#include "engine/models/parsenet.h"
+
+#include <cstring>
+
+#include "engine/runtime/device.h"
+#include "engine/runtime/device_weights.h"
+#include "kernels/cpu/parse_labels.h"
+#include "weights/gpw.h"
+#include "weights/half.h"
+
+namespace gpen {
+
+namespace {
+
+struct Builder {
+  Graph& g;
+  int64_t N;
+
+  int64_t channels(int x) const { return g.tensor(x).shape[3]; }
+
+  // Conv (3x3, reflection pad 1 before; the BatchNorm folded into weight and bias by the
+  // converter) on an already padded input.
+  int conv_padded(int padded, const std::string& prefix, int64_t cin, int64_t cout, int stride, bool lrelu,
+                  int residual = -1) {
+    const int w = g.weight(prefix + ".conv2d.weight", DType::f32, Shape{3, 3, cin, cout});
+    const int b = g.weight(prefix + ".conv2d.bias", DType::f32, Shape{cout});
+    Conv2dParams p;
+    p.kh = p.kw = 3;
+    p.stride_h = p.stride_w = stride;
+    p.has_bias = true;
+    p.has_residual = residual >= 0;
+    p.act = lrelu ? Activation::leaky(0.2f) : Activation::none();
+    return g.conv2d(padded, w, b, p, residual, -1, prefix);
+  }
+  int pad(int x, int up, const std::string& name) { return g.pad_reflect(x, PadReflectParams{1, up}, name); }
+  int conv(int x, const std::string& prefix, int64_t cout, int stride, bool lrelu, int residual = -1) {
+    return conv_padded(pad(x, 1, prefix + ".pad"), prefix, channels(x), cout, stride, lrelu, residual);
+  }
+
+  // out = shortcut(x) + BN2(conv2(lrelu(BN1(conv1(x))))), no activation after the sum: the
+  // shortcut (or x itself) is conv2's residual.
+  int block(int x, const std::string& p, int64_t cout, const char* scale) {
+    const int64_t cin = channels(x);
+    const std::string s = scale;
+    if (s == "down") {
+      const int px = pad(x, 1, p + ".pad");  // shortcut and conv1 read the same padded x
+      const int sc = conv_padded(px, p + ".shortcut_func", cin, cout, 2, false);
+      const int t = conv_padded(px, p + ".conv1", cin, cout, 1, true);
+      return conv(t, p + ".conv2", cout, 2, false, sc);
+    }
+    if (s == "up") {
+      const int px = pad(x, 2, p + ".up_pad");  // up2 + pad, shared by shortcut and conv1
+      const int sc = conv_padded(px, p + ".shortcut_func", cin, cout, 1, false);
+      const int t = conv_padded(px, p + ".conv1", cin, cout, 1, true);
+      return conv(t, p + ".conv2", cout, 1, false, sc);
+    }
+    const int t = conv(x, p + ".conv1", cout, 1, true);
+    return conv(t, p + ".conv2", cout, 1, false, x);
+  }
+};
+
+}  // namespace
+
+ParseNetGraph build_parsenet_graph(int h, int w, int batch, bool with_image, int channel_div) {
+  GPEN_CHECK(h >= 32 && w >= 32 && h <= 4096 && w <= 4096 && h % 16 == 0 && w % 16 == 0,
+             "ParseNet: input " + std::to_string(w) + "x" + std::to_string(h) +
+                 " must be a multiple of 16 between 32 and 4096 on each side");
+  GPEN_CHECK(batch >= 1 && batch <= 1024, "ParseNet: batch " + std::to_string(batch) + " out of range");
+  GPEN_CHECK(channel_div == 1 || channel_div == 2 || channel_div == 4 || channel_div == 8 || channel_div == 16,
+             "ParseNet: channel_div must be 1, 2, 4, 8 or 16");
+  const int64_t d = channel_div;
+  ParseNetGraph pg;
+  Graph& g = pg.graph;
+  Builder b{g, batch};
+  pg.input = g.input("input", DType::f32, Shape{batch, h, w, 3});
+  int x = b.conv(pg.input, "encoder.0", 64 / d, 1, false);
+  const int64_t enc[4] = {128 / d, 256 / d, 256 / d, 256 / d};
+  for (int i = 0; i < 4; ++i) x = b.block(x, "encoder." + std::to_string(i + 1), enc[i], "down");
+  const int feat = x;
+  for (int i = 0; i < 10; ++i) x = b.block(x, "body." + std::to_string(i), 256 / d, "none");
+  x = g.add(feat, x, AddParams{}, -1, "body.sum");
+  const int64_t dec[4] = {256 / d, 256 / d, 128 / d, 64 / d};
+  for (int i = 0; i < 4; ++i) x = b.block(x, "decoder." + std::to_string(i), dec[i], "up");
+  const int px = b.pad(x, 1, "head.pad");
+  pg.logits = b.conv_padded(px, "out_mask_conv", 64 / d, kParseClasses, 1, false);
+  g.mark_output(pg.logits);
+  if (with_image) {
+    pg.image = b.conv_padded(px, "out_img_conv", 64 / d, 3, 1, false);
+    g.mark_output(pg.image);
+  }
+  return pg;
+}
+
+struct ParseNetModel::Weights {
+  GpwFile file;
+  std::vector<std::vector<float>> widened;
+  WeightMap views;
+  void* device = nullptr;
+};
+
+ParseNetModel::ParseNetModel(const std::string& path, Backend& backend) : backend_(backend) {
+  w_ = std::unique_ptr<Weights>(new Weights{GpwFile::open(path), {}, {}, nullptr});
+  const GpwFile& f = w_->file;
+  GPEN_CHECK(f.arch() == "parsenet", path + ": not a ParseNet model (arch '" + f.arch() + "')");
+  for (const auto& e : f.tensors()) {
+    TensorView v = e.view;
+    if (v.dtype == DType::f16 || v.dtype == DType::bf16) {
+      std::vector<float> wide(static_cast<size_t>(v.numel()));
+      const uint16_t* src = v.as<const uint16_t>();
+      for (size_t i = 0; i < wide.size(); ++i) wide[i] = v.dtype == DType::f16 ? f16_to_f32(src[i]) : bf16_to_f32(src[i]);
+      w_->widened.push_back(std::move(wide));
+      v.data = w_->widened.back().data();
+      v.dtype = DType::f32;
+    }
+    GPEN_CHECK(v.dtype == DType::f32, path + ": tensor '" + e.name + "' has unsupported dtype " + dtype_name(v.dtype));
+    w_->views[e.name] = v;
+  }
+  // Every weight the graph binds must be there with its shape: a clear error now, not at run.
+  const ParseNetGraph probe = build_parsenet_graph(32, 32, 1, false);
+  for (const auto& t : probe.graph.tensors()) {
+    if (t.kind != TensorKind::Weight) continue;
+    auto it = w_->views.find(t.name);
+    GPEN_CHECK(it != w_->views.end(), path + ": ParseNet tensor '" + t.name + "' is missing");
+    GPEN_CHECK(it->second.shape == t.shape, path + ": ParseNet tensor '" + t.name + "' has shape " +
+                                                it->second.shape.str() + ", expected " + t.shape.str());
+  }
+  if (is_device_backend(backend_)) {
+    std::vector<TensorView*> views;
+    std::vector<size_t> sizes;
+    for (auto& [name, v] : w_->views) {
+      GPEN_CHECK(v.contiguous(), path + ": tensor '" + name + "' is not contiguous");
+      views.push_back(&v);
+      sizes.push_back(static_cast<size_t>(v.numel()) * 4);
+    }
+    const PackedWeights packed =
+        upload_packed(backend_, sizes, [&](size_t i, uint8_t* dst) { std::memcpy(dst, views[i]->data, sizes[i]); });
+    w_->device = packed.base;
+    for (size_t i = 0; i < views.size(); ++i) views[i]->data = static_cast<uint8_t*>(packed.base) + packed.offset[i];
+    w_->widened.clear();
+  }
+}
+
+ParseNetModel::~ParseNetModel() {
+  ex_.reset();
+  if (w_ && w_->device) backend_.release(w_->device);
+}
+
+size_t ParseNetModel::weights_bytes() const {
+  size_t b = 0;
+  for (const auto& [name, v] : w_->views) b += static_cast<size_t>(v.numel()) * 4;
+  return b;
+}
+
+void ParseNetModel::bind_memory() {
+  ex_.reset();
+  own_arena_ = !(lent_arena_ && plan_->arena_bytes <= lent_arena_bytes_ &&
+                 (plan_->workspace_bytes == 0 || (lent_ws_ && plan_->workspace_bytes <= lent_ws_bytes_)));
+  if (own_arena_)
+    ex_ = std::make_unique<Executor>(pg_->graph, *plan_, backend_, w_->views);
+  else
+    ex_ = std::make_unique<Executor>(pg_->graph, *plan_, backend_, w_->views, lent_arena_, lent_ws_);
+}
+
+const MemoryPlan& ParseNetModel::plan_for(int h, int w) {
+  if (plan_ && h == h_ && w == w_size_) return *plan_;
+  ex_.reset();
+  pg_ = std::make_unique<ParseNetGraph>(build_parsenet_graph(h, w));
+  plan_ = std::make_unique<MemoryPlan>(
+      plan_memory(pg_->graph, [this](const Graph& g, const Node& n) { return backend_.workspace_bytes(g, n); }));
+  h_ = h;
+  w_size_ = w;
+  return *plan_;
+}
+
+void ParseNetModel::prepare(int h, int w) {
+  if (ex_ && h == h_ && w == w_size_) return;
+  plan_for(h, w);
+  bind_memory();
+}
+
+void ParseNetModel::share_memory(void* arena, size_t arena_bytes, void* ws, size_t ws_bytes) {
+  lent_arena_ = arena;
+  lent_arena_bytes_ = arena ? arena_bytes : 0;
+  lent_ws_ = ws;
+  lent_ws_bytes_ = ws ? ws_bytes : 0;
+  if (plan_) bind_memory();
+}
+
+void ParseNetModel::run(const float* in, int h, int w, float* logits) {
+  prepare(h, w);
+  const Graph& g = pg_->graph;
+  ex_->set_input(pg_->input, in, g.tensor(pg_->input).bytes());
+  ex_->run();
+  ex_->get_output(pg_->logits, logits, g.tensor(pg_->logits).bytes());
+}
+
+std::vector<double> ParseNetModel::run_profiled(const float* in) {
+  GPEN_CHECK(ex_ != nullptr, "ParseNet: prepare() before run_profiled()");
+  ex_->set_input(pg_->input, in, pg_->graph.tensor(pg_->input).bytes());
+  return ex_->run_profiled();
+}
+
+void ParseNetModel::parse(const float* in, int h, int w, uint8_t* labels, uint8_t* mask) {
+  logits_.resize(static_cast<size_t>(h) * static_cast<size_t>(w) * kParseClasses);
+  run(in, h, w, logits_.data());
+  cpu::parse_labels(make_view(logits_.data(), DType::f32, Shape{1, h, w, kParseClasses}), labels, mask);
+}
+
+}  // namespace gpen
