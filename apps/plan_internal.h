@@ -40,6 +40,7 @@ struct PlanArgs {
   double remat_max_flops = 2.0;  // percent of the model's FLOPs
   bool pipeline = false;
   std::string device = "cpu";
+  bool roofline = false;  // --roofline: the CUDA roofline estimate (apps/plan_roofline.cpp)
   // Where the JSON goes when set (the Python binding), instead of stdout.
   nlohmann::json* json_out = nullptr;
 };
@@ -117,6 +118,9 @@ void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev);
 // The restore pipeline: the detector runs, then the generator, never both at once, so one arena
 // (and one workspace) of the larger size serves both.
 void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev);
+// The roofline estimate of a graph on the CUDA backend at H200 figures (apps/plan_roofline.cpp):
+// per node FLOPs, bytes moved by the kernel's tiling, intensity, bound; printed when `print`.
+nlohmann::json roofline_report(const Graph& g, const WorkspaceFn& ws, bool print);
 // Runs the plan the options ask for: the pipeline, RetinaFace, or GPEN (one report or a table).
 void run_plan(PlanArgs a);
 // A --json report: to a.json_out when set, else to stdout as `gpen plan --json` prints it.
