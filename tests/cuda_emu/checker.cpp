@@ -411,7 +411,7 @@ void access(const void* p, size_t n, bool write, bool atomic, const void* ret) {
       report(a, std::string(write ? "write" : "read") + " of shared memory " + byte_str(a, off) + " by " +
                     thread_str(a, me + 1) + " at " + where(pc) + " while a cp.async into it is in flight (" +
                     thread_str(a, s.w.tid1) + " issued it at " + where(s.w.pc) +
-                    "; not completed by that thread's cp.async.wait_group, or no __syncthreads after the wait)");
+                    "; its group not yet completed by that thread's cp.async.wait_group)");
       return;
     }
     if (f.race && conflicts(a, s.w, me, atomic)) {

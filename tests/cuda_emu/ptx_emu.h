@@ -82,7 +82,7 @@ __attribute__((noinline)) void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4
 }
 
 template <int N, bool Trans>
-__attribute__((noinline)) void ldmatrix(uint32_t (&r)[N], const void* row) {
+__attribute__((always_inline)) inline void ldmatrix(uint32_t (&r)[N], const void* row) {
   static_assert(N == 1 || N == 2 || N == 4, "ldmatrix loads 1, 2 or 4 matrices");
   const char* op = Trans ? "ldmatrix.trans" : "ldmatrix";
   const uint64_t mine = reinterpret_cast<uintptr_t>(row);
