@@ -3,8 +3,8 @@
 // cin / groups and cout / groups multiples of 8, unit channel stride, pixel strides multiples
 // of 8 and 16-byte aligned input and weight (every 16-byte chunk of A lies in one tap, of B in one
 // weight row); the dispatcher sends the rest to the WMMA kernel. A chunk of a tap outside the
-// image or past the depth is a zero-fill cp.async (nothing read). Epilogue from the accumulators
-// through conv_finish (bias, activation, residual, strided store, or the split-K slice).
+// image or past the depth is a zero-fill cp.async (nothing read). Epilogue through the C tile
+// (mma::epilogue) and conv_finish (bias, activation, residual, strided store, or the split-K slice).
 #include "kernels/cuda/conv2d.cuh"
 #include "kernels/cuda/mma_gemm.cuh"
 #include "kernels/cuda/ops_gemm.h"
@@ -15,8 +15,9 @@ namespace {
 
 template <class T, int BM, int BN>
 __global__ void __launch_bounds__(mma::kThreads) conv2d_mma_kernel(const ConvGeometry g, const ConvTensors<T> t) {
-  using Smem = mma::Smem<T, BM, BN>;
-  GPEN_SHARED(__align__(128) Smem, sm, );
+  using Smem = mma::SmemC<T, BM, BN>;
+  GPEN_SHARED(__align__(128) Smem, smc, );
+  mma::Smem<T, BM, BN>& sm = smc.ab;
   constexpr int kV = 8, kBK = mma::kBK;
   constexpr int kACpr = kBK / kV, kARowStep = mma::kThreads / kACpr, kARows = BM / kARowStep;
   constexpr int kBCpr = BN / kV, kBRowStep = mma::kThreads / kBCpr, kBRows = kBK / kBRowStep;
@@ -73,8 +74,7 @@ __global__ void __launch_bounds__(mma::kThreads) conv2d_mma_kernel(const ConvGeo
   const int steps = k_end > k_begin ? (k_end - k_begin + kBK - 1) / kBK : 0;
   mma::pipeline(sm, wt, steps, issue, [](int, int) {});
 
-  const int warp = threadIdx.x / 32;
-  wt.for_each(warp / 2, warp % 2, [&](int r, int c, float acc) {
+  mma::epilogue(smc, wt, [&](int r, int c, float acc) {
     const int m = m0 + r, o = n0 + c;
     if (m < g.m && o < g.cout_g) conv_finish(g, t, split, m, group * g.cout_g + o, acc);
   });

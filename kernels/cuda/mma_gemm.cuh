@@ -33,12 +33,23 @@ struct Smem {
   T b[kStages][kBK][BN + kPad];
 };
 
+// The stages, and after the depth loop the f32 C tile of the epilogue in the same bytes.
+template <class T, int BM, int BN>
+union SmemC {
+  Smem<T, BM, BN> ab;
+  float c[BM][BN + 4];  // + 4: the fragment stores of a warp spread over the banks
+};
+
 // Bytes of static shared memory a tile takes (the 48 KiB static limit holds for every shape used).
 template <int BM, int BN>
 constexpr int smem_bytes() {
   return kStages * (BM * (kBK + kPad) + kBK * (BN + kPad)) * 2;
 }
 static_assert(smem_bytes<128, 64>() <= 48 * 1024 && smem_bytes<64, 128>() <= 48 * 1024, "static smem limit");
+static_assert(sizeof(SmemC<__half, 128, 64>) == sizeof(Smem<__half, 128, 64>) &&
+                  sizeof(SmemC<__half, 64, 64>) == sizeof(Smem<__half, 64, 64>) &&
+                  sizeof(SmemC<__half, 64, 128>) == sizeof(Smem<__half, 64, 128>),
+              "the C tile fits in the stages");
 
 template <int BM, int BN>
 struct WarpTile {
@@ -120,7 +131,22 @@ __device__ __forceinline__ void pipeline(Smem<T, BM, BN>& sm, WarpTile<BM, BN>& 
     gpen_ptx::cp_async_commit();
     wt.mma_stage(sm, stage, wm, wn);
   }
-  gpen_ptx::cp_async_wait<0>();  // only empty groups are left; nothing in flight at exit
+  gpen_ptx::cp_async_wait<0>();  // only empty groups are left; nothing in flight at the epilogue
+}
+
+// The epilogue: the accumulators go to the C tile (which reuses the stages: every warp is past
+// its last MMA at the first barrier), then consecutive threads finish consecutive channels of a
+// row, f(row, col, value), in a rolled loop: one copy of the epilogue's code instead of one per
+// accumulator element (unrolled over 64 elements the fused epilogues made each kernel instance
+// ~300 KB of SASS), and coalesced stores.
+template <class T, int BM, int BN, class F>
+__device__ __forceinline__ void epilogue(SmemC<T, BM, BN>& sm, const WarpTile<BM, BN>& wt, F&& f) {
+  const int warp = threadIdx.x / 32;
+  __syncthreads();
+  wt.for_each(warp / 2, warp % 2, [&](int r, int c, float v) { sm.c[r][c] = v; });
+  __syncthreads();
+#pragma unroll 1
+  for (int e = threadIdx.x; e < BM * BN; e += kThreads) f(e / BN, e % BN, sm.c[e / BN][e % BN]);
 }
 
 }  // namespace mma

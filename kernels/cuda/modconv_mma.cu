@@ -10,8 +10,8 @@
 // act2(x2 * scale + bias) * s for the x2 channels, in f32 and rounded once to T, exactly as the
 // WMMA kernel stages them (so the two kernels multiply bit-identical operands). Chunks outside
 // the image stay zero (padding after the activation). B (the HWIO weight) is copied as is.
-// Epilogue straight from the accumulators (the ISA fixes which lane holds which (row, col)):
-// demod, bias, activation, residual and the strided store of modconv_finish.
+// Epilogue through the f32 C tile in the stages' bytes (mma::epilogue): demod, bias, activation,
+// residual and the strided store of modconv_finish, consecutive threads on consecutive channels.
 #include "kernels/cuda/modconv.cuh"
 #include "kernels/cuda/mma_gemm.cuh"
 #include "kernels/cuda/ops_gemm.h"
@@ -23,8 +23,9 @@ namespace {
 template <class T, int BM, int BN>
 __global__ void __launch_bounds__(mma::kThreads) modconv_mma_kernel(const ModConvGeometry g, const ModConvTensors<T> t) {
   using Tile = mma::WarpTile<BM, BN>;
-  using Smem = mma::Smem<T, BM, BN>;
-  GPEN_SHARED(__align__(128) Smem, sm, );
+  using Smem = mma::SmemC<T, BM, BN>;
+  GPEN_SHARED(__align__(128) Smem, smc, );
+  mma::Smem<T, BM, BN>& sm = smc.ab;
   const ModConvTile tile = modconv_tile(g, BM, BN);
   if (tile.empty()) return;  // block-uniform
   constexpr int kV = 8, kBK = mma::kBK;
@@ -114,8 +115,7 @@ __global__ void __launch_bounds__(mma::kThreads) modconv_mma_kernel(const ModCon
   mma::pipeline(sm, wt, steps, issue, ready);
 
   const int pixels = tile.ph.na * tile.ph.nb;
-  const int warp = threadIdx.x / 32;
-  wt.for_each(warp / 2, warp % 2, [&](int r, int cc, float acc) {
+  mma::epilogue(smc, wt, [&](int r, int cc, float acc) {
     const int m = tile.m0 + r, o = tile.n0 + cc;
     if (m >= pixels || o >= g.cout) return;
     int oy, ox;
