@@ -42,6 +42,9 @@ Command reg(
       sub.add_option("--device", g_args.device,
                      "Backend whose workspace the plan counts: cpu or cuda (cuda needs CUDA compiled in, not a GPU)")
           ->capture_default_str();
+      sub.add_flag("--roofline", g_args.roofline,
+                   "With --device cuda: per node FLOPs, bytes moved by the kernel's tiling, FLOP/byte and the "
+                   "time bound at H200 figures (GEMM family from GPEN_CUDA_GEMM), summed per model");
       sub.add_option("--precision", g_args.precision, "Activation and weight precision: fp32, fp16, bf16")
           ->capture_default_str();
       sub.add_option("--precisions", g_args.precisions, "Several precisions (sweep table)")->delimiter(',');

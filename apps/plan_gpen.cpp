@@ -210,6 +210,8 @@ void run_plan(PlanArgs a) {
   }
 
   const bool single = models.size() == 1 && a.batches.size() == 1 && a.precisions.size() == 1;
+  GPEN_CHECK(!a.roofline || (a.device == "cuda" && single && a.strategy != "all" && !a.csv),
+             "gpen plan --roofline: needs --device cuda and one configuration (one size, batch and precision)");
   if (a.csv) return print_csv(rows);
   if (single) {
     // One configuration: the detailed report, with every strategy when asked for "all".
@@ -222,6 +224,7 @@ void run_plan(PlanArgs a) {
         for (const Row& r : rows) list.push_back(strategy_json(r.plan));
         j["strategies"] = list;
       }
+      if (a.roofline) j["roofline"] = roofline_report(planner.last_graph(), dev.ws, false);
       if (a.tensors) {
         planner.plan(models[0].name, rows[0].cfg, a.precisions[0], a.strategy == "all" ? "" : a.strategy);
         const Graph& g = planner.last_graph();
@@ -240,6 +243,7 @@ void run_plan(PlanArgs a) {
       emit_json(a, j);
     } else {
       print_single(best, a.strategy == "all" ? rows : std::vector<Row>{}, planner.device());
+      if (a.roofline) roofline_report(planner.last_graph(), dev.ws, true);
     }
     return;
   }

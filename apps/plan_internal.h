@@ -48,6 +48,7 @@ struct PlanArgs {
   std::string sr_tile = "0";   // --tile: auto, 0 (untiled) or a tile size
   std::string sr_budget;       // --memory-budget for --tile auto
   int sr_scale = 0;            // --pipeline: add RealESRNet at this scale (0: none)
+  bool roofline = false;  // --roofline: the CUDA roofline estimate (apps/plan_roofline.cpp)
   // Where the JSON goes when set (the Python binding), instead of stdout.
   nlohmann::json* json_out = nullptr;
 };
@@ -135,6 +136,9 @@ MemoryPlan realesrnet_pipeline_part(const PlanArgs& a, const PlanDevice& dev, nl
 void run_parsenet_plan(const PlanArgs& a, const PlanDevice& dev);
 // The ParseNet graph of the face-parsing paste mask (512 x 512, batch 1) planned for `dev`.
 Planned plan_parsenet_for_pipeline(const PlanArgs& a, const PlanDevice& dev, double* flops);
+// The roofline estimate of a graph on the CUDA backend at H200 figures (apps/plan_roofline.cpp):
+// per node FLOPs, bytes moved by the kernel's tiling, intensity, bound; printed when `print`.
+nlohmann::json roofline_report(const Graph& g, const WorkspaceFn& ws, bool print);
 // Runs the plan the options ask for: the pipeline, RetinaFace, or GPEN (one report or a table).
 void run_plan(PlanArgs a);
 // A --json report: to a.json_out when set, else to stdout as `gpen plan --json` prints it.

@@ -10,6 +10,8 @@
 #   1. GPEN-512/256/1024 batch 1 on CUDA in fp16, bf16 and fp32 (synthetic weights): time per face
 #      (host and cudaEvent), device memory, and --accuracy against the CPU backend in fp32 on the
 #      same weights and input (max abs / max rel of the raw output, PSNR of the 8-bit faces);
+#      1b. 512 and 256 fp16/bf16 again with the WMMA kernels (GPEN_CUDA_GEMM=wmma): both GEMM
+#      families' speeds side by side;
 #   2. PyTorch (tests/reference/gpen_reference.py) on the same GPU: GPEN-512 eager fp16 and fp32,
 #      speed and memory ratios; 3. RetinaFace mobilenet0.25 on a 1024x768 photo on CUDA, against
 #      PyTorch on CUDA; 4. the whole pipeline on that photo (synthetic GPEN-BFR-256), CUDA and CPU;
@@ -276,6 +278,28 @@ for size in 512 256 1024; do
     python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['profile']; print('    profile: ' + ', '.join(
       '%s %.0f%% %.1f TFLOP/s' % (o['op'], 100 * o['share'], o['gflops'] / 1e3) for o in p['by_op'][:5]))" \
       "$RES/gpen_cuda_${size}_b1_${prec}.json" >> "$SUMMARY" 2> /dev/null || true
+  done
+done
+
+# ---------------------------------------------------------------- 1b. the two GEMM kernel families
+# Step 1 ran the default family (mma.sync + ldmatrix + cp.async, GPEN_CUDA_GEMM=mma); the same
+# benchmarks with the WMMA reference kernels give both speeds side by side from one GPU run
+# (time per face, and time and TFLOP/s of the modconv / conv2d nodes from --profile).
+log "1b. GEMM families: GPEN_CUDA_GEMM=wmma against step 1's mma, batch 1 (--profile)"
+for size in 512 256; do
+  for prec in fp16 bf16; do
+    GPEN_CUDA_GEMM=wmma bench "gpen_cuda_${size}_b1_${prec}_wmma" 20 60 --device cuda --size "$size" --batch 1 \
+      --precision "$prec" --runs 10 --warmup 2 --profile
+    python3 -c "import json,sys
+def ops(f):
+    try: return {o['op']: o for o in json.load(open(f))['profile']['by_op']}, json.load(open(f))['ms_per_face']
+    except Exception: return {}, float('nan')
+m, tm = ops(sys.argv[1]); w, tw = ops(sys.argv[2])
+parts = ['%s mma %.3f ms %.1f TFLOP/s / wmma %.3f ms %.1f TFLOP/s' % (k, m[k]['ms'], m[k]['gflops'] / 1e3, w[k]['ms'],
+         w[k]['gflops'] / 1e3) for k in ('modconv', 'conv2d') if k in m and k in w]
+print('    %s: mma %.3f / wmma %.3f ms per face; ' % (sys.argv[3], tm, tw) + '; '.join(parts))" \
+      "$RES/gpen_cuda_${size}_b1_${prec}.json" "$RES/gpen_cuda_${size}_b1_${prec}_wmma.json" "${size} ${prec}" \
+      >> "$SUMMARY" 2> /dev/null || true
   done
 done
 

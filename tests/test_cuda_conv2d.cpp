@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/ops_gemm.h"
 #include "tests/cuda_emu/test_util.h"
 
 using namespace gpen;
@@ -110,9 +111,16 @@ const ConvCase kGemmCases[] = {
 
 }  // namespace
 
-TEST_CASE("cuda conv2d tensor-core kernel (f16, bf16) matches the CPU op") {
-  for (const ConvCase& c : kGemmCases)
-    for (DType dt : {DType::f16, DType::bf16}) run_case(c, dt, cuda::ConvAlgo::automatic);
+// Both GEMM families (kernels/cuda/ops_gemm.h): mma.sync (the default; shapes it does not take
+// run on WMMA) and the WMMA reference kernels.
+TEST_CASE("cuda conv2d tensor-core kernels (f16, bf16; mma and WMMA) match the CPU op") {
+  for (cuda::GemmFamily f : {cuda::GemmFamily::mma, cuda::GemmFamily::wmma}) {
+    cuda::set_gemm_family(f);
+    CAPTURE(std::string(cuda::gemm_family_name(f)));
+    for (const ConvCase& c : kGemmCases)
+      for (DType dt : {DType::f16, DType::bf16}) run_case(c, dt, cuda::ConvAlgo::automatic);
+  }
+  cuda::set_gemm_family(cuda::GemmFamily::mma);
 }
 
 TEST_CASE("cuda conv2d SIMT kernel (f32, and f16 forced) matches the CPU op") {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cuda/ops_gemm.h"
 #include "kernels/cuda/ops_gpen.h"
 #include "tests/cuda_emu/test_util.h"
 
@@ -220,9 +221,17 @@ const Case kCases[] = {
 
 }  // namespace
 
-TEST_CASE("cuda modconv matches the CPU op (f32, f16, bf16)") {
-  for (const Case& c : kCases)
-    for (DType dt : {DType::f32, DType::f16, DType::bf16}) run_case(c, dt);
+// f16 / bf16 with both GEMM families (kernels/cuda/ops_gemm.h): mma.sync (the default; the
+// element-path shapes run on WMMA) and the WMMA reference kernel.
+TEST_CASE("cuda modconv matches the CPU op (f32, f16, bf16; mma and WMMA)") {
+  for (const Case& c : kCases) run_case(c, DType::f32);
+  for (cuda::GemmFamily f : {cuda::GemmFamily::mma, cuda::GemmFamily::wmma}) {
+    cuda::set_gemm_family(f);
+    CAPTURE(std::string(cuda::gemm_family_name(f)));
+    for (const Case& c : kCases)
+      for (DType dt : {DType::f16, DType::bf16}) run_case(c, dt);
+  }
+  cuda::set_gemm_family(cuda::GemmFamily::mma);
 }
 
 TEST_CASE("cuda modconv rejects bad arguments") {

@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "kernels/cuda/conv2d.cuh"
+#include "kernels/cuda/ops_gemm.h"
 #include "kernels/cuda/splitk.cuh"
 
 GPEN_CUDA_NAMESPACE_BEGIN
@@ -124,7 +125,10 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     } else if (algo == ConvAlgo::simt) {
       launch_conv2d_simt<T>(g, t, stream);
     } else if constexpr (!std::is_same_v<T, float>) {
-      launch_conv2d_wmma<T>(g, t, stream);
+      if (gemm_family() == GemmFamily::mma && conv2d_mma_supported(g, x.data, w.data))
+        launch_conv2d_mma<T>(g, t, stream);
+      else
+        launch_conv2d_wmma<T>(g, t, stream);
     }
     if (g.splits > 1)
       launch_split_k_reduce("conv2d", int64_t{g.m} * g.cout, g.splits, t.partial, ConvSplitFinish<T>{g, t}, stream);

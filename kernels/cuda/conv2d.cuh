@@ -65,6 +65,10 @@ __device__ __forceinline__ void conv_finish(const ConvGeometry& g, const ConvTen
 // __half, __nv_bfloat16 for the others.
 template <class T>
 void launch_conv2d_wmma(const ConvGeometry& g, const ConvTensors<T>& t, Stream stream);
+// The mma.sync kernel (conv2d_mma.cu) and the shapes it takes (channel multiples of 8, aligned).
+template <class T>
+void launch_conv2d_mma(const ConvGeometry& g, const ConvTensors<T>& t, Stream stream);
+bool conv2d_mma_supported(const ConvGeometry& g, const void* x, const void* w);
 template <class T>
 void launch_conv2d_simt(const ConvGeometry& g, const ConvTensors<T>& t, Stream stream);
 template <class T>

@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/modconv.cuh"
 #include "kernels/cuda/splitk.cuh"
+#include "kernels/cuda/ops_gemm.h"
 #include "kernels/cuda/ops_gpen.h"
 #include "kernels/modconv_check.h"
 
@@ -172,6 +173,8 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
     const bool vec = vector_path(a, g, Vec16<T>::n);
     if constexpr (std::is_same_v<T, float>)
       launch_modconv_simt<T>(g, t, vec, stream);
+    else if (vec && gemm_family() == GemmFamily::mma)
+      launch_modconv_mma<T>(g, t, stream);
     else
       launch_modconv_wmma<T>(g, t, vec, stream);
     if (g.splits > 1)

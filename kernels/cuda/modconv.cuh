@@ -367,6 +367,9 @@ void launch_modconv_tiles(void (*kernel)(ModConvGeometry, ModConvTensors<T>), co
 // host checks the alignment).
 template <class T>
 void launch_modconv_wmma(const ModConvGeometry& g, const ModConvTensors<T>& t, bool vec, Stream stream);
+// The mma.sync kernel (modconv_mma.cu): vector-staging shapes only, tile per shape (mma_tiles.h).
+template <class T>
+void launch_modconv_mma(const ModConvGeometry& g, const ModConvTensors<T>& t, Stream stream);
 template <class T>
 void launch_modconv_simt(const ModConvGeometry& g, const ModConvTensors<T>& t, bool vec, Stream stream);
 

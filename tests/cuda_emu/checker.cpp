@@ -41,7 +41,7 @@ struct Rec {
   int32_t pc = 0;
 };
 constexpr uint16_t kAtomic = 0x8000;
-enum : uint8_t { kWritten = 1, kRed = 4 };
+enum : uint8_t { kWritten = 1, kRed = 4, kAsync = 8 };  // kAsync: a cp.async to it is in flight
 
 struct Shadow {
   Rec w, r, r2;  // the last write; the first two readers (different threads) since it
@@ -52,6 +52,15 @@ struct Slot {
   const void* key;
   size_t offset, bytes;
   const char* name;
+};
+
+// A cp.async in flight: its bytes, where they go, the group (-1: not committed yet).
+struct Pending {
+  size_t off = 0, n = 0;
+  unsigned char data[16] = {};
+  int group = -1;
+  int32_t pc = 0;
+  uint16_t wc = 0;
 };
 
 struct Arena {
@@ -69,6 +78,8 @@ struct Arena {
   uintptr_t stack_lo = 0, stack_hi = 0;  // the running thread's fiber stack: never device memory
   std::string report;
   int cur = -1;
+  std::vector<std::vector<Pending>> pending;  // per thread
+  std::vector<int> groups;                    // per thread: groups committed so far
 };
 
 thread_local Arena* t_arena = nullptr;
@@ -234,6 +245,8 @@ void block_begin(const LaunchConfig& cfg, uint3 bid, unsigned nthreads) {
   a.warp_count.assign((nthreads + 31) / 32, 0);
   a.report.clear();
   a.cur = -1;
+  a.pending.assign(nthreads, {});
+  a.groups.assign(nthreads, 0);
 }
 
 void block_end() {
@@ -280,6 +293,90 @@ void* static_smem(const void* key, size_t bytes, const char* name) {
 
 const std::string& report() { return arena().report; }
 
+bool shared_range(const void* p, size_t n) {
+  Arena& a = arena();
+  const uintptr_t base = reinterpret_cast<uintptr_t>(a.base), at = reinterpret_cast<uintptr_t>(p);
+  return at >= base && at + n <= base + a.used;
+}
+
+void async_copy(void* dst, const void* data, size_t n, const void* ret) {
+  Arena& a = arena();
+  const uintptr_t base = reinterpret_cast<uintptr_t>(a.base), at = reinterpret_cast<uintptr_t>(dst);
+  if (a.cur < 0) fault("cp.async outside a kernel thread");
+  const int32_t pc = static_cast<int32_t>(reinterpret_cast<uintptr_t>(ret) - pc_base());
+  if (at < base || at + n > base + a.used)
+    fault("cp.async: destination " + std::to_string(at) + " is not shared memory of the block (at " + where(pc) + ")");
+  const size_t off = at - base;
+  bool in_slot = false;
+  for (const Slot& sl : a.slots) in_slot |= off >= sl.offset && off + n <= sl.offset + sl.bytes;
+  if (!in_slot)
+    fault("cp.async: destination shared offset " + std::to_string(off) + " (+" + std::to_string(n) +
+          " bytes) is not inside one shared array (at " + where(pc) + ")");
+  const unsigned me = static_cast<unsigned>(a.cur);
+  if (!a.shadow.empty() && a.report.empty()) {
+    const Flags& f = flags();
+    const Rec mine{a.epoch, static_cast<uint16_t>(me + 1), a.warp_count[me / 32], pc};
+    for (size_t i = 0; i < n && a.report.empty(); ++i) {
+      Shadow& s = a.shadow[off + i];
+      if (s.state & kAsync) {
+        report(a, "cp.async by " + thread_str(a, me + 1) + " at " + where(pc) + " into shared memory " +
+                      byte_str(a, off + i) + " while an earlier cp.async into it (" + thread_str(a, s.w.tid1) +
+                      " at " + where(s.w.pc) + ") is still in flight");
+      } else if (f.race && conflicts(a, s.w, me, false)) {
+        race(a, "write-after-write", off + i, s.w, "wrote it", me, "writes it by cp.async", pc);
+      } else if (f.race && (conflicts(a, s.r, me, false) || conflicts(a, s.r2, me, false))) {
+        race(a, "write-after-read", off + i, conflicts(a, s.r, me, false) ? s.r : s.r2, "read it", me,
+             "writes it by cp.async", pc);
+      }
+      s.w = mine;
+      s.state |= kAsync;
+    }
+  }
+  // Poison until the wait: a premature read sees NaNs (also with the checks off), not the data.
+  std::memset(a.base + off, kPoison, n);
+  Pending p;
+  p.off = off;
+  p.n = n;
+  std::memcpy(p.data, data, n);
+  p.pc = pc;
+  p.wc = a.warp_count[me / 32];
+  a.pending[me].push_back(p);
+}
+
+void async_commit() {
+  Arena& a = arena();
+  if (a.cur < 0) return;
+  const int g = a.groups[a.cur]++;
+  for (Pending& p : a.pending[a.cur])
+    if (p.group < 0) p.group = g;
+}
+
+void async_wait(int n) {
+  Arena& a = arena();
+  if (a.cur < 0) return;
+  const unsigned me = static_cast<unsigned>(a.cur);
+  const int limit = a.groups[me] - n;  // groups below this one complete
+  std::vector<Pending>& q = a.pending[me];
+  size_t keep = 0;
+  for (size_t i = 0; i < q.size(); ++i) {
+    Pending& p = q[i];
+    if (p.group < 0 || p.group >= limit) {
+      q[keep++] = p;
+      continue;
+    }
+    std::memcpy(a.base + p.off, p.data, p.n);
+    if (!a.shadow.empty())
+      for (size_t j = 0; j < p.n; ++j) {
+        Shadow& s = a.shadow[p.off + j];
+        s.state = static_cast<uint8_t>((s.state & ~kAsync) | kWritten);
+        // The issuing thread's write, in the epoch of the wait: others read it after a barrier.
+        s.w = Rec{a.epoch, static_cast<uint16_t>(me + 1), a.warp_count[me / 32], p.pc};
+        s.r = s.r2 = Rec{};
+      }
+  }
+  q.resize(keep);
+}
+
 std::string code_location(int32_t pc) { return where(pc); }
 
 // Called by the hooks for every load and store of instrumented code while a thread runs.
@@ -308,6 +405,13 @@ void access(const void* p, size_t n, bool write, bool atomic, const void* ret) {
       report(a, std::string("out-of-bounds shared memory ") + (write ? "write" : "read") + " at " +
                     (off < a.used ? "the red zone after " : "") + "offset " + std::to_string(off) + " by " +
                     thread_str(a, me + 1) + " at " + where(pc) + " (no shared array there)");
+      return;
+    }
+    if (s.state & kAsync) {
+      report(a, std::string(write ? "write" : "read") + " of shared memory " + byte_str(a, off) + " by " +
+                    thread_str(a, me + 1) + " at " + where(pc) + " while a cp.async into it is in flight (" +
+                    thread_str(a, s.w.tid1) + " issued it at " + where(s.w.pc) +
+                    "; its group not yet completed by that thread's cp.async.wait_group)");
       return;
     }
     if (f.race && conflicts(a, s.w, me, atomic)) {
@@ -347,4 +451,8 @@ void access(const void* p, size_t n, bool write, bool atomic, const void* ret) {
 
 namespace cuda_emu {
 void set_checks(const char* spec) { check::g_flags = check::parse_flags(spec); }
+bool is_shared_address(const void* p, size_t n) { return check::shared_range(p, n); }
+void async_copy_issue(void* dst, const void* data, size_t n, const void* ret) { check::async_copy(dst, data, n, ret); }
+void async_commit_group() { check::async_commit(); }
+void async_wait_group(int n) { check::async_wait(n); }
 }  // namespace cuda_emu

@@ -61,6 +61,18 @@ void global_released(const void* base);
 void global_written(const void* p, size_t n);
 // A report, or "" (also for addresses outside device allocations).
 std::string global_access(const void* p, size_t n, bool write, bool atomic, int32_t pc, const GlobalWho& who);
+// cp.async (ptx_emu.h) of the running thread: `data` (n <= 16 bytes, already read from global
+// memory, zero-filled) is to land at the shared address dst. Until the thread's wait_group
+// completes its group the destination holds poison (0xff) and, under the memory checks, any
+// access of it is reported; at completion it counts as the issuing thread's write in the epoch of
+// the wait (other threads need a __syncthreads before reading it). `ret`: the issuing code.
+// Whether [p, p + n) lies inside the block's shared-memory arrays (or their red zones).
+bool shared_range(const void* p, size_t n);
+void async_copy(void* dst, const void* data, size_t n, const void* ret);
+// cp.async.commit_group: the thread's uncommitted copies become its newest group.
+void async_commit();
+// cp.async.wait_group n: completes all but the thread's n newest committed groups.
+void async_wait(int n);
 // One load or store (or atomic) of `n` bytes at p by instrumented code; ret: its code address.
 void access(const void* p, size_t n, bool write, bool atomic, const void* ret);
 

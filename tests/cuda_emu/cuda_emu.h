@@ -264,6 +264,11 @@ int syncthreads_count(int predicate);
 // Publishes `value` for this lane, waits for every lane of `mask`, returns the value lane `src`
 // published. `op` names the intrinsic for diagnostics.
 uint64_t warp_shuffle(unsigned mask, uint64_t value, unsigned src, const char* op);
+// Waits like warp_shuffle and gathers `bytes` (<= kGatherBytes) from every lane of `mask`: lane
+// l's bytes land at all + l * bytes (zeros for lanes outside the round). Returns the lanes that
+// took part. For the warp-collective PTX instructions (ptx_emu.h).
+constexpr size_t kGatherBytes = 64;
+unsigned warp_gather(unsigned mask, const void* mine, size_t bytes, void* all, const char* op);
 // Waits like warp_shuffle and returns the ballot of `predicate` over the lanes of `mask`.
 unsigned warp_vote(unsigned mask, bool predicate, const char* op);
 unsigned warp_live_lanes();
@@ -518,3 +523,4 @@ inline float min(float a, float b) { return fminf(a, b); }
 inline float max(float a, float b) { return fmaxf(a, b); }
 
 #include "wmma.h"
+#include "ptx_emu.h"

@@ -149,6 +149,8 @@ struct WarpState {
   uint64_t round = 0;
   unsigned members[2] = {0, 0};  // lanes that took part in the round that used slot row r & 1
   uint64_t slots[2][32] = {};
+  // warp_gather's payloads (ldmatrix addresses, mma fragments), alternating like the slots.
+  unsigned char blobs[2][32][kGatherBytes] = {};
 };
 
 struct Block {
@@ -421,7 +423,8 @@ namespace {
 
 // One round of a warp operation: publishes `value`, waits for the lanes of `mask`, and returns
 // the round's slot row; `members` receives the lanes that took part.
-const uint64_t* warp_round(unsigned mask, uint64_t value, const char* op, unsigned& members) {
+const uint64_t* warp_round(unsigned mask, uint64_t value, const char* op, unsigned& members,
+                           const void* blob = nullptr, size_t blob_bytes = 0, const unsigned char** blob_row = nullptr) {
   Block& b = current_block(op);
   EmuThread& t = *t_self;
   WarpState& w = b.warps[t.warp];
@@ -441,6 +444,8 @@ const uint64_t* warp_round(unsigned mask, uint64_t value, const char* op, unsign
   }
   const uint64_t r = w.round;
   w.slots[r & 1][t.lane] = value;
+  if (blob) std::memcpy(w.blobs[r & 1][t.lane], blob, blob_bytes);
+  if (blob_row) *blob_row = &w.blobs[r & 1][0][0];
   w.arrived |= bit;
   if (w.arrived == (w.round_mask & ~w.exited)) {
     complete_warp_round(b, w);
@@ -462,6 +467,21 @@ uint64_t warp_shuffle(unsigned mask, uint64_t value, unsigned src, const char* o
     fault(std::string(op) + ": lane " + std::to_string(t_coords.lane) + " reads lane " + std::to_string(src) +
           ", which did not take part (mask " + hex(mask) + ")");
   return row[src];
+}
+
+unsigned warp_gather(unsigned mask, const void* mine, size_t bytes, void* all, const char* op) {
+  if (bytes > kGatherBytes) fault(std::string(op) + ": warp_gather of " + std::to_string(bytes) + " bytes per lane");
+  unsigned members = 0;
+  const unsigned char* row = nullptr;
+  warp_round(mask, 0, op, members, mine, bytes, &row);
+  unsigned char* out = static_cast<unsigned char*>(all);
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    if ((members >> lane) & 1)
+      std::memcpy(out + lane * bytes, row + lane * kGatherBytes, bytes);
+    else
+      std::memset(out + lane * bytes, 0, bytes);
+  }
+  return members;
 }
 
 unsigned warp_vote(unsigned mask, bool predicate, const char* op) {
