@@ -55,7 +55,7 @@ int winograd_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, i
   }
   // Where F(4x4, 3x3) pays: enough pixels for whole tiles to dominate the edges and enough
   // channels for the GEMMs to outweigh the transforms (measured: docs/benchmarks.md, Winograd).
-  return H >= 16 && W >= 16 && C >= 32 && Co >= 32 ? 4 : 0;
+  return H >= 48 && W >= 48 && C >= 32 && Co >= 32 ? 4 : 0;
 }
 
 WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
@@ -73,15 +73,16 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
   // Rows of the transformed input at a multiple of 1 KB would share L1 sets (see modconv_plan.cpp).
   pl.kcs = round_up(pl.kc, 16);
   if (pl.kcs % 64 == 0) pl.kcs += 16;
-  pl.cc = std::min(round_up(Co, 16), kCoChunkMax);
-  const int64_t want = 4 * std::max(1, threads);
-  while (pl.nblock * cdiv(Co, pl.cc) < want && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
-  // A transformed-weight group takes no more than the direct path's packed weight of this layer
-  // (9 C Co floats) or kUFloorFloats, whichever is more.
+  // Transformed-weight groups of at most the direct path's packed weight of this layer (9 C Co
+  // floats) or kUFloorFloats, whichever is more, balanced; a task covers a whole group where it
+  // can (each chunk of a group transforms the inputs again).
   const int64_t budget = std::max(9 * C * round_up(Co, 16), kUFloorFloats);
-  pl.group_co = std::max<int64_t>(pl.cc, budget / (pl.nxi * C) / pl.cc * pl.cc);
-  pl.group_co = std::min(pl.group_co, round_up(Co, pl.cc));
+  pl.ngroup = std::max<int64_t>(1, cdiv(pl.nxi * C * round_up(Co, 16), budget));
+  pl.group_co = round_up(cdiv(Co, pl.ngroup), 16);
   pl.ngroup = cdiv(Co, pl.group_co);
+  pl.cc = round_up(cdiv(pl.group_co, cdiv(pl.group_co, kCoChunkMax)), 16);
+  const int64_t want = 2 * std::max(1, threads);
+  while (pl.nblock * cdiv(pl.group_co, pl.cc) < want && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
   pl.pstride = pl.nxi * C * 16;
   pl.u_floats = round_up(pl.group_co / 16 * pl.pstride, 16);
   int64_t off = 0;

@@ -25,10 +25,10 @@
 
 namespace gpen::cpu::winograd_detail {
 
-constexpr int64_t kMaxTileBlock = 48;         // tiles per task: each transformed weight element serves them all
-constexpr int64_t kKcMax = 128;               // input channels per K block (bounds the per-thread scratch)
-constexpr int64_t kCoChunkMax = 128;          // output channels per task
-constexpr int64_t kUFloorFloats = int64_t{2} << 20;  // a transformed-weight group may always take 8 MiB
+constexpr int64_t kMaxTileBlock = 30;   // tiles per task: each transformed weight element serves them all
+constexpr int64_t kKcMax = 128;         // input channels per K block (bounds the per-thread scratch)
+constexpr int64_t kCoChunkMax = 256;    // output channels per task (the input transform is redone per chunk)
+constexpr int64_t kUFloorFloats = int64_t{4} << 20;  // a transformed-weight group may always take 16 MiB
 
 // 0: the direct path; 2 or 4: F(m x m, 3 x 3). From the shapes and GPEN_CPU_CONV only, so the
 // workspace query and the run agree.

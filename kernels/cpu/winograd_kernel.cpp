@@ -75,21 +75,12 @@ inline void lincomb(const float (&mat)[R][K], const vf* in, int is, vf* out, int
   }
 }
 
-// Channels [c, c + L) of the conv's input at (n, iy, ix) with the prologue applied, zero outside
-// the image and past `cend`: x * s for c < C1, act2(x2 * scale + bias2) * s * gain2 above.
-inline vf load_input(const WinoPlan& pl, const WinoArgs& a, int64_t n, int64_t iy, int64_t ix, int64_t c,
-                     int64_t cend, const float* sv, const float* gs2, const float* b2v, float* tmp) {
-  if (iy < 0 || iy >= pl.H || ix < 0 || ix >= pl.W) return vf{};
-  const float* xp = a.x + n * a.xs0 + iy * a.xs1 + ix * a.xs2;
-  const float* x2p = a.x2 ? a.x2 + n * a.x2s0 + iy * a.x2s1 + ix * a.x2s2 : nullptr;
-  if (c + L <= cend) {
-    if (c + L <= pl.C1 && a.xs3 == 1) return vld(xp + c) * vld(sv + c);
-    if (c >= pl.C1 && a.x2s3 == 1) {
-      const int64_t c2 = c - pl.C1;
-      const vf t = vld(x2p + c2) * a.x2_scale + vld(b2v + c2);
-      return t * (t < vf{} ? splat(a.x2_slope) : splat(1.0f)) * vld(gs2 + c2);
-    }
-  }
+// Channels [c, c + L) of the conv's input at one pixel (xp, x2p: its rows in x and x2) with the
+// prologue applied, zero past `cend`: x * s for c < C1, act2(x2 * scale + bias2) * s * gain2
+// above. The general case (a vector across the concat boundary, a K-block tail, channel strides);
+// input_transform has the fast paths.
+inline vf load_input_any(const WinoPlan& pl, const WinoArgs& a, const float* xp, const float* x2p, int64_t c,
+                         int64_t cend, const float* sv, const float* gs2, const float* b2v, float* tmp) {
   for (int q = 0; q < L; ++q) {
     const int64_t ch = c + q;
     if (ch >= cend) {
@@ -129,10 +120,48 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
       for (int64_t c = 0; c < pl.C2; ++c) s.gs2[c] = s.sv[pl.C1 + c] * a.x2_gain;
       last_n = nn;
     }
+    // The tile's pixels in x and x2 (null outside the image: zero padding).
+    const float* px[NN];
+    const float* px2[NN];
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        const int64_t iy = y0 + i, ix = x0 + j;
+        const bool in = iy >= 0 && iy < pl.H && ix >= 0 && ix < pl.W;
+        px[i * n + j] = in ? a.x + nn * a.xs0 + iy * a.xs1 + ix * a.xs2 : nullptr;
+        px2[i * n + j] = in && a.x2 ? a.x2 + nn * a.x2s0 + iy * a.x2s1 + ix * a.x2s2 : nullptr;
+      }
+    const vf one = splat(1.0f), slope = splat(a.x2_slope);
+    const int64_t nxt = M * a.xs2, nxt2 = M * a.x2s2;
     for (int64_t c = k0; c < k1; c += L) {
       vf d[NN], u[NN], v[NN];
-      for (int i = 0; i < n; ++i)
-        for (int j = 0; j < n; ++j) d[i * n + j] = load_input(pl, a, nn, y0 + i, x0 + j, c, k1, s.sv, s.gs2, s.b2v, s.tmp);
+      // The pixels are (m + 2)^2 streams along the channels, more than the hardware prefetchers
+      // follow: fetch the same channels of the next tile (m pixels to the right) by hand.
+      if (c + L <= k1 && c + L <= pl.C1 && a.xs3 == 1) {
+        const vf sc = vld(s.sv + c);
+        for (int e = 0; e < NN; ++e) {
+          if (!px[e]) {
+            d[e] = vf{};
+            continue;
+          }
+          __builtin_prefetch(px[e] + nxt + c);
+          d[e] = vld(px[e] + c) * sc;
+        }
+      } else if (c + L <= k1 && c >= pl.C1 && a.x2s3 == 1) {
+        const int64_t c2 = c - pl.C1;
+        const vf gs = vld(s.gs2 + c2), b2 = vld(s.b2v + c2);
+        for (int e = 0; e < NN; ++e) {
+          if (!px2[e]) {
+            d[e] = vf{};
+            continue;
+          }
+          __builtin_prefetch(px2[e] + nxt2 + c2);
+          const vf t = vld(px2[e] + c2) * a.x2_scale + b2;
+          d[e] = t * (t < vf{} ? slope : one) * gs;
+        }
+      } else {
+        for (int e = 0; e < NN; ++e)
+          d[e] = px[e] ? load_input_any(pl, a, px[e], px2[e], c, k1, s.sv, s.gs2, s.b2v, s.tmp) : vf{};
+      }
       for (int i = 0; i < n; ++i) lincomb(Tr<M>::BT, d + i * n, 1, u + i * n, 1);  // along x
       for (int j = 0; j < n; ++j) lincomb(Tr<M>::BT, u + j, n, v + j, n);          // along y
       float* dst = s.v + t * pl.kcs + (c - k0);
@@ -193,6 +222,17 @@ void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t
       }
       last_n = nn;
     }
+    // The tile's output pixels (null outside the image) and their residual.
+    float* py[M * M];
+    const float* pr[M * M];
+    for (int p = 0; p < M; ++p)
+      for (int q = 0; q < M; ++q) {
+        const int64_t oy = oy0 + p, ox = ox0 + q;
+        const bool in = oy < pl.H && ox < pl.W;
+        py[p * M + q] = in ? a.y + nn * a.ys0 + oy * a.ys1 + ox * a.ys2 + o0 * a.ys3 : nullptr;
+        pr[p * M + q] = in && a.res ? a.res + nn * a.rs0 + oy * a.rs1 + ox * a.rs2 + o0 * a.rs3 : nullptr;
+      }
+    const bool dense = a.ys3 == 1 && (!a.res || a.rs3 == 1);
     for (int64_t o = 0; o < nco; o += L) {
       vf mv[NN], u[n * M], yv[M * M];
       for (int xi = 0; xi < NN; ++xi) mv[xi] = vld(s.m + (xi * pl.T + t) * pl.cc + o);
@@ -200,24 +240,19 @@ void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t
       for (int q = 0; q < M; ++q) lincomb(Tr<M>::AT, u + q, M, yv + q, M);          // along y
       const vf dv = vld(s.dv + o), bv = vld(s.bv + o);
       const int64_t lanes = lmin(L, nco - o);
-      for (int p = 0; p < M; ++p) {
-        const int64_t oy = oy0 + p;
-        if (oy >= pl.H) break;
-        for (int q = 0; q < M; ++q) {
-          const int64_t ox = ox0 + q;
-          if (ox >= pl.W) break;
-          const vf v = yv[p * M + q] * dv + bv;
-          vf out = v * (v < vf{} ? vn : vp);
-          float* yp = a.y + nn * a.ys0 + oy * a.ys1 + ox * a.ys2 + (o0 + o) * a.ys3;
-          const float* rp = a.res ? a.res + nn * a.rs0 + oy * a.rs1 + ox * a.rs2 + (o0 + o) * a.rs3 : nullptr;
-          if (lanes == L && a.ys3 == 1 && (!rp || a.rs3 == 1)) {
-            if (rp) out += vld(rp);  // read before the store: the residual may be the output
-            vst(yp, out);
-            continue;
-          }
-          vst(s.tmp, out);
-          for (int64_t q2 = 0; q2 < lanes; ++q2) yp[q2 * a.ys3] = s.tmp[q2] + (rp ? rp[q2 * a.rs3] : 0.0f);
+      for (int e = 0; e < M * M; ++e) {
+        if (!py[e]) continue;
+        const vf v = yv[e] * dv + bv;
+        vf out = v * (v < vf{} ? vn : vp);
+        float* yp = py[e] + o * a.ys3;
+        const float* rp = pr[e] ? pr[e] + o * a.rs3 : nullptr;
+        if (lanes == L && dense) {
+          if (rp) out += vld(rp);  // read before the store: the residual may be the output
+          vst(yp, out);
+          continue;
         }
+        vst(s.tmp, out);
+        for (int64_t q2 = 0; q2 < lanes; ++q2) yp[q2 * a.ys3] = s.tmp[q2] + (rp ? rp[q2 * a.rs3] : 0.0f);
       }
     }
   }
@@ -246,6 +281,12 @@ void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, in
     vf g[9][V], uu[n * n][V];  // taps, G g G^T
     for (int t = 0; t < 9; ++t) {
       const float* src = a.w + (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
+      if (a.ws3 == 1 && o0 + 16 <= pl.Co) {
+        // Nine streams a whole weight row (Cout floats) apart per step: prefetch by hand.
+        __builtin_prefetch(src + 8 * a.ws2 + o0);
+        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + o0 + h2 * L);
+        continue;
+      }
       for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
       for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
     }
