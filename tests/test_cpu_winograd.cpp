@@ -193,3 +193,71 @@ TEST_CASE("winograd plan: groups bound the transformed weight, the scratch does 
   CHECK(a.T <= wd::kMaxTileBlock);
   CHECK_THROWS_AS(wd::make_wino_plan(3, 1, 8, 8, 8, 8, 1), Error);
 }
+
+TEST_CASE("winograd conv2d (3x3, stride 1, padding 1) matches the float64 reference and the direct path") {
+  setenv("GPEN_CPU_CONV", "direct", 1);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  struct C2 {
+    int64_t N, H, W, C, Co;
+    bool bias, res, relu;
+  };
+  const C2 cases[] = {{1, 13, 10, 64, 48, true, true, true}, {2, 7, 9, 150, 35, true, false, false},
+                      {1, 20, 6, 3, 16, false, true, true}};
+  for (int m : {2, 4}) {
+    const double rel = m == 4 ? 1e-5 : 2e-6;
+    for (const C2& k : cases) {
+      std::vector<float> x(static_cast<size_t>(k.N * k.H * k.W * k.C)), w(static_cast<size_t>(9 * k.C * k.Co)),
+          b(static_cast<size_t>(k.Co)), r(static_cast<size_t>(k.N * k.H * k.W * k.Co));
+      for (auto& v : x) v = nd(rng);
+      for (auto& v : w) v = nd(rng) / std::sqrt(float(9 * k.C));
+      for (auto& v : b) v = 0.3f * nd(rng);
+      for (auto& v : r) v = nd(rng);
+      Conv2dParams p;
+      p.kh = p.kw = 3;
+      p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+      p.has_bias = k.bias, p.has_residual = k.res;
+      if (k.relu) p.act.slope = 0.0f;
+      const Shape xs{k.N, k.H, k.W, k.C}, ys{k.N, k.H, k.W, k.Co};
+      std::vector<double> ref(r.size()), mass(r.size());
+      for (int64_t n = 0; n < k.N; ++n)
+        for (int64_t oy = 0; oy < k.H; ++oy)
+          for (int64_t ox = 0; ox < k.W; ++ox)
+            for (int64_t o = 0; o < k.Co; ++o) {
+              double acc = k.bias ? b[o] : 0.0, ms = k.bias ? std::abs(b[o]) : 0.0;
+              for (int ky = 0; ky < 3; ++ky)
+                for (int kx = 0; kx < 3; ++kx) {
+                  const int64_t iy = oy + ky - 1, ix = ox + kx - 1;
+                  if (iy < 0 || iy >= k.H || ix < 0 || ix >= k.W) continue;
+                  for (int64_t c = 0; c < k.C; ++c) {
+                    const double t = double(x[((n * k.H + iy) * k.W + ix) * k.C + c]) * w[((ky * 3 + kx) * k.C + c) * k.Co + o];
+                    acc += t, ms += std::abs(t);
+                  }
+                }
+              const size_t i = static_cast<size_t>(((n * k.H + oy) * k.W + ox) * k.Co + o);
+              double v = acc < 0 ? acc * p.act.slope * p.act.gain : acc * p.act.gain;
+              if (k.res) v += r[i], ms += std::abs(r[i]);
+              ref[i] = v, mass[i] = ms;
+            }
+      TensorView xv = make_view(x.data(), DType::f32, xs), wv = make_view(w.data(), DType::f32, Shape{3, 3, k.C, k.Co});
+      TensorView bv = make_view(b.data(), DType::f32, Shape{k.Co});
+      for (int pass = 0; pass < 2; ++pass) {
+        std::vector<float> y = r;  // the residual is the output itself (in place)
+        TensorView yv = make_view(y.data(), DType::f32, ys);
+        std::vector<unsigned char> ws;
+        if (pass == 0) {
+          ws.assign(cpu::winograd_detail::conv2d_winograd_workspace_bytes(m, xs, ys, cpu::num_threads()), 0xAB);
+          cpu::winograd_detail::conv2d_winograd(m, p, xv, wv, k.bias ? &bv : nullptr, k.res ? &yv : nullptr, yv, ws.data());
+        } else {
+          ws.assign(cpu::conv2d_workspace_bytes(p, xs, ys, cpu::num_threads()) + 1, 0xAB);
+          cpu::conv2d(p, xv, wv, k.bias ? &bv : nullptr, k.res ? &yv : nullptr, yv, ws.data());
+        }
+        const double tol = pass == 0 ? rel : 1e-6;
+        double worst = 0;
+        for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref[i]) / (tol * mass[i] + tol));
+        MESSAGE("conv2d F(" << m << ") C " << k.C << std::string(pass == 0 ? " winograd " : " direct ") << worst << " of its tolerance");
+        CHECK(worst <= 1.0);
+      }
+    }
+  }
+}

@@ -58,7 +58,8 @@ int winograd_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, i
   return H >= 48 && W >= 48 && C >= 32 && Co >= 32 ? 4 : 0;
 }
 
-WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
+WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads,
+                        int64_t u_budget) {
   GPEN_CHECK(m == 2 || m == 4, "winograd: tile " + std::to_string(m) + " is not 2 or 4");
   WinoPlan pl;
   pl.m = m, pl.n = m + 2, pl.nxi = pl.n * pl.n;
@@ -76,7 +77,7 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
   // Transformed-weight groups of at most the direct path's packed weight of this layer (9 C Co
   // floats) or kUFloorFloats, whichever is more, balanced; a task covers a whole group where it
   // can (each chunk of a group transforms the inputs again).
-  const int64_t budget = std::max(9 * C * round_up(Co, 16), kUFloorFloats);
+  const int64_t budget = u_budget > 0 ? u_budget : std::max(9 * C * round_up(Co, 16), kUFloorFloats);
   pl.ngroup = std::max<int64_t>(1, cdiv(pl.nxi * C * round_up(Co, 16), budget));
   pl.group_co = round_up(cdiv(Co, pl.ngroup), 16);
   pl.ngroup = cdiv(Co, pl.group_co);
@@ -102,6 +103,44 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
   pl.per_thread = off;
   return pl;
 }
+
+namespace {
+
+// The transformed-weight groups one after the other, each: its transform split between the
+// threads, then its tasks (tile block x output-channel chunk).
+void run(const WinoPlan& pl, const WinoArgs& a, void* workspace) {
+  const int nt_req = std::max(1, num_threads());
+  const auto v = reinterpret_cast<uintptr_t>(workspace);
+  float* const u = reinterpret_cast<float*>((v + kAlign - 1) / kAlign * kAlign);
+  float* const thread_base = u + pl.u_floats;
+  const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
+  auto transform = wide ? isa_avx512::transform_weight : isa_base::transform_weight;
+  auto task = wide ? isa_avx512::run_task : isa_base::run_task;
+  constexpr int64_t kCPiece = 64;  // input channels per weight-transform piece
+  const int64_t npiece_c = cdiv(pl.C, kCPiece);
+
+#pragma omp parallel num_threads(nt_req)
+  {
+    float* ws = thread_base + static_cast<int64_t>(omp_get_thread_num()) * pl.per_thread;
+    for (int64_t g = 0; g < pl.ngroup; ++g) {
+      const int64_t g0 = g * pl.group_co, g1 = std::min(pl.Co, g0 + pl.group_co);
+      const int64_t npanel = cdiv(g1 - g0, 16);
+#pragma omp for schedule(static)
+      for (int64_t piece = 0; piece < npanel * npiece_c; ++piece) {
+        const int64_t jp = piece / npiece_c, c0 = piece % npiece_c * kCPiece;
+        transform(pl, a, g0 / 16 + jp, c0, std::min(pl.C, c0 + kCPiece), u + jp * pl.pstride);
+      }  // implicit barrier: the group's transformed weight is whole before any task reads it
+      const int64_t nchunk = cdiv(g1 - g0, pl.cc);
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < pl.nblock * nchunk; ++t) {
+        const int64_t block = t / nchunk, o0 = g0 + t % nchunk * pl.cc;
+        task(pl, a, block, o0, std::min(pl.cc, g1 - o0), u, g0, ws);
+      }  // implicit barrier: no task still reads the group when the next overwrites it
+    }
+  }
+}
+
+}  // namespace
 
 size_t modconv_winograd_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads) {
   const int nt = threads > 0 ? threads : std::max(1, num_threads());
@@ -141,34 +180,46 @@ void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& args, co
   a.gpos = p.act.gain, a.gneg = p.act.gain * p.act.slope;
   a.w = w.f32(), a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
 
-  const auto v = reinterpret_cast<uintptr_t>(workspace);
-  float* const u = reinterpret_cast<float*>((v + kAlign - 1) / kAlign * kAlign);
-  float* const thread_base = u + pl.u_floats;
-  const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
-  auto transform = wide ? isa_avx512::transform_weight : isa_base::transform_weight;
-  auto task = wide ? isa_avx512::run_task : isa_base::run_task;
-  constexpr int64_t kCPiece = 64;  // input channels per weight-transform piece
-  const int64_t npiece_c = cdiv(pl.C, kCPiece);
+  run(pl, a, workspace);
+}
 
-#pragma omp parallel num_threads(nt_req)
-  {
-    float* ws = thread_base + static_cast<int64_t>(omp_get_thread_num()) * pl.per_thread;
-    for (int64_t g = 0; g < pl.ngroup; ++g) {
-      const int64_t g0 = g * pl.group_co, g1 = std::min(pl.Co, g0 + pl.group_co);
-      const int64_t npanel = cdiv(g1 - g0, 16);
-#pragma omp for schedule(static)
-      for (int64_t piece = 0; piece < npanel * npiece_c; ++piece) {
-        const int64_t jp = piece / npiece_c, c0 = piece % npiece_c * kCPiece;
-        transform(pl, a, g0 / 16 + jp, c0, std::min(pl.C, c0 + kCPiece), u + jp * pl.pstride);
-      }  // implicit barrier: the group's transformed weight is whole before any task reads it
-      const int64_t nchunk = cdiv(g1 - g0, pl.cc);
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t t = 0; t < pl.nblock * nchunk; ++t) {
-        const int64_t block = t / nchunk, o0 = g0 + t % nchunk * pl.cc;
-        task(pl, a, block, o0, std::min(pl.cc, g1 - o0), u, g0, ws);
-      }  // implicit barrier: no task still reads the group when the next overwrites it
-    }
+int conv2d_winograd_tile(const Conv2dParams& p, const Shape& x, const Shape& y) {
+  if (p.kh != 3 || p.kw != 3 || p.stride_h != 1 || p.stride_w != 1 || p.groups != 1) return 0;
+  if (p.pad_top != 1 || p.pad_left != 1 || p.pad_bottom != 1 || p.pad_right != 1) return 0;
+  if (x.rank != 4 || y.rank != 4 || x[1] != y[1] || x[2] != y[2]) return 0;
+  ModConvParams mp;  // the same shape rule as the modconv's
+  const int m = winograd_tile(mp, y[0], y[1], y[2], x[3], y[3]);
+  if (m == 0) return 0;
+  const WinoPlan pl = make_wino_plan(m, y[0], y[1], y[2], x[3], y[3], 1, kConvUBudgetFloats);
+  const bool fits = pl.u_floats <= kConvUBudgetFloats && (pl.group_co >= kConvMinGroup || pl.ngroup == 1);
+  return fits ? m : 0;
+}
+
+size_t conv2d_winograd_workspace_bytes(int m, const Shape& x, const Shape& y, int threads) {
+  const int nt = threads > 0 ? threads : std::max(1, num_threads());
+  const WinoPlan pl = make_wino_plan(m, y[0], x[1], x[2], x[3], y[3], nt, kConvUBudgetFloats);
+  return static_cast<size_t>(pl.u_floats + pl.per_thread * nt) * sizeof(float) + kAlign;
+}
+
+void conv2d_winograd(int m, const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+                     const TensorView* residual, const TensorView& y, void* workspace) {
+  GPEN_CHECK(workspace != nullptr, "conv2d: missing workspace");
+  WinoPlan pl = make_wino_plan(m, y.dim(0), x.dim(1), x.dim(2), x.dim(3), y.dim(3), std::max(1, num_threads()),
+                               kConvUBudgetFloats);
+  pl.C1 = pl.C;
+  WinoArgs a;
+  a.x = x.f32();
+  a.xs0 = x.stride(0), a.xs1 = x.stride(1), a.xs2 = x.stride(2), a.xs3 = x.stride(3);
+  if (bias) a.bias = bias->f32(), a.bs = bias->stride(0);
+  if (residual) {
+    a.res = residual->f32(), a.rs0 = residual->stride(0), a.rs1 = residual->stride(1);
+    a.rs2 = residual->stride(2), a.rs3 = residual->stride(3);
   }
+  a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
+  // conv2d's activation is gain * (max(v, 0) + slope * min(v, 0)): the same as the modconv's.
+  a.gpos = p.act.gain, a.gneg = p.act.gain * p.act.slope;
+  a.w = w.f32(), a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
+  run(pl, a, workspace);
 }
 
 }  // namespace gpen::cpu::winograd_detail

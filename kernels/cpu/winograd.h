@@ -14,7 +14,8 @@
 // layer (or kUFloorFloats, whichever is more): the plan's workspace, not hidden memory. Per
 // thread: the transformed inputs of one tile block and its (m + 2)^2 accumulator tiles.
 //
-// Choice (GPEN_CPU_CONV, read once per process): "auto" (default) runs F(4x4, 3x3) on the shapes
+// Choice (GPEN_CPU_CONV, read once per process; the same for conv2d_winograd below): "auto"
+// (default) runs F(4x4, 3x3) on the shapes
 // where it is faster and within the fidelity targets (winograd_tile below), "direct" never,
 // "winograd" / "winograd4" on every stride-1 3x3 modconv, "winograd2" F(2x2, 3x3) on every one.
 #include <cstddef>
@@ -48,7 +49,14 @@ struct WinoPlan {
   int64_t per_thread = 0;
 };
 
-WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);
+// u_budget: floats a transformed-weight group may take; 0: the modconv's rule (the direct path's
+// packed weight of the layer, 9 C Co floats, or kUFloorFloats, whichever is more).
+WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads,
+                        int64_t u_budget = 0);
+// conv2d's direct path needs no copy of its weight, so its Winograd groups stay small: at most
+// this many floats (5 MiB), and no Winograd where that leaves fewer than kConvMinGroup channels.
+constexpr int64_t kConvUBudgetFloats = int64_t{5} << 18;
+constexpr int64_t kConvMinGroup = 64;
 
 // Raw pointers and strides of one modconv (filled from the TensorViews by winograd.cpp), so the
 // per-ISA code needs no inline functions from other headers (scripts/check_isa_symbols.py).
@@ -95,5 +103,15 @@ GPEN_WINO_ISA_DECLS
 // The whole op for m = winograd_tile(...) != 0 (inputs already validated by modconv).
 size_t modconv_winograd_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads);
 void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
+
+// The static conv2d (RetinaFace's 3x3 convs) on the same machinery: s = 1, no concat, no
+// demodulation. conv2d_winograd_tile: 0 unless a 3x3, stride 1, padding 1, ungrouped conv
+// keeping the size whose transformed weight fits kConvUBudgetFloats in groups of at least
+// kConvMinGroup channels, then as winograd_tile (GPEN_CPU_CONV applies to both).
+int conv2d_winograd_tile(const Conv2dParams& p, const Shape& x, const Shape& y);
+size_t conv2d_winograd_workspace_bytes(int m, const Shape& x, const Shape& y, int threads);
+// Inputs already validated by conv2d (f32, shapes).
+void conv2d_winograd(int m, const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+                     const TensorView* residual, const TensorView& y, void* workspace);
 
 }  // namespace gpen::cpu::winograd_detail

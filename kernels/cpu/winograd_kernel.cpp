@@ -116,7 +116,7 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
     const int64_t nn = tile / per_img, r = tile % per_img;
     const int64_t y0 = (r / pl.tw) * M - 1, x0 = (r % pl.tw) * M - 1;
     if (nn != last_n) {
-      for (int64_t c = 0; c < pl.C; ++c) s.sv[c] = a.s[nn * a.ss0 + c * a.ss1];
+      for (int64_t c = 0; c < pl.C; ++c) s.sv[c] = a.s ? a.s[nn * a.ss0 + c * a.ss1] : 1.0f;
       for (int64_t c = 0; c < pl.C2; ++c) s.gs2[c] = s.sv[pl.C1 + c] * a.x2_gain;
       last_n = nn;
     }
