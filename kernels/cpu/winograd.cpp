@@ -41,6 +41,20 @@ Mode mode() {
 
 }  // namespace
 
+const char* conv_mode_name() {
+  switch (mode()) {
+    case Mode::direct:
+      return "direct";
+    case Mode::wino4:
+      return "winograd4";
+    case Mode::wino2:
+      return "winograd2";
+    case Mode::automatic:
+      break;
+  }
+  return "auto";
+}
+
 int winograd_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, int64_t C, int64_t Co) {
   if (p.k != 3 || p.up) return 0;
   switch (mode()) {

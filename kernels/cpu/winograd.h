@@ -35,6 +35,10 @@ constexpr int64_t kUFloorFloats = int64_t{4} << 20;  // a transformed-weight gro
 // workspace query and the run agree.
 int winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
 
+// "auto", "direct", "winograd4" or "winograd2": GPEN_CPU_CONV as this process reads it (for the
+// profile and --version).
+const char* conv_mode_name();
+
 struct WinoPlan {
   int m = 4, n = 6, nxi = 36;  // output tile, input tile, transformed points
   int64_t N = 0, H = 0, W = 0, C = 0, C1 = 0, C2 = 0, Co = 0;
