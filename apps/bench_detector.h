@@ -4,6 +4,7 @@
 // photo and weights in the same run, on the same device (--device cuda: the network on the GPU
 // for both; the engine's figures then include its device memory).
 #include <string>
+#include <vector>
 
 namespace gpen::cli {
 
@@ -15,6 +16,7 @@ struct DetectorBenchArgs {
   int runs = 10, warmup = 2;
   bool json = false, compare_pytorch = false;
   int pytorch_timeout = 0;  // seconds for the PyTorch run; 0: none
+  std::vector<std::string> onnx_peers;  // onnxruntime, openvino (CPU, fp32, the network alone)
 };
 
 void run_detector_bench(const DetectorBenchArgs& a);

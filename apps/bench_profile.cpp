@@ -9,6 +9,7 @@
 
 #include "engine/core/error.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/winograd.h"
 
 namespace gpen::cli {
 
@@ -73,6 +74,7 @@ void add_cpu_peak(nlohmann::json& s, int threads) {
   for (std::string line; mhz == 0 && std::getline(f, line);)
     if (line.rfind("cpu MHz", 0) == 0 && line.find(':') != std::string::npos) mhz = std::atof(line.c_str() + line.find(':') + 1);
   s["cpu_isa"] = cpu::isa_name(isa);
+  s["cpu_conv"] = cpu::winograd_detail::conv_mode_name();
   if (mhz <= 0) return;  // no clock to go by: no peak
   const double peak = threads * cpu::isa_flops_per_cycle(isa) * mhz * 1e-3;
   s["cpu_mhz"] = mhz;
@@ -86,6 +88,10 @@ void print_profile(const nlohmann::json& s, int top) {
   if (s.contains("peak_gflops"))
     std::printf("    CPU path %s: peak %.0f GFLOP/s (%.0f MHz from /proc/cpuinfo)\n",
                 s["cpu_isa"].get<std::string>().c_str(), s["peak_gflops"].get<double>(), s["cpu_mhz"].get<double>());
+  if (s.contains("cpu_conv"))
+    std::printf("    CPU 3x3 convs: GPEN_CPU_CONV=%s (Winograd where kernels/cpu/winograd.h says); GFLOP/s count the\n"
+                "    direct conv's FLOPs, so a Winograd conv shows its effective rate (direct FLOPs / time)\n",
+                s["cpu_conv"].get<std::string>().c_str());
   std::printf("    %-22s %10s %7s %10s %8s\n", "op", "ms", "share", "GFLOP/s", "of peak");
   for (const auto& e : s["by_op"])
     std::printf("    %-22s %10.3f %6.1f%% %10.1f %7.1f%%\n", e["op"].get<std::string>().c_str(), e["ms"].get<double>(),

@@ -77,8 +77,8 @@ void run_bench(BenchArgs a) {
     return;
   }
   if (a.arch == "retinaface") {
-    GPEN_CHECK(onnx_list.empty(), "--compare onnxruntime/openvino is for GPEN (--arch gpen)");
     DetectorBenchArgs d;
+    d.onnx_peers = onnx_list;
     d.detector = a.detector;
     d.image = a.image;
     d.pytorch_pth = a.pytorch_checkpoint;
@@ -336,7 +336,8 @@ Command reg(
                    "engine's precision (fp16 for fp16/bf16) and eager fp32, with speed and device-memory ratios");
       sub.add_flag("--compare-onnxruntime", g_args.compare_onnxruntime,
                    "Also time ONNX Runtime (CPU, fp32, same threads) on an ONNX export of the PyTorch reference "
-                   "(tests/reference/peer_bench.py in .venv-peers: scripts/peers_venv.sh); output compared with PyTorch");
+                   "(tests/reference/peer_bench.py in .venv-peers: scripts/peers_venv.sh); output compared with PyTorch; "
+                   "--arch retinaface: the network alone, exported from --pytorch-checkpoint");
       sub.add_flag("--compare-openvino", g_args.compare_openvino,
                    "Also time OpenVINO (CPU, fp32, same threads) on the same ONNX export, as --compare-onnxruntime");
       sub.add_option("--compare", g_args.compare,

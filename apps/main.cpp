@@ -8,6 +8,7 @@
 #include "engine/core/error.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/winograd.h"
 
 namespace gpen::cli {
 
@@ -45,6 +46,8 @@ static std::string kVersionText() {
   try {
     v += std::string("\nCPU kernels: ") + gpen::cpu::isa_name(gpen::cpu::cpu_isa()) +
          (gpen::cpu::cpu_has_avx512() ? " (this CPU has AVX-512 F/BW/DQ/VL)" : " (no AVX-512 on this CPU or build)");
+    v += std::string("\nCPU 3x3 convs: ") + gpen::cpu::winograd_detail::conv_mode_name() +
+         " (GPEN_CPU_CONV: auto = Winograd F(4x4,3x3) on the large stride-1 layers, direct, winograd4, winograd2)";
   } catch (const gpen::Error& e) {
     v += std::string("\nCPU kernels: ") + e.what();
   }

@@ -118,4 +118,20 @@ nlohmann::json run_onnx_peer_gpen_bench(const std::string& peer, const PytorchGp
                        "are onnxruntime and openvino installed (scripts/peers_venv.sh) for");
 }
 
+nlohmann::json run_onnx_peer_detector_bench(const std::string& peer, const std::string& checkpoint_pth,
+                                            const std::string& image, int runs, int warmup, int threads,
+                                            int timeout_s) {
+  const char* env_py = std::getenv("GPEN_PEERS_PYTHON");
+  const std::string py = env_py && *env_py ? env_py : std::string(GPEN_SOURCE_DIR) + "/.venv-peers/bin/python";
+  const char* env_cache = std::getenv("GPEN_PEERS_CACHE");
+  const std::string cache = env_cache && *env_cache ? env_cache : std::string(GPEN_SOURCE_DIR) + "/.peers";
+  const std::string args = "--arch retinaface --peer " + shell_quote(peer) + " --checkpoint " +
+                           shell_quote(checkpoint_pth) + " --image " + shell_quote(image) + " --threads " +
+                           std::to_string(threads) + " --runs " + std::to_string(runs) + " --warmup " +
+                           std::to_string(warmup) + " --cache-dir " + shell_quote(cache) + " --export-python " +
+                           shell_quote(python());
+  return run_reference("peer_bench.py", args, timeout_s, py, "the ONNX peer",
+                       "are onnxruntime and openvino installed (scripts/peers_venv.sh) for");
+}
+
 }  // namespace gpen::cli

@@ -47,4 +47,12 @@ const std::vector<std::string>& onnx_peers();
 // "max_abs_vs_pytorch", "version", ...} or {"error"}.
 nlohmann::json run_onnx_peer_gpen_bench(const std::string& peer, const PytorchGpenBench& b);
 
+// Runs tests/reference/peer_bench.py --arch retinaface for `peer`: the ONNX export of the
+// RetinaFace checkpoint (.pth) for the network input of `image` (export_retinaface_onnx.py,
+// cached as for GPEN), the network alone timed with `threads` threads. Returns {"median_ms",
+// "peak_rss_mib", "max_abs_vs_pytorch", "version", ...} or {"error"}.
+nlohmann::json run_onnx_peer_detector_bench(const std::string& peer, const std::string& checkpoint_pth,
+                                            const std::string& image, int runs, int warmup, int threads,
+                                            int timeout_s = 0);
+
 }  // namespace gpen::cli

@@ -34,6 +34,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/strided.h"
+#include "kernels/cpu/winograd.h"
 
 namespace gpen::cpu {
 
@@ -130,6 +131,9 @@ int resolve_threads(int threads) { return threads > 0 ? threads : num_threads();
 }  // namespace
 
 size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape& y, int threads) {
+  // Stride-1 3x3 convs may run as Winograd (kernels/cpu/winograd.h), chosen from the shapes alone.
+  if (const int m = winograd_detail::conv2d_winograd_tile(p, x, y))
+    return winograd_detail::conv2d_winograd_workspace_bytes(m, x, y, resolve_threads(threads));
   const Geom g = make_geom(p, x, y);
   const Plan pl = make_plan(g);
   return (pl.cache_floats + pl.per_thread_floats * static_cast<size_t>(resolve_threads(threads))) * sizeof(float) +
@@ -157,6 +161,10 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
   if (residual) {
     detail::check_f32(*residual, "conv2d", "residual");
     detail::check_same_shape(*residual, y, "conv2d", "residual", "output");
+  }
+  if (const int m = winograd_detail::conv2d_winograd_tile(p, x.shape, y.shape)) {
+    winograd_detail::conv2d_winograd(m, p, x, w, bias, residual, y, workspace);
+    return;
   }
   const Plan pl = make_plan(g);
   int64_t wld = 0;

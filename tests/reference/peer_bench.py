@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Times the GPEN ONNX export (export_gpen_onnx.py) on ONNX Runtime or OpenVINO, CPU, fp32.
+"""Times the GPEN ONNX export (export_gpen_onnx.py), or with --arch retinaface the RetinaFace
+export of --checkpoint for --image (export_retinaface_onnx.py: the network alone, on the input
+the engine's detect() feeds), on ONNX Runtime or OpenVINO, CPU, fp32.
 
 Run with the peers' interpreter (.venv-peers/bin/python, made by scripts/peers_venv.sh). When
 the export for the configuration is not in --cache-dir yet, it is made first in a separate
@@ -22,6 +24,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def ensure_export(a):
+    if a.arch == 'retinaface':
+        # The export names its files after the checkpoint and the input size: let it decide.
+        cmd = [a.export_python, os.path.join(HERE, 'export_retinaface_onnx.py'), '--checkpoint', a.checkpoint,
+               '--image', a.image, '--out-dir', a.cache_dir]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError('the ONNX export failed: ' + (r.stderr.strip().splitlines() or ['?'])[-1])
+        e = json.loads(r.stdout.strip().splitlines()[-1])
+        return e['onnx'], e['input'], e['expect'], e
     onnx_path, in_path, exp_path = export_paths(a)
     if all(os.path.exists(p) for p in (onnx_path, in_path, exp_path)):
         return onnx_path, in_path, exp_path, None
@@ -41,6 +52,7 @@ def export_paths(a):
 
 
 def onnxruntime_runner(onnx_path, threads):
+    import numpy as np
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
@@ -50,10 +62,14 @@ def onnxruntime_runner(onnx_path, threads):
     sess = ort.InferenceSession(onnx_path, so, providers=['CPUExecutionProvider'])
     name = sess.get_inputs()[0].name
     settings = {'intra_op_num_threads': threads, 'inter_op_num_threads': 1, 'graph_optimization': 'ORT_ENABLE_ALL'}
-    return (lambda x: sess.run(None, {name: x})[0]), ort.__version__, settings
+    def run(x):
+        outs = sess.run(None, {name: x})
+        return outs[0] if len(outs) == 1 else np.concatenate(outs, -1)
+    return run, ort.__version__, settings
 
 
 def openvino_runner(onnx_path, threads):
+    import numpy as np
     import openvino as ov
     core = ov.Core()
     cfg = {'INFERENCE_NUM_THREADS': threads, 'NUM_STREAMS': 1, 'PERFORMANCE_HINT': 'LATENCY',
@@ -64,6 +80,8 @@ def openvino_runner(onnx_path, threads):
 
     def run(x):
         req.infer({0: x})
+        if len(compiled.outputs) > 1:
+            return np.concatenate([req.get_tensor(o).data.copy() for o in compiled.outputs], -1)
         return req.get_tensor(out).data.copy()
     return run, ov.__version__, {k: str(v) for k, v in cfg.items()}
 
@@ -71,6 +89,9 @@ def openvino_runner(onnx_path, threads):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--peer', choices=('onnxruntime', 'openvino'), required=True)
+    ap.add_argument('--arch', choices=('gpen', 'retinaface'), default='gpen')
+    ap.add_argument('--checkpoint', help='--arch retinaface: the .pth the export loads')
+    ap.add_argument('--image', help='--arch retinaface: the photo whose network input is timed')
     ap.add_argument('--size', type=int, default=512)
     ap.add_argument('--cm', type=float, default=2)
     ap.add_argument('--narrow', type=float, default=1.0)
@@ -83,6 +104,11 @@ def main(argv=None):
     a = ap.parse_args(argv)
     info = {'peer': a.peer, 'size': a.size, 'cm': a.cm, 'narrow': a.narrow, 'batch': a.batch, 'threads': a.threads,
             'runs': a.runs, 'warmup': a.warmup}
+    if a.arch == 'retinaface':
+        if not a.checkpoint or not a.image:
+            ap.error('--arch retinaface needs --checkpoint and --image')
+        info = {'peer': a.peer, 'arch': 'retinaface', 'checkpoint': a.checkpoint, 'image': a.image,
+                'threads': a.threads, 'runs': a.runs, 'warmup': a.warmup, 'timed': 'network only'}
     try:
         import numpy as np
         onnx_path, in_path, exp_path, exported = ensure_export(a)
@@ -106,6 +132,8 @@ def main(argv=None):
                     peak_rss_mib=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
                     max_abs_vs_pytorch=float(np.abs(y - expect).max()),
                     mean_abs_vs_pytorch=float(np.abs(y - expect).mean()))
+        if a.arch == 'retinaface':
+            info['median_ms'] = info['ms_per_face']
     except Exception as e:  # one peer failing must not hide the other
         info['error'] = '%s: %s' % (type(e).__name__, (str(e).strip().splitlines() or [''])[0][:400])
         print(json.dumps(info))

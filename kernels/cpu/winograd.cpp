@@ -1,0 +1,239 @@
+// The ISA-independent half of the Winograd modconv (overview: winograd.h): the choice, the plan,
+// the workspace, and the parallel loop over transformed-weight groups and tasks, which forwards to
+// the copy of winograd_kernel.cpp for the ISA in use.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "engine/core/error.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/winograd.h"
+
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
+
+namespace gpen::cpu::winograd_detail {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+enum class Mode { automatic, direct, wino4, wino2 };
+
+Mode mode() {
+  static const Mode m = [] {
+    const char* env = std::getenv("GPEN_CPU_CONV");
+    const std::string v = env ? env : "";
+    if (v.empty() || v == "auto") return Mode::automatic;
+    if (v == "direct") return Mode::direct;
+    if (v == "winograd" || v == "winograd4") return Mode::wino4;
+    if (v == "winograd2") return Mode::wino2;
+    throw Error("GPEN_CPU_CONV='" + v + "' is not a CPU conv algorithm: use auto, direct, winograd, winograd4 or winograd2");
+  }();
+  return m;
+}
+
+}  // namespace
+
+const char* conv_mode_name() {
+  switch (mode()) {
+    case Mode::direct:
+      return "direct";
+    case Mode::wino4:
+      return "winograd4";
+    case Mode::wino2:
+      return "winograd2";
+    case Mode::automatic:
+      break;
+  }
+  return "auto";
+}
+
+int winograd_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, int64_t C, int64_t Co) {
+  if (p.k != 3 || p.up) return 0;
+  switch (mode()) {
+    case Mode::direct:
+      return 0;
+    case Mode::wino4:
+      return 4;
+    case Mode::wino2:
+      return 2;
+    case Mode::automatic:
+      break;
+  }
+  // Where F(4x4, 3x3) pays: enough pixels for whole tiles to dominate the edges and enough
+  // channels for the GEMMs to outweigh the transforms (measured: docs/benchmarks.md, Winograd).
+  return H >= 48 && W >= 48 && C >= 32 && Co >= 32 ? 4 : 0;
+}
+
+WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads,
+                        int64_t u_budget) {
+  GPEN_CHECK(m == 2 || m == 4, "winograd: tile " + std::to_string(m) + " is not 2 or 4");
+  WinoPlan pl;
+  pl.m = m, pl.n = m + 2, pl.nxi = pl.n * pl.n;
+  pl.N = N, pl.H = H, pl.W = W, pl.C = C, pl.Co = Co;
+  pl.th = cdiv(H, m), pl.tw = cdiv(W, m), pl.ntiles = N * pl.th * pl.tw;
+  // Tile blocks of at most kMaxTileBlock, balanced, in whole micro-tiles of 6.
+  pl.nblock = cdiv(pl.ntiles, kMaxTileBlock);
+  pl.T = round_up(cdiv(pl.ntiles, pl.nblock), 6);
+  pl.nblock = cdiv(pl.ntiles, pl.T);
+  pl.nkb = cdiv(C, kKcMax);
+  pl.kc = cdiv(C, pl.nkb);
+  // Rows of the transformed input at a multiple of 1 KB would share L1 sets (see modconv_plan.cpp).
+  pl.kcs = round_up(pl.kc, 16);
+  if (pl.kcs % 64 == 0) pl.kcs += 16;
+  // Transformed-weight groups of at most the direct path's packed weight of this layer (9 C Co
+  // floats) or kUFloorFloats, whichever is more, balanced; a task covers a whole group where it
+  // can (each chunk of a group transforms the inputs again).
+  const int64_t budget = u_budget > 0 ? u_budget : std::max(9 * C * round_up(Co, 16), kUFloorFloats);
+  pl.ngroup = std::max<int64_t>(1, cdiv(pl.nxi * C * round_up(Co, 16), budget));
+  pl.group_co = round_up(cdiv(Co, pl.ngroup), 16);
+  pl.ngroup = cdiv(Co, pl.group_co);
+  pl.cc = round_up(cdiv(pl.group_co, cdiv(pl.group_co, kCoChunkMax)), 16);
+  const int64_t want = 2 * std::max(1, threads);
+  while (pl.nblock * cdiv(pl.group_co, pl.cc) < want && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
+  pl.pstride = pl.nxi * C * 16;
+  pl.u_floats = round_up(pl.group_co / 16 * pl.pstride, 16);
+  int64_t off = 0;
+  auto take = [&](int64_t floats) {
+    const int64_t o = off;
+    off += round_up(floats, 16);
+    return o;
+  };
+  pl.off_v = take(pl.nxi * pl.T * pl.kcs);
+  pl.off_m = take(pl.nxi * pl.T * pl.cc);
+  pl.off_sv = take(C);
+  pl.off_b2v = take(C);
+  pl.off_gs2 = take(C);
+  pl.off_dv = take(pl.cc + 16);
+  pl.off_bv = take(pl.cc + 16);
+  pl.off_tmp = take(16);
+  pl.per_thread = off;
+  return pl;
+}
+
+namespace {
+
+// The transformed-weight groups one after the other, each: its transform split between the
+// threads, then its tasks (tile block x output-channel chunk).
+void run(const WinoPlan& pl, const WinoArgs& a, void* workspace) {
+  const int nt_req = std::max(1, num_threads());
+  const auto v = reinterpret_cast<uintptr_t>(workspace);
+  float* const u = reinterpret_cast<float*>((v + kAlign - 1) / kAlign * kAlign);
+  float* const thread_base = u + pl.u_floats;
+  const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
+  auto transform = wide ? isa_avx512::transform_weight : isa_base::transform_weight;
+  auto task = wide ? isa_avx512::run_task : isa_base::run_task;
+  constexpr int64_t kCPiece = 64;  // input channels per weight-transform piece
+  const int64_t npiece_c = cdiv(pl.C, kCPiece);
+
+#pragma omp parallel num_threads(nt_req)
+  {
+    float* ws = thread_base + static_cast<int64_t>(omp_get_thread_num()) * pl.per_thread;
+    for (int64_t g = 0; g < pl.ngroup; ++g) {
+      const int64_t g0 = g * pl.group_co, g1 = std::min(pl.Co, g0 + pl.group_co);
+      const int64_t npanel = cdiv(g1 - g0, 16);
+#pragma omp for schedule(static)
+      for (int64_t piece = 0; piece < npanel * npiece_c; ++piece) {
+        const int64_t jp = piece / npiece_c, c0 = piece % npiece_c * kCPiece;
+        transform(pl, a, g0 / 16 + jp, c0, std::min(pl.C, c0 + kCPiece), u + jp * pl.pstride);
+      }  // implicit barrier: the group's transformed weight is whole before any task reads it
+      const int64_t nchunk = cdiv(g1 - g0, pl.cc);
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < pl.nblock * nchunk; ++t) {
+        const int64_t block = t / nchunk, o0 = g0 + t % nchunk * pl.cc;
+        task(pl, a, block, o0, std::min(pl.cc, g1 - o0), u, g0, ws);
+      }  // implicit barrier: no task still reads the group when the next overwrites it
+    }
+  }
+}
+
+}  // namespace
+
+size_t modconv_winograd_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads) {
+  const int nt = threads > 0 ? threads : std::max(1, num_threads());
+  const WinoPlan pl = make_wino_plan(m, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
+  return static_cast<size_t>(pl.u_floats + pl.per_thread * nt) * sizeof(float) + kAlign;
+}
+
+void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& args, const TensorView& y, void* workspace) {
+  GPEN_CHECK(workspace != nullptr, "modconv: missing workspace");
+  const TensorView& x = *args.x;
+  const TensorView& w = *args.w;
+  const int nt_req = std::max(1, num_threads());
+  WinoPlan pl = make_wino_plan(m, y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
+  pl.C1 = x.dim(3);
+  pl.C2 = pl.C - pl.C1;
+
+  WinoArgs a;
+  a.x = x.f32();
+  a.xs0 = x.dim(0) == 1 ? 0 : x.stride(0), a.xs1 = x.stride(1), a.xs2 = x.stride(2), a.xs3 = x.stride(3);
+  if (args.x2) {
+    const TensorView& x2 = *args.x2;
+    a.x2 = x2.f32();
+    a.x2s0 = x2.stride(0), a.x2s1 = x2.stride(1), a.x2s2 = x2.stride(2), a.x2s3 = x2.stride(3);
+    a.x2_scale = args.x2_scale->f32()[0];
+    a.x2_bias = args.x2_bias->f32();
+    a.x2bs = args.x2_bias->stride(args.x2_bias->rank() - 1);
+    a.x2_slope = p.x2_act.slope, a.x2_gain = p.x2_act.gain;
+  }
+  a.s = args.s->f32(), a.ss0 = args.s->stride(0), a.ss1 = args.s->stride(1);
+  if (args.d) a.d = args.d->f32(), a.ds0 = args.d->stride(0), a.ds1 = args.d->stride(1);
+  if (args.bias) a.bias = args.bias->f32(), a.bs = args.bias->stride(args.bias->rank() - 1);
+  if (args.residual) {
+    const TensorView& r = *args.residual;
+    a.res = r.f32(), a.rs0 = r.stride(0), a.rs1 = r.stride(1), a.rs2 = r.stride(2), a.rs3 = r.stride(3);
+  }
+  a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
+  a.gpos = p.act.gain, a.gneg = p.act.gain * p.act.slope;
+  a.w = w.f32(), a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
+
+  run(pl, a, workspace);
+}
+
+int conv2d_winograd_tile(const Conv2dParams& p, const Shape& x, const Shape& y) {
+  if (p.kh != 3 || p.kw != 3 || p.stride_h != 1 || p.stride_w != 1 || p.groups != 1) return 0;
+  if (p.pad_top != 1 || p.pad_left != 1 || p.pad_bottom != 1 || p.pad_right != 1) return 0;
+  if (x.rank != 4 || y.rank != 4 || x[1] != y[1] || x[2] != y[2]) return 0;
+  ModConvParams mp;  // the same shape rule as the modconv's
+  const int m = winograd_tile(mp, y[0], y[1], y[2], x[3], y[3]);
+  if (m == 0) return 0;
+  const WinoPlan pl = make_wino_plan(m, y[0], y[1], y[2], x[3], y[3], 1, kConvUBudgetFloats);
+  const bool fits = pl.u_floats <= kConvUBudgetFloats && (pl.group_co >= kConvMinGroup || pl.ngroup == 1);
+  return fits ? m : 0;
+}
+
+size_t conv2d_winograd_workspace_bytes(int m, const Shape& x, const Shape& y, int threads) {
+  const int nt = threads > 0 ? threads : std::max(1, num_threads());
+  const WinoPlan pl = make_wino_plan(m, y[0], x[1], x[2], x[3], y[3], nt, kConvUBudgetFloats);
+  return static_cast<size_t>(pl.u_floats + pl.per_thread * nt) * sizeof(float) + kAlign;
+}
+
+void conv2d_winograd(int m, const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+                     const TensorView* residual, const TensorView& y, void* workspace) {
+  GPEN_CHECK(workspace != nullptr, "conv2d: missing workspace");
+  WinoPlan pl = make_wino_plan(m, y.dim(0), x.dim(1), x.dim(2), x.dim(3), y.dim(3), std::max(1, num_threads()),
+                               kConvUBudgetFloats);
+  pl.C1 = pl.C;
+  WinoArgs a;
+  a.x = x.f32();
+  a.xs0 = x.stride(0), a.xs1 = x.stride(1), a.xs2 = x.stride(2), a.xs3 = x.stride(3);
+  if (bias) a.bias = bias->f32(), a.bs = bias->stride(0);
+  if (residual) {
+    a.res = residual->f32(), a.rs0 = residual->stride(0), a.rs1 = residual->stride(1);
+    a.rs2 = residual->stride(2), a.rs3 = residual->stride(3);
+  }
+  a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
+  // conv2d's activation is gain * (max(v, 0) + slope * min(v, 0)): the same as the modconv's.
+  a.gpos = p.act.gain, a.gneg = p.act.gain * p.act.slope;
+  a.w = w.f32(), a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
+  run(pl, a, workspace);
+}
+
+}  // namespace gpen::cpu::winograd_detail

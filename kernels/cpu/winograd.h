@@ -1,0 +1,121 @@
+#pragma once
+// Winograd F(m x m, 3 x 3) for the stride-1 3x3 modulated convolution (kernels/cpu/winograd*.cpp).
+// The modconv is x * s -> a conv with the static weight W -> * d (kernels/params.h), so the
+// static-weight conv is a plain 3x3 conv and Winograd applies: each m x m output tile is
+// A^T [ (G W G^T) . (B^T x B) ] A over an (m + 2)^2 input tile, which turns the 9 m^2 multiplies
+// per (tile, Cin, Cout) of the direct conv into (m + 2)^2: 2.25x fewer for m = 2, 4x for m = 4.
+// The (m + 2)^2 element-wise products over the channels are (m + 2)^2 independent GEMMs
+// [tiles x Cin] x [Cin x Cout], run on the modconv micro-kernel (modconv_internal.h) of the ISA
+// in use.
+//
+// Memory: the transformed weight G W G^T is (m + 2)^2 / 9 times the weight (4x for m = 4). It is
+// made per call into the workspace, like the direct path's packed weight, in groups of output
+// channels so that one group never takes more than the direct path's packed weight of the same
+// layer (or kUFloorFloats, whichever is more): the plan's workspace, not hidden memory. Per
+// thread: the transformed inputs of one tile block and its (m + 2)^2 accumulator tiles.
+//
+// Choice (GPEN_CPU_CONV, read once per process; the same for conv2d_winograd below): "auto"
+// (default) runs F(4x4, 3x3) on the shapes
+// where it is faster and within the fidelity targets (winograd_tile below), "direct" never,
+// "winograd" / "winograd4" on every stride-1 3x3 modconv, "winograd2" F(2x2, 3x3) on every one.
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/core/tensor.h"
+#include "kernels/params.h"
+
+namespace gpen::cpu::winograd_detail {
+
+constexpr int64_t kMaxTileBlock = 30;   // tiles per task: each transformed weight element serves them all
+constexpr int64_t kKcMax = 128;         // input channels per K block (bounds the per-thread scratch)
+constexpr int64_t kCoChunkMax = 256;    // output channels per task (the input transform is redone per chunk)
+constexpr int64_t kUFloorFloats = int64_t{4} << 20;  // a transformed-weight group may always take 16 MiB
+
+// 0: the direct path; 2 or 4: F(m x m, 3 x 3). From the shapes and GPEN_CPU_CONV only, so the
+// workspace query and the run agree.
+int winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
+
+// "auto", "direct", "winograd4" or "winograd2": GPEN_CPU_CONV as this process reads it (for the
+// profile and --version).
+const char* conv_mode_name();
+
+struct WinoPlan {
+  int m = 4, n = 6, nxi = 36;  // output tile, input tile, transformed points
+  int64_t N = 0, H = 0, W = 0, C = 0, C1 = 0, C2 = 0, Co = 0;
+  int64_t th = 0, tw = 0, ntiles = 0;  // tile grid
+  int64_t T = 0, nblock = 0;           // tiles per block (a multiple of 6), blocks
+  int64_t kc = 0, nkb = 0, kcs = 0;    // K block, their number, floats per transformed-input row
+  int64_t cc = 0;                      // output channels per task (a multiple of 16)
+  int64_t group_co = 0, ngroup = 0;    // output channels per transformed-weight group
+  int64_t pstride = 0;                 // floats per 16-column panel of the transformed weight: nxi * C * 16
+  int64_t u_floats = 0;                // one group of the transformed weight
+  int64_t off_v = 0, off_m = 0, off_sv = 0, off_b2v = 0, off_gs2 = 0, off_dv = 0, off_bv = 0, off_tmp = 0;
+  int64_t per_thread = 0;
+};
+
+// u_budget: floats a transformed-weight group may take; 0: the modconv's rule (the direct path's
+// packed weight of the layer, 9 C Co floats, or kUFloorFloats, whichever is more).
+WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads,
+                        int64_t u_budget = 0);
+// conv2d's direct path needs no copy of its weight, so its Winograd groups stay small: at most
+// this many floats (5 MiB), and no Winograd where that leaves fewer than kConvMinGroup channels.
+constexpr int64_t kConvUBudgetFloats = int64_t{5} << 18;
+constexpr int64_t kConvMinGroup = 64;
+
+// Raw pointers and strides of one modconv (filled from the TensorViews by winograd.cpp), so the
+// per-ISA code needs no inline functions from other headers (scripts/check_isa_symbols.py).
+struct WinoArgs {
+  const float* x = nullptr;
+  int64_t xs0 = 0, xs1 = 0, xs2 = 0, xs3 = 1;  // xs0 = 0: one x for every sample
+  const float* x2 = nullptr;
+  int64_t x2s0 = 0, x2s1 = 0, x2s2 = 0, x2s3 = 1;
+  float x2_scale = 0.0f, x2_slope = 1.0f, x2_gain = 1.0f;
+  const float* x2_bias = nullptr;
+  int64_t x2bs = 1;
+  const float* s = nullptr;
+  int64_t ss0 = 0, ss1 = 1;
+  const float* d = nullptr;  // null: no demodulation
+  int64_t ds0 = 0, ds1 = 1;
+  const float* bias = nullptr;
+  int64_t bs = 1;
+  const float* res = nullptr;
+  int64_t rs0 = 0, rs1 = 0, rs2 = 0, rs3 = 1;
+  float* y = nullptr;
+  int64_t ys0 = 0, ys1 = 0, ys2 = 0, ys3 = 1;
+  float gpos = 1.0f, gneg = 1.0f;  // act(v) = v * (v < 0 ? gneg : gpos)
+  const float* w = nullptr;        // HWIO
+  int64_t ws0 = 0, ws1 = 0, ws2 = 0, ws3 = 1;
+};
+
+// The per-ISA halves (winograd_kernel.cpp): the transformed weight of 16-column panel `panel`
+// (output channels 16 panel .. + 16, zero past Co) for input channels [c0, c1), written at
+// `dst` in the layout [xi][C][16]; and one task: tile block `block`, output channels
+// [o0, o0 + nco) of the group whose transformed weight is `u` (its first channel `group_o0`).
+#define GPEN_WINO_ISA_DECLS                                                                                   \
+  void transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1,         \
+                        float* dst);                                                                           \
+  void run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u, \
+                int64_t group_o0, float* ws);
+namespace isa_base {
+GPEN_WINO_ISA_DECLS
+}
+namespace isa_avx512 {
+GPEN_WINO_ISA_DECLS
+}
+#undef GPEN_WINO_ISA_DECLS
+
+// The whole op for m = winograd_tile(...) != 0 (inputs already validated by modconv).
+size_t modconv_winograd_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads);
+void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
+
+// The static conv2d (RetinaFace's 3x3 convs) on the same machinery: s = 1, no concat, no
+// demodulation. conv2d_winograd_tile: 0 unless a 3x3, stride 1, padding 1, ungrouped conv
+// keeping the size whose transformed weight fits kConvUBudgetFloats in groups of at least
+// kConvMinGroup channels, then as winograd_tile (GPEN_CPU_CONV applies to both).
+int conv2d_winograd_tile(const Conv2dParams& p, const Shape& x, const Shape& y);
+size_t conv2d_winograd_workspace_bytes(int m, const Shape& x, const Shape& y, int threads);
+// Inputs already validated by conv2d (f32, shapes).
+void conv2d_winograd(int m, const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+                     const TensorView* residual, const TensorView& y, void* workspace);
+
+}  // namespace gpen::cpu::winograd_detail

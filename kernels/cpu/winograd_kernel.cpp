@@ -1,0 +1,324 @@
+// The per-ISA half of the Winograd modconv (overview: winograd.h), compiled once per ISA
+// (isa_ns.h): the transforms run on vectors of the ISA's width across channels (NHWC keeps a
+// pixel's channels contiguous, so every transform is a few vector adds per point), the
+// (m + 2)^2 GEMMs on the modconv micro-kernel. Nothing here calls an inline function of another
+// header (scripts/check_isa_symbols.py): the helpers are file-local.
+#include <cstring>
+
+#include "kernels/cpu/isa_ns.h"
+#include "kernels/cpu/modconv_internal.h"
+#include "kernels/cpu/winograd.h"
+
+namespace gpen::cpu::winograd_detail::GPEN_ISA_NS {
+
+namespace {
+
+#if GPEN_ISA_AVX512
+constexpr int L = 16;
+#else
+constexpr int L = 8;
+#endif
+typedef float vf __attribute__((vector_size(L * sizeof(float))));
+
+inline vf vld(const float* p) {
+  vf v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void vst(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+inline vf splat(float s) { return vf{} + s; }
+inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// The transform matrices (points 0, +-1, +-2, infinity for m = 4; 0, +-1, infinity for m = 2).
+// B^T maps an input tile to the transformed points, G a 3-tap filter, A^T the points back to
+// the output tile.
+template <int M>
+struct Tr;
+template <>
+struct Tr<4> {
+  static constexpr int n = 6;
+  static constexpr float BT[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                     {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+  static constexpr float G[6][3] = {{1.0f / 4, 0, 0},
+                                    {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                                    {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                                    {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                                    {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                                    {0, 0, 1}};
+  static constexpr float AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+};
+template <>
+struct Tr<2> {
+  static constexpr int n = 4;
+  static constexpr float BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  static constexpr float G[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+  static constexpr float AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+};
+
+// out[r * os] = sum_k mat[r][k] * in[k * is]. Fully unrolled, the coefficients are constants, so
+// the zero terms vanish and the +-1 ones are plain adds.
+template <int R, int K>
+inline void lincomb(const float (&mat)[R][K], const vf* in, int is, vf* out, int os) {
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    vf acc = {};
+    bool first = true;
+#pragma GCC unroll 8
+    for (int k = 0; k < K; ++k) {
+      const float c = mat[r][k];
+      if (c == 0.0f) continue;
+      const vf t = c == 1.0f ? in[k * is] : c == -1.0f ? -in[k * is] : c * in[k * is];
+      acc = first ? t : acc + t;
+      first = false;
+    }
+    out[r * os] = acc;
+  }
+}
+
+// Channels [c, c + L) of the conv's input at one pixel (xp, x2p: its rows in x and x2) with the
+// prologue applied, zero past `cend`: x * s for c < C1, act2(x2 * scale + bias2) * s * gain2
+// above. The general case (a vector across the concat boundary, a K-block tail, channel strides);
+// input_transform has the fast paths.
+inline vf load_input_any(const WinoPlan& pl, const WinoArgs& a, const float* xp, const float* x2p, int64_t c,
+                         int64_t cend, const float* sv, const float* gs2, const float* b2v, float* tmp) {
+  for (int q = 0; q < L; ++q) {
+    const int64_t ch = c + q;
+    if (ch >= cend) {
+      tmp[q] = 0.0f;
+    } else if (ch < pl.C1) {
+      tmp[q] = xp[ch * a.xs3] * sv[ch];
+    } else {
+      const int64_t c2 = ch - pl.C1;
+      const float t = x2p[c2 * a.x2s3] * a.x2_scale + b2v[c2];
+      tmp[q] = t * (t < 0.0f ? a.x2_slope : 1.0f) * gs2[c2];
+    }
+  }
+  return vld(tmp);
+}
+
+// Per-thread scratch of one task (offsets: make_wino_plan).
+struct Scratch {
+  float *v, *m, *sv, *b2v, *gs2, *dv, *bv, *tmp;
+};
+
+// The transformed inputs of the block's tiles for channels [k0, k1): v[xi][t][c - k0].
+template <int M>
+void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t k0, int64_t k1, const Scratch& s,
+                     int64_t& last_n) {
+  constexpr int n = Tr<M>::n, NN = n * n;
+  const int64_t per_img = pl.th * pl.tw;
+  for (int64_t t = 0; t < pl.T; ++t) {
+    const int64_t tile = t0 + t;
+    if (tile >= pl.ntiles) {  // rows of the last block past the grid: zeros, their outputs unused
+      for (int xi = 0; xi < NN; ++xi) std::memset(s.v + (xi * pl.T + t) * pl.kcs, 0, sizeof(float) * pl.kcs);
+      continue;
+    }
+    const int64_t nn = tile / per_img, r = tile % per_img;
+    const int64_t y0 = (r / pl.tw) * M - 1, x0 = (r % pl.tw) * M - 1;
+    if (nn != last_n) {
+      for (int64_t c = 0; c < pl.C; ++c) s.sv[c] = a.s ? a.s[nn * a.ss0 + c * a.ss1] : 1.0f;
+      for (int64_t c = 0; c < pl.C2; ++c) s.gs2[c] = s.sv[pl.C1 + c] * a.x2_gain;
+      last_n = nn;
+    }
+    // The tile's pixels in x and x2 (null outside the image: zero padding).
+    const float* px[NN];
+    const float* px2[NN];
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        const int64_t iy = y0 + i, ix = x0 + j;
+        const bool in = iy >= 0 && iy < pl.H && ix >= 0 && ix < pl.W;
+        px[i * n + j] = in ? a.x + nn * a.xs0 + iy * a.xs1 + ix * a.xs2 : nullptr;
+        px2[i * n + j] = in && a.x2 ? a.x2 + nn * a.x2s0 + iy * a.x2s1 + ix * a.x2s2 : nullptr;
+      }
+    const vf one = splat(1.0f), slope = splat(a.x2_slope);
+    const int64_t nxt = M * a.xs2, nxt2 = M * a.x2s2;
+    for (int64_t c = k0; c < k1; c += L) {
+      vf d[NN], u[NN], v[NN];
+      // The pixels are (m + 2)^2 streams along the channels, more than the hardware prefetchers
+      // follow: fetch the same channels of the next tile (m pixels to the right) by hand.
+      if (c + L <= k1 && c + L <= pl.C1 && a.xs3 == 1) {
+        const vf sc = vld(s.sv + c);
+        for (int e = 0; e < NN; ++e) {
+          if (!px[e]) {
+            d[e] = vf{};
+            continue;
+          }
+          __builtin_prefetch(px[e] + nxt + c);
+          d[e] = vld(px[e] + c) * sc;
+        }
+      } else if (c + L <= k1 && c >= pl.C1 && a.x2s3 == 1) {
+        const int64_t c2 = c - pl.C1;
+        const vf gs = vld(s.gs2 + c2), b2 = vld(s.b2v + c2);
+        for (int e = 0; e < NN; ++e) {
+          if (!px2[e]) {
+            d[e] = vf{};
+            continue;
+          }
+          __builtin_prefetch(px2[e] + nxt2 + c2);
+          const vf t = vld(px2[e] + c2) * a.x2_scale + b2;
+          d[e] = t * (t < vf{} ? slope : one) * gs;
+        }
+      } else {
+        for (int e = 0; e < NN; ++e)
+          d[e] = px[e] ? load_input_any(pl, a, px[e], px2[e], c, k1, s.sv, s.gs2, s.b2v, s.tmp) : vf{};
+      }
+      for (int i = 0; i < n; ++i) lincomb(Tr<M>::BT, d + i * n, 1, u + i * n, 1);  // along x
+      for (int j = 0; j < n; ++j) lincomb(Tr<M>::BT, u + j, n, v + j, n);          // along y
+      float* dst = s.v + t * pl.kcs + (c - k0);
+      for (int xi = 0; xi < NN; ++xi) vst(dst + xi * pl.T * pl.kcs, v[xi]);
+    }
+  }
+}
+
+// m[xi][t][j] (+)= sum_c v[xi][t][c] * U[xi][k0 + c][o0 + j] for the block's tiles, j < nco.
+void gemms(const WinoPlan& pl, const Scratch& s, const float* u, int64_t jp0, int64_t nco, int64_t k0, int64_t k1) {
+  using modconv_detail::KBlock;
+  using modconv_detail::kMR;
+  KBlock kb;
+  kb.nseg = 1;
+  kb.len = static_cast<int>(k1 - k0);
+  kb.a_off[0] = 0;
+  kb.seg_len[0] = kb.len;
+  int64_t base[kMaxTileBlock];
+  for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
+  const bool acc = k0 > 0;
+  const int64_t ldc = pl.cc;
+  for (int xi = 0; xi < pl.nxi; ++xi) {
+    const float* band = s.v + xi * pl.T * pl.kcs;
+    for (int64_t j = 0; j < nco;) {
+      const float* bseg[1] = {u + (jp0 + j / 16) * pl.pstride + (xi * pl.C + k0) * 16};
+      float* c = s.m + xi * pl.T * ldc + j;
+#if GPEN_ISA_AVX512
+      if (j + 16 < nco) {  // two panels per call at 16 lanes
+        for (int64_t mt = 0; mt < pl.T; mt += kMR)
+          modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, pl.pstride, 0, c + mt * ldc, ldc,
+                                                   acc);
+        j += 32;
+        continue;
+      }
+#endif
+      for (int64_t mt = 0; mt < pl.T; mt += kMR)
+        modconv_detail::isa_base::micro_kernel(kb, band, base + mt, bseg, 16, 8, 0, c + mt * ldc, ldc, acc);
+      j += 16;
+    }
+  }
+}
+
+// y = act(A^T m A * d + bias) + residual for the block's tiles, channels [o0, o0 + nco).
+template <int M>
+void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t o0, int64_t nco, const Scratch& s) {
+  constexpr int n = Tr<M>::n, NN = n * n;
+  const int64_t per_img = pl.th * pl.tw;
+  const vf vp = splat(a.gpos), vn = splat(a.gneg);
+  int64_t last_n = -1;
+  for (int64_t t = 0; t < pl.T && t0 + t < pl.ntiles; ++t) {
+    const int64_t tile = t0 + t, nn = tile / per_img, r = tile % per_img;
+    const int64_t oy0 = (r / pl.tw) * M, ox0 = (r % pl.tw) * M;
+    if (nn != last_n) {
+      for (int64_t o = 0; o < pl.cc + L; ++o) {
+        const bool in = o < nco;
+        s.dv[o] = in && a.d ? a.d[nn * a.ds0 + (o0 + o) * a.ds1] : (in ? 1.0f : 0.0f);
+        s.bv[o] = in && a.bias ? a.bias[(o0 + o) * a.bs] : 0.0f;
+      }
+      last_n = nn;
+    }
+    // The tile's output pixels (null outside the image) and their residual.
+    float* py[M * M];
+    const float* pr[M * M];
+    for (int p = 0; p < M; ++p)
+      for (int q = 0; q < M; ++q) {
+        const int64_t oy = oy0 + p, ox = ox0 + q;
+        const bool in = oy < pl.H && ox < pl.W;
+        py[p * M + q] = in ? a.y + nn * a.ys0 + oy * a.ys1 + ox * a.ys2 + o0 * a.ys3 : nullptr;
+        pr[p * M + q] = in && a.res ? a.res + nn * a.rs0 + oy * a.rs1 + ox * a.rs2 + o0 * a.rs3 : nullptr;
+      }
+    const bool dense = a.ys3 == 1 && (!a.res || a.rs3 == 1);
+    for (int64_t o = 0; o < nco; o += L) {
+      vf mv[NN], u[n * M], yv[M * M];
+      for (int xi = 0; xi < NN; ++xi) mv[xi] = vld(s.m + (xi * pl.T + t) * pl.cc + o);
+      for (int i = 0; i < n; ++i) lincomb(Tr<M>::AT, mv + i * n, 1, u + i * M, 1);  // along x
+      for (int q = 0; q < M; ++q) lincomb(Tr<M>::AT, u + q, M, yv + q, M);          // along y
+      const vf dv = vld(s.dv + o), bv = vld(s.bv + o);
+      const int64_t lanes = lmin(L, nco - o);
+      for (int e = 0; e < M * M; ++e) {
+        if (!py[e]) continue;
+        const vf v = yv[e] * dv + bv;
+        vf out = v * (v < vf{} ? vn : vp);
+        float* yp = py[e] + o * a.ys3;
+        const float* rp = pr[e] ? pr[e] + o * a.rs3 : nullptr;
+        if (lanes == L && dense) {
+          if (rp) out += vld(rp);  // read before the store: the residual may be the output
+          vst(yp, out);
+          continue;
+        }
+        vst(s.tmp, out);
+        for (int64_t q2 = 0; q2 < lanes; ++q2) yp[q2 * a.ys3] = s.tmp[q2] + (rp ? rp[q2 * a.rs3] : 0.0f);
+      }
+    }
+  }
+}
+
+template <int M>
+void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,
+                int64_t group_o0, const Scratch& s) {
+  const int64_t t0 = block * pl.T;
+  for (int64_t c = 0; c < pl.C2; ++c) s.b2v[c] = a.x2_bias[c * a.x2bs];
+  int64_t last_n = -1;
+  for (int64_t kb = 0; kb < pl.nkb; ++kb) {
+    const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc);
+    input_transform<M>(pl, a, t0, k0, k1, s, last_n);
+    gemms(pl, s, u, (o0 - group_o0) / 16, nco, k0, k1);
+  }
+  output_transform<M>(pl, a, t0, o0, nco, s);
+}
+
+template <int M>
+void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
+  constexpr int n = Tr<M>::n, V = 16 / L;
+  const int64_t o0 = panel * 16;
+  float tmp[16];
+  for (int64_t c = c0; c < c1; ++c) {
+    vf g[9][V], uu[n * n][V];  // taps, G g G^T
+    for (int t = 0; t < 9; ++t) {
+      const float* src = a.w + (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
+      if (a.ws3 == 1 && o0 + 16 <= pl.Co) {
+        // Nine streams a whole weight row (Cout floats) apart per step: prefetch by hand.
+        __builtin_prefetch(src + 8 * a.ws2 + o0);
+        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + o0 + h2 * L);
+        continue;
+      }
+      for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
+      for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
+    }
+    for (int h2 = 0; h2 < V; ++h2) {
+      vf gi[9], hi[n * 3], ui[n * n];
+      for (int t = 0; t < 9; ++t) gi[t] = g[t][h2];
+      for (int kx = 0; kx < 3; ++kx) lincomb(Tr<M>::G, gi + kx, 3, hi + kx, 3);  // along ky: hi[i][kx]
+      for (int i = 0; i < n; ++i) lincomb(Tr<M>::G, hi + i * 3, 1, ui + i * n, 1);  // along kx
+      for (int xi = 0; xi < n * n; ++xi) uu[xi][h2] = ui[xi];
+    }
+    for (int xi = 0; xi < n * n; ++xi)
+      for (int h2 = 0; h2 < V; ++h2) vst(dst + (xi * pl.C + c) * 16 + h2 * L, uu[xi][h2]);
+  }
+}
+
+}  // namespace
+
+void transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
+  if (pl.m == 4)
+    transform_weight_m<4>(pl, a, panel, c0, c1, dst);
+  else
+    transform_weight_m<2>(pl, a, panel, c0, c1, dst);
+}
+
+void run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,
+              int64_t group_o0, float* ws) {
+  const Scratch s{ws + pl.off_v,  ws + pl.off_m,  ws + pl.off_sv, ws + pl.off_b2v,
+                  ws + pl.off_gs2, ws + pl.off_dv, ws + pl.off_bv, ws + pl.off_tmp};
+  if (pl.m == 4)
+    run_task_m<4>(pl, a, block, o0, nco, u, group_o0, s);
+  else
+    run_task_m<2>(pl, a, block, o0, nco, u, group_o0, s);
+}
+
+}  // namespace gpen::cpu::winograd_detail::GPEN_ISA_NS
