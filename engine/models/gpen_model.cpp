@@ -1,5 +1,6 @@
 #include "engine/models/gpen_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -236,8 +237,7 @@ void GpenModel::prepare(int batch, const std::string& strategy, bool allow_inpla
 }
 
 void GpenModel::prepare(int batch, const PlanOptions& opt) {
-  std::string key = opt.strategy + (opt.allow_inplace ? "+inplace" : "") + (opt.rematerialize ? "+remat" : "") +
-                    (opt.reorder ? "+reorder" : "") + std::to_string(opt.remat_max_flops_fraction);
+  std::string key = opt.key();
   if (batch == batch_ && exec_ && key == plan_key_) return;
   plan_key_ = key;
   opt_ = opt;
@@ -321,9 +321,11 @@ GpenModel::Prepared GpenModel::prepared_for(int n) {
     GpenConfig c = config_;
     c.batch = n;
     s.graph = std::make_unique<GpenGraph>(build_gpen_graph(c));
-    transform_for_memory(s.graph->graph, opt_);
-    WorkspaceFn ws = [this](const Graph& g, const Node& nd) { return backend_.workspace_bytes(g, nd); };
     PlanOptions so = opt_;
+    // A banding chosen under a budget for n faces must fit the arena made for batch() faces.
+    if (so.arena_budget > 0) so.arena_budget = std::min(so.arena_budget, plan_->arena_bytes);
+    transform_for_memory(s.graph->graph, so);
+    WorkspaceFn ws = [this](const Graph& g, const Node& nd) { return backend_.workspace_bytes(g, nd); };
     so.strategy = plan_->strategy;
     s.plan = std::make_unique<MemoryPlan>(plan_memory(s.graph->graph, ws, so));
     // Every tensor scales with the batch, so the smaller plan fits; checked all the same.
