@@ -86,7 +86,7 @@ void run_aligned(const RestoreArgs& a) {
 
   const int total = static_cast<int>(faces.size());
   const int batch = std::clamp(a.batch > 0 ? a.batch : std::min(total, 8), 1, total);
-  model->prepare(batch);
+  model->prepare(batch, plan_options(a));
   const size_t face_floats = static_cast<size_t>(S) * S * 3;
   std::vector<float> in(face_floats * batch), out(face_floats * batch), raw;
   if (!a.save_raw.empty()) raw.resize(face_floats * total);

@@ -47,16 +47,6 @@ std::vector<float> run_with(const GpenConfig& c, int batch, const PlanOptions& o
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() == b.size()) {
-    double m = 0;
-    size_t at = 0, cnt = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      double d = std::fabs(double(a[i]) - b[i]);
-      if (d > m) m = d, at = i;
-      if (a[i] != b[i]) ++cnt;
-    }
-    if (cnt) MESSAGE("max diff ", m, " at ", at, " differing ", cnt, " of ", a.size());
-  }
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
@@ -151,18 +141,4 @@ TEST_CASE("banding: bad specs are refused with a message") {
   s.keep_res = 8;
   CHECK_THROWS_WITH_AS(apply_banding(gg.graph, s), doctest::Contains("kept resolution"), Error);
 }
-TEST_CASE("banding: debug dump" * doctest::skip()) {
-  GpenGraph gg = build_gpen_graph(small_config(64));
-  BandingSpec s;
-  s.band_res = 32;
-  s.bands = 1;
-  apply_banding(gg.graph, s);
-  const Graph& g = gg.graph;
-  for (const Node& n : g.nodes()) {
-    std::string line = n.name + " (" + op_name(n.params) + "):";
-    for (int t : n.inputs) line += " " + (t >= 0 ? g.tensor(t).name + g.tensor(t).shape.str() : std::string("-"));
-    line += " ->";
-    for (int t : n.outputs) line += " " + g.tensor(t).name + g.tensor(t).shape.str();
-    MESSAGE(line);
-  }
-}
+

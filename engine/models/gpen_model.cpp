@@ -248,6 +248,10 @@ void GpenModel::prepare(int batch, const PlanOptions& opt) {
   graph_ = std::make_unique<GpenGraph>(build_gpen_graph(c));
   // Transforms keep the input and output tensor ids, so the rest of the model is unaffected.
   transform_ = transform_for_memory(graph_->graph, opt);
+  GPEN_CHECK(!transform_.banding_requested || transform_.banding_fits,
+             "GPEN " + std::to_string(c.size) + " at batch " + std::to_string(batch) + ": no banding fits an arena of " +
+                 std::to_string(opt.arena_budget) + " bytes (the smallest lower bound any banding reached is " +
+                 std::to_string(transform_.banding_smallest_bound) + " bytes)");
   WorkspaceFn ws = [this](const Graph& g, const Node& n) { return backend_.workspace_bytes(g, n); };
   plan_ = std::make_unique<MemoryPlan>(plan_memory(graph_->graph, ws, opt));
   exec_ = std::make_unique<Executor>(graph_->graph, *plan_, backend_, weights_);

@@ -75,6 +75,10 @@ void emit_region(Graph& g, const Region& reg, const std::vector<int>& producer_i
       Node c = nodes[i];
       c.name += tag + std::to_string(b);
       c.params = ob.params;
+      // Kernels whose blocking depends on the output height decide it for the whole op's.
+      const int full_rows = static_cast<int>(rows_of(g, nodes[i].outputs[0]));
+      if (auto* cp = std::get_if<Conv2dParams>(&c.params); cp && cp->split_rows == 0) cp->split_rows = full_rows;
+      if (auto* mp = std::get_if<ModConvParams>(&c.params); mp && mp->split_rows == 0) mp->split_rows = full_rows;
       for (const SpatialInput& si : spatial_inputs(c)) {
         int& t = c.inputs[si.index];
         if (t >= 0) t = view(t, si.residual ? ob.computed : ob.in);
@@ -90,7 +94,7 @@ void emit_region(Graph& g, const Region& reg, const std::vector<int>& producer_i
         c.outputs = {g.new_intermediate(d.name + tag + std::to_string(b), d.dtype, s)};
         local[t] = {c.outputs[0], ob.computed};
       }
-      (void)producer_in_region;
+      
       out.push_back(std::move(c));
     }
   }

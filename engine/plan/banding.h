@@ -63,7 +63,7 @@ struct BandingSearch {
   size_t budget = 0;
   int forced_bands = 0;
   int max_bands = 64;
-  double max_extra_flops = 0.25;  // candidates above this are not considered
+  double max_extra_flops = 0.5;  // candidates above this are not considered (unless forced_bands)
 };
 BandingResult choose_banding(Graph& g, const BandingSearch& s, bool allow_inplace = true, size_t* best_lb = nullptr);
 

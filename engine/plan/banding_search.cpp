@@ -24,21 +24,12 @@ BandingResult choose_banding(Graph& g, const BandingSearch& s, bool allow_inplac
   const int64_t S = banding_output_rows(g);
   const size_t lb0 = liveness_lower_bound(g, allow_inplace);
   std::vector<int> counts = s.forced_bands > 0 ? std::vector<int>{s.forced_bands} : band_counts(s.max_bands, S);
-  BandingResult best;
-  Graph best_graph;
-  size_t smallest = lb0;
-  auto better = [&](const BandingResult& r) {
-    const bool fits = s.budget == 0 || r.lower_bound_after <= s.budget;
-    if (!fits) return false;
-    if (!best.applied) return true;
-    if (s.budget == 0) {  // no budget: the lowest bound within the FLOP allowance
-      if (r.lower_bound_after != best.lower_bound_after) return r.lower_bound_after < best.lower_bound_after;
-      return r.extra_flops_fraction() < best.extra_flops_fraction();
-    }
-    const double a = r.extra_flops_fraction(), b = best.extra_flops_fraction();
-    if (std::fabs(a - b) > 1e-9) return a < b;
-    return r.lower_bound_after < best.lower_bound_after;
+  struct Candidate {
+    BandingSpec spec;
+    BandingResult r;
   };
+  std::vector<Candidate> fits;
+  size_t smallest = lb0;
   for (int R : banding_resolutions(g)) {
     for (int keep = R; keep <= S; keep *= 2) {
       for (int n : counts) {
@@ -49,17 +40,36 @@ BandingResult choose_banding(Graph& g, const BandingSearch& s, bool allow_inplac
         spec.bands = n;
         BandingResult r = apply_banding(h, spec, allow_inplace);
         smallest = std::min(smallest, r.lower_bound_after);
-        if (r.extra_flops_fraction() > s.max_extra_flops) break;  // more bands only cost more
-        if (better(r)) {
-          best = r;
-          best_graph = std::move(h);
-        }
+        // More bands only cost more; a forced count is tried whatever it costs.
+        if (s.forced_bands == 0 && r.extra_flops_fraction() > s.max_extra_flops) break;
+        if (s.budget == 0 || r.lower_bound_after <= s.budget) fits.push_back({spec, r});
       }
     }
   }
   if (best_lb) *best_lb = smallest;
-  if (best.applied) g = std::move(best_graph);
-  return best;
+  // No budget: the lowest bound first. A budget: the fewest FLOPs first, then the smaller bound.
+  std::stable_sort(fits.begin(), fits.end(), [&](const Candidate& a, const Candidate& b) {
+    const double fa = a.r.extra_flops_fraction(), fb = b.r.extra_flops_fraction();
+    if (s.budget == 0) {
+      if (a.r.lower_bound_after != b.r.lower_bound_after) return a.r.lower_bound_after < b.r.lower_bound_after;
+      return fa < fb;
+    }
+    if (std::fabs(fa - fb) > 1e-9) return fa < fb;
+    return a.r.lower_bound_after < b.r.lower_bound_after;
+  });
+  // The bound is what no placement beats; the budget is for the placed arena, which on banded
+  // graphs (thousands of short-lived buffers) can be a few percent above it: check it.
+  const WorkspaceFn none = [](const Graph&, const Node&) { return size_t{0}; };
+  PlanOptions po;
+  po.allow_inplace = allow_inplace;
+  for (const Candidate& c : fits) {
+    Graph h = g;
+    BandingResult r = apply_banding(h, c.spec, allow_inplace);
+    if (s.budget > 0 && plan_memory(h, none, po).arena_bytes > s.budget) continue;
+    g = std::move(h);
+    return r;
+  }
+  return BandingResult{};
 }
 
 }  // namespace gpen

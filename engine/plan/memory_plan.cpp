@@ -182,13 +182,19 @@ TransformReport transform_for_memory(Graph& g, const PlanOptions& opt) {
     r.banding_requested = true;
     r.banding = apply_banding(g, opt.band_spec, opt.allow_inplace);
     r.banding_smallest_bound = r.lower_bound_after = r.banding.lower_bound_after;
-  } else if (opt.arena_budget > 0 || opt.bands > 0) {
+    r.banding_fits = true;
+  } else if (opt.bands > 0 || (opt.arena_budget > 0 && r.lower_bound_after > opt.arena_budget)) {
     r.banding_requested = true;
     BandingSearch s;
     s.budget = opt.arena_budget;
     s.forced_bands = opt.bands;
     r.banding = choose_banding(g, s, opt.allow_inplace, &r.banding_smallest_bound);
+    r.banding_fits = r.banding.applied;
     if (r.banding.applied) r.lower_bound_after = r.banding.lower_bound_after;
+  } else if (opt.arena_budget > 0) {
+    // The graph as it is fits the budget: banding would only add FLOPs.
+    r.banding_requested = r.banding_fits = true;
+    r.banding_smallest_bound = r.lower_bound_after;
   }
   return r;
 }

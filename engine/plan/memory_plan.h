@@ -29,7 +29,7 @@ struct PlanOptions {
   // band count (alone: the lowest bound with that many bands).
   size_t arena_budget = 0;
   int bands = 0;
-  BandingSpec band_spec;  // band_spec.band_res > 0: exactly this banding (tests, experiments)
+  BandingSpec band_spec{};  // band_spec.band_res > 0: exactly this banding (tests, experiments)
   std::string key() const;  // the options as a string (caches of prepared plans)
 };
 
@@ -43,7 +43,9 @@ struct TransformReport {
   int nodes_moved = 0;         // nodes the reorder took out of the builder's order
   std::string reorder_rule;    // the ordering kept ("builder" when none was better)
   bool banding_requested = false;
-  BandingResult banding;       // banding.applied == false with a request: no banding fits
+  // With a budget: whether the graph fits it (unbanded when it already did, banding.applied false).
+  bool banding_fits = false;
+  BandingResult banding;       // applied == false and fits == false: no banding fits the budget
   size_t banding_smallest_bound = 0;  // the smallest bound any banding tried reached
 };
 
