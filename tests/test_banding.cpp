@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/models/gpen_model.h"
+#include "engine/photo/pipeline.h"
 #include "engine/plan/banding.h"
 #include "engine/plan/memory_plan.h"
 #include "kernels/cpu/ops.h"
@@ -142,3 +143,30 @@ TEST_CASE("banding: bad specs are refused with a message") {
   CHECK_THROWS_WITH_AS(apply_banding(gg.graph, s), doctest::Contains("kept resolution"), Error);
 }
 
+
+TEST_CASE("banding: a memory budget bands before it lowers the batch") {
+  const GpenConfig c = small_config(64);
+  auto be = make_cpu_backend();
+  WorkspaceFn ws = [&](const Graph& g, const Node& n) { return be->workspace_bytes(g, n); };
+  auto plain_total = [&](int b) {
+    GpenConfig k = c;
+    k.batch = b;
+    GpenGraph gg = build_gpen_graph(k);
+    return plan_memory(gg.graph, ws).total_bytes();
+  };
+  // Four faces do not fit unbanded (the budget is one byte short), three would.
+  const size_t budget = plain_total(4) - 1;
+  CHECK(choose_batch(c, *be, budget, 8) == 3);
+  const BatchChoice bc = choose_batch_banded(c, *be, budget, 8);
+  CHECK(bc.batch >= 4);
+  CHECK(bc.banded);
+  // The choice runs: prepared with its options, the plan fits the budget.
+  auto m = GpenModel::synthetic(c, *be, 5);
+  m->prepare(bc.batch, bc.plan);
+  CHECK(m->transform_report().banding.applied);
+  CHECK(m->plan().total_bytes() <= budget);
+  // A budget that fits unbanded is left unbanded.
+  const BatchChoice plain = choose_batch_banded(c, *be, plain_total(2), 2);
+  CHECK(plain.batch == 2);
+  CHECK_FALSE(plain.banded);
+}
