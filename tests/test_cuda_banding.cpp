@@ -15,16 +15,18 @@
 #include "engine/models/gpen_model.h"
 #include "engine/runtime/cuda/backend_cuda.h"
 #include "engine/runtime/device.h"
+#include "kernels/cuda/ops_gpen.h"
+#include "tests/cuda_emu/test_util.h"
 
 using namespace gpen;
 
 namespace {
 
-GpenConfig gpen32(DType t) {
+GpenConfig gpen32(DType t, int size = 32, double narrow = 1.0 / 32) {
   GpenConfig c;
-  c.size = 32;
+  c.size = size;
   c.channel_multiplier = 1;
-  c.narrow = 1.0 / 32;
+  c.narrow = narrow;
   c.style_dim = 16;
   c.act_dtype = t;
   return c;
@@ -38,8 +40,9 @@ std::vector<float> faces(int n, int size, uint32_t seed) {
   return v;
 }
 
-std::vector<float> run(Backend& be, DType t, int batch, const PlanOptions& o, const std::vector<float>& in) {
-  auto m = GpenModel::synthetic(gpen32(t), be, 9);
+std::vector<float> run(Backend& be, DType t, int batch, const PlanOptions& o, const std::vector<float>& in,
+                       int size = 32, double narrow = 1.0 / 32) {
+  auto m = GpenModel::synthetic(gpen32(t, size, narrow), be, 9);
   m->prepare(batch, o);
   if (o.band_spec.band_res > 0) REQUIRE(m->transform_report().banding.applied);
   std::vector<float> out(in.size());
@@ -90,5 +93,46 @@ TEST_CASE("CUDA banding: banded GPEN equals unbanded bit for bit in fp16 and fp3
     size_t differ = 0;
     for (size_t i = 0; i < out.size(); ++i) differ += std::memcmp(&out[i], &ref[i], sizeof(float)) != 0;
     CHECK(differ == 0);
+  }
+}
+
+TEST_CASE("CUDA banding: a band of a deep modconv splits its depth as the whole op does (split_rows)") {
+  // 64 x 64 pixels, 128 channels in (depth 1152), 8 out: the whole op has 32 tiles and splits its
+  // depth 8 ways; rows [15, 33) alone have 9 tiles and, deciding for themselves, split 9 ways.
+  using cuda_test::make_pair;
+  for (DType dt : {DType::f32, DType::f16}) {
+    CAPTURE(std::string(dtype_name(dt)));
+    auto x = make_pair(Shape{1, 64, 64, 128}, dt, 1, -1.0f, 1.0f);
+    auto w = make_pair(Shape{3, 3, 128, 8}, dt, 2, -0.03f, 0.03f);
+    auto st = make_pair(Shape{1, 128}, dt, 3, 0.5f, 1.5f);
+    auto y = make_pair(Shape{1, 64, 64, 8}, dt, 4);
+    auto yb = make_pair(Shape{1, 18, 64, 8}, dt, 5);
+    ModConvParams p;
+    p.k = 3;
+    cuda::ModConvArgs a;
+    a.x = &x.dv, a.w = &w.dv, a.s = &st.dv;
+    const size_t ws = cuda::modconv_workspace_bytes(p, x.shape, y.shape);
+    REQUIRE(ws > 0);  // the whole op splits
+    cuda_test::DeviceBuffer dws(ws);
+    cuda::modconv(p, a, y.dv, dws.get(), nullptr);
+    const std::vector<float> full = y.fetch();
+    TensorView xb = x.dv;
+    xb.shape[1] = 18;
+    xb.data = static_cast<char*>(x.dv.data) + int64_t{15} * 64 * 128 * static_cast<int64_t>(dtype_size(dt));
+    cuda::ModConvArgs ab = a;
+    ab.x = &xb;
+    auto band_rows_equal = [&](int split_rows) {
+      ModConvParams q = p;
+      q.split_rows = split_rows;
+      const size_t wsb = cuda::modconv_workspace_bytes(q, xb.shape, yb.shape);
+      cuda_test::DeviceBuffer d(wsb);
+      cuda::modconv(q, ab, yb.dv, wsb ? d.get() : nullptr, nullptr);
+      const std::vector<float> band = yb.fetch();
+      // Band rows 1..16 are full rows 16..31 (rows 0 and 17 saw zero padding).
+      return std::memcmp(band.data() + 1 * 64 * 8, full.data() + 16 * 64 * 8, 16 * 64 * 8 * sizeof(float)) == 0;
+    };
+    CHECK(band_rows_equal(64));
+    // The check has teeth: deciding for its own 18 rows, the band sums in another order.
+    if (dt == DType::f32) CHECK_FALSE(band_rows_equal(0));
   }
 }
