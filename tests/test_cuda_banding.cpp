@@ -1,10 +1,11 @@
 // Banded execution on the CUDA backend (engine/plan/banding.h), in the emulator (tests/cuda_emu),
 // natively on a GPU with GPEN_CUDA_TESTS_NATIVE: the banded graph gives the unbanded graph's
 // output bit for bit in fp16 (and fp32), for fixed and random band geometries, batch 1 and 2.
-// The CUDA depth split (kernels/cuda/splitk.cuh) depends on a call's output tiles; every layer of
-// this small model has few tiles at batch 1, so the whole ops split their depth, and a band (fewer
-// tiles) would split it differently, and sum in another order, without split_rows, which makes
-// each band op decide for the whole op's height.
+// The CUDA depth split (kernels/cuda/splitk.cuh) depends on a call's output tiles, so a band op
+// decides it for the whole op's height (split_rows). In this small model the split is capped by
+// the depth alone (the whole op and its bands split alike even without split_rows: checked once
+// by hand); the second case runs a deep modconv where the band's own decision would differ, and
+// checks both that it would and that split_rows prevents it.
 #include <doctest/doctest.h>
 
 #include <algorithm>
