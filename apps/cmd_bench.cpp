@@ -42,6 +42,8 @@ struct BenchArgs {
   int channel_multiplier = 2;
   double narrow = 1.0;
   int batch = 1;
+  std::string arena_budget;  // banded execution (engine/plan/banding.h)
+  int bands = 0;
   int runs = 5;
   int warmup = 1;
   std::string device = "auto";
@@ -138,7 +140,10 @@ void run_bench(BenchArgs a) {
   }
   m->set_device_timing(dev != nullptr);
   auto t_plan = std::chrono::steady_clock::now();
-  m->prepare(a.batch);
+  PlanOptions popt;
+  if (!a.arena_budget.empty()) popt.arena_budget = parse_bytes(a.arena_budget);
+  popt.bands = a.bands;
+  m->prepare(a.batch, popt);
   double prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_plan).count();
   const int S = m->size();
   const int O = m->output_size();  // > S for FullGenerator_SR
@@ -182,6 +187,12 @@ void run_bench(BenchArgs a) {
                       {"lower_bound_bytes", p.lower_bound_bytes},
                       {"precision", precision_name(precision)},
                       {"cpu_isa", cpu::isa_name(cpu::cpu_isa())}};
+  if (const TransformReport& x = m->transform_report(); x.banding_requested && x.banding.applied)
+    j["bands"] = {{"count", x.banding.bands},
+                  {"band_resolution", x.banding.band_res},
+                  {"kept_resolution", x.banding.keep_res},
+                  {"max_band_rows", x.banding.max_band_rows},
+                  {"extra_flops_fraction", x.banding.extra_flops_fraction()}};
   if (dev) {
     // Device time: the launches of one run, from cudaEvents on the stream (no copies, no host
     // conversion); the host figures above include both.
@@ -324,6 +335,10 @@ Command reg(
       sub.add_option("--channel-multiplier", g_args.channel_multiplier, "GPEN channel multiplier")->capture_default_str();
       sub.add_option("--narrow", g_args.narrow, "GPEN narrow factor")->capture_default_str();
       sub.add_option("--batch", g_args.batch, "Faces per run")->capture_default_str()->check(CLI::PositiveNumber);
+      sub.add_option("--arena-budget", g_args.arena_budget,
+                     "GPEN: banded execution with the fewest extra FLOPs whose arena fits this, e.g. 24MiB");
+      sub.add_option("--bands", g_args.bands, "GPEN: banded execution with exactly this many bands")
+          ->check(CLI::Range(1, 2048));
       sub.add_option("--runs", g_args.runs, "Timed runs")->capture_default_str();
       sub.add_option("--warmup", g_args.warmup, "Untimed runs first")->capture_default_str();
       sub.add_option("--device", g_args.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();

@@ -63,6 +63,14 @@ Command reg(
                      "Recomputation allowed by --remat, in percent of the model's FLOPs")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 100.0));
+      sub.add_option("--arena-budget", g_args.arena_budget,
+                     "Banded execution: the banding with the fewest extra FLOPs whose arena fits this, e.g. 24MiB "
+                     "(says so when none does)");
+      sub.add_option("--bands", g_args.bands, "Banded execution with exactly this many bands of output rows")
+          ->check(CLI::Range(1, 2048));
+      sub.add_option("--plot-bands", g_args.plot_bands,
+                     "Write an SVG chart of the arena against the band height for GPEN-256/512/1024/2048 "
+                     "(batch and precision from --batch, --precision)");
       sub.add_flag("--pipeline", g_args.pipeline,
                    "Plan the restore pipeline: the detector (--arch retinaface-r50|retinaface-mnet, --input-size) "
                    "and GPEN (--size or -m, --batch, --precision) sharing one arena");

@@ -69,6 +69,7 @@ void run_photos(const RestoreArgs& a) {
     opt.detect.max_side = a.det_max_side;
     opt.detect.target_side = a.det_max_side;
   }
+  opt.plan = plan_options(a);
   // Default budget: half the free RAM on the CPU; on a GPU 80% of the free device memory (the
   // weights, already uploaded, count in the plan's total and are added back).
   size_t budget = 0;
@@ -82,8 +83,15 @@ void run_photos(const RestoreArgs& a) {
     opt.batch = a.batch;
   } else {
     // With --sr, RealESRNet keeps its own arena beside GPEN's: GPEN's batch from half the budget,
-    // RealESRNet's tile from what GPEN's plan leaves.
-    opt.batch = choose_batch(model->config(), *backend, a.sr_model.empty() ? budget : budget / 2, 16);
+    // RealESRNet's tile from what GPEN's plan leaves. Banded execution before a smaller batch: the
+    // batch drops only when no banding fits either.
+    const BatchChoice bc =
+        choose_batch_banded(model->config(), *backend, a.sr_model.empty() ? budget : budget / 2, 16, opt.plan);
+    opt.batch = bc.batch;
+    opt.plan = bc.plan;
+    if (bc.banded)
+      std::fprintf(stderr, "GPEN runs banded to fit %s (arena at most %s)\n", human_bytes(double(budget)).c_str(),
+                   human_bytes(double(bc.plan.arena_budget)).c_str());
   }
   // The batch above is a limit: GPEN is planned for the faces the photos have, up to it.
   opt.grow_batch = true;
@@ -253,6 +261,11 @@ Command reg(
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB; the batch is the largest that fits "
                      "(default: half the free RAM on CPU, 80% of the free GPU memory on CUDA); with --sr, GPEN's batch "
                      "comes from half of it and RealESRNet's tile from what GPEN's plan leaves");
+      sub.add_option("--arena-budget", g_args.arena_budget,
+                     "Run GPEN banded (rows of the high-resolution stages one band at a time) with the fewest extra "
+                     "FLOPs whose arena fits this, e.g. 24MiB; --vram-budget bands before it lowers the batch");
+      sub.add_option("--bands", g_args.bands, "Run GPEN banded with exactly this many bands of output rows")
+          ->check(CLI::Range(1, 2048));
       sub.add_option("--alpha", g_args.alpha, "Blend: restored * alpha + original crop * (1 - alpha)")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));

@@ -16,6 +16,8 @@ void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev) {
   auto [w, h] = parse_input_size(a.input_size);
   RetinaFaceGraph rg = build_retinaface_graph(bb, h, w);
   const bool all = a.strategy == "all";
+  GPEN_CHECK(a.arena_budget.empty() && a.bands == 0,
+             "gpen plan --arch " + a.arch + ": --arena-budget and --bands run GPEN in bands, not the detector");
   Planned pd = plan_with_transforms(rg.graph, dev.ws, plan_options(a, all ? "" : a.strategy));
   const MemoryPlan& p = pd.plan;
   std::vector<MemoryPlan> strategies;
@@ -53,7 +55,10 @@ void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev) {
   auto [w, h] = parse_input_size(a.input_size);
   const std::string strategy = a.strategy == "all" ? "" : a.strategy;
   RetinaFaceGraph rg = build_retinaface_graph(bb, h, w);
-  Planned det = plan_with_transforms(rg.graph, dev.ws, plan_options(a, strategy));
+  PlanOptions det_opt = plan_options(a, strategy);
+  det_opt.arena_budget = 0;  // banding is for GPEN (below); the detector is planned as it is
+  det_opt.bands = 0;
+  Planned det = plan_with_transforms(rg.graph, dev.ws, det_opt);
 
   const auto [name, c] = gpen_base(a);
   Planner planner(a, dev);

@@ -32,6 +32,10 @@ nlohmann::json row_json(const Row& r, bool brief = true) {
     j["noise_inputs"] = 2 * (log2_of(r.cfg.out_size) - log2_of(r.cfg.size));  // FullGenerator_SR
   }
   if (r.detail.transformed) j["transform"] = transform_json(r.detail);
+  if (r.detail.xf.banding_requested) {
+    j["bands"] = bands_json(r.detail, r.detail.arena_budget);
+    j["extra_flops_fraction"] = r.detail.xf.banding.applied ? r.detail.xf.banding.extra_flops_fraction() : 0.0;
+  }
   if (!brief) {
     j["ops"] = r.ops;
     j["tensors"] = r.tensors;
@@ -202,6 +206,7 @@ void run_plan(PlanArgs a) {
                                            "resolution", series));
     std::fprintf(stderr, "wrote %s\n", a.plot.c_str());
   }
+  if (!a.plot_bands.empty()) write_band_plot(a, dev);
   if (!a.plot_lifetimes.empty()) {
     const Row& r = rows.front();
     Row again = planner.plan(r.model, r.cfg, r.precision, strategies.front());

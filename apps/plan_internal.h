@@ -41,6 +41,9 @@ struct PlanArgs {
   double remat_max_flops = 2.0;  // percent of the model's FLOPs
   bool pipeline = false;
   bool parse = false;  // --pipeline: ParseNet (the face-parsing paste mask) at 512 in the arena too
+  std::string arena_budget;  // banded execution under this arena (e.g. 24MiB)
+  int bands = 0;             // banded execution with exactly this many bands
+  std::string plot_bands;    // SVG: arena against band height per released size
   std::string device = "cpu";
   // RealESRNet (--arch realesrnet; --pipeline with --sr-scale): apps/plan_sr.cpp.
   int scale = 2;
@@ -69,11 +72,17 @@ struct Planned {
   MemoryPlan plan, before;
   bool transformed = false;
   TransformReport xf;
+  size_t arena_budget = 0;  // --arena-budget (0: none)
 };
 Planned plan_with_transforms(Graph& g, const WorkspaceFn& ws, const PlanOptions& o);
 nlohmann::json transform_json(const Planned& p);
 void print_transform(const Planned& p);
 std::pair<int, int> parse_input_size(const std::string& s);
+// Banded execution in the reports (apps/plan_band.cpp): the `bands` object of the JSON, the text
+// lines, and the --plot-bands chart.
+nlohmann::json bands_json(const Planned& p, size_t budget);
+void print_bands(const Planned& p, size_t budget);
+void write_band_plot(const PlanArgs& a, const PlanDevice& dev);
 double ratio(const MemoryPlan& p);
 
 // The figures every plan report has (GPEN and RetinaFace), as JSON fields and as text lines.

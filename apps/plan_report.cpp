@@ -29,12 +29,15 @@ PlanOptions plan_options(const PlanArgs& a, const std::string& strategy) {
   o.rematerialize = a.remat;
   o.reorder = a.reorder;
   o.remat_max_flops_fraction = a.remat_max_flops / 100.0;
+  if (!a.arena_budget.empty()) o.arena_budget = parse_bytes(a.arena_budget);
+  o.bands = a.bands;
   return o;
 }
 
 Planned plan_with_transforms(Graph& g, const WorkspaceFn& ws, const PlanOptions& o) {
   Planned r;
-  r.transformed = o.rematerialize || o.reorder;
+  r.transformed = o.rematerialize || o.reorder || o.arena_budget > 0 || o.bands > 0;
+  r.arena_budget = o.arena_budget;
   if (r.transformed) {
     r.before = plan_memory(g, ws, o);
     r.xf = transform_for_memory(g, o);
@@ -75,6 +78,7 @@ void print_transform(const Planned& p) {
               names.empty() ? "" : ": ", names.c_str(), x.remat_flops * 1e-9,
               x.model_flops > 0 ? 100.0 * x.remat_flops / x.model_flops : 0.0);
   std::printf("    reorder      order %s, %d node(s) moved\n", x.reorder_rule.c_str(), x.nodes_moved);
+  if (x.banding_requested) print_bands(p, p.arena_budget);
 }
 
 std::pair<int, int> parse_input_size(const std::string& s) {

@@ -99,7 +99,7 @@ void run_aligned(const RestoreArgs& a) {
   if (!a.vram_budget.empty()) sr_set.budget = parse_bytes(a.vram_budget);
   const int total = static_cast<int>(faces.size());
   const int batch = std::clamp(a.batch > 0 ? a.batch : std::min(total, 8), 1, total);
-  model->prepare(batch);
+  model->prepare(batch, plan_options(a));
   const size_t face_floats = static_cast<size_t>(S) * S * 3, out_floats = static_cast<size_t>(O) * O * 3;
   std::vector<float> in(face_floats * batch), out(out_floats * batch), raw;
   if (!a.save_raw.empty()) raw.resize(out_floats * total);

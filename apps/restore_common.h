@@ -26,6 +26,8 @@ struct RestoreArgs {
   std::string save_faces;
   std::string report;
   std::string vram_budget;
+  std::string arena_budget;  // banded execution of GPEN (engine/plan/banding.h)
+  int bands = 0;
   int batch = 0;
   double alpha = 1.0;
   float threshold = 0.9f;
@@ -46,6 +48,8 @@ bool ends_with(const std::string& s, const std::string& suffix);  // case-insens
 bool is_image_name(const std::string& p);
 size_t available_ram();
 DeviceOptions device_options(const RestoreArgs& a);
+// --arena-budget / --bands as planner options.
+PlanOptions plan_options(const RestoreArgs& a);
 // The GPEN model on the chosen device at the chosen precision.
 std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend);
 

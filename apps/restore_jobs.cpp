@@ -60,6 +60,13 @@ DeviceOptions device_options(const RestoreArgs& a) {
   return o;
 }
 
+PlanOptions plan_options(const RestoreArgs& a) {
+  PlanOptions o;
+  if (!a.arena_budget.empty()) o.arena_budget = parse_bytes(a.arena_budget);
+  o.bands = a.bands;
+  return o;
+}
+
 std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend) {
   const DType p = a.precision.empty() ? default_precision(backend) : parse_precision(a.precision);
   GPEN_CHECK(p == DType::f32 || is_device_backend(backend),

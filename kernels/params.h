@@ -32,6 +32,10 @@ struct Conv2dParams {
   bool has_bias = false;
   bool has_residual = false;
   Activation act;
+  // When > 0, the output height a kernel decides its blocking for (the CUDA depth split) instead
+  // of the call's own: a band of rows of a larger output (engine/plan/banding.h) then sums every
+  // pixel in the same order as the whole op, so banded results are bit-identical.
+  int split_rows = 0;
 };
 
 // y[n, o] = act(sum_i x[n, i] * w[o, i] * w_scale + b[o] * b_scale). Weight layout [out][in]
@@ -137,6 +141,7 @@ struct ModConvParams {
   bool has_bias = false;
   bool has_residual = false;
   Activation act;
+  int split_rows = 0;  // as in Conv2dParams: the output height the CUDA depth split is decided for
 };
 
 struct TensorView;

@@ -72,6 +72,19 @@ int Graph::slice_channels(int t, int64_t c0, int64_t c, const std::string& name)
   return add_tensor(v);
 }
 
+int Graph::slice_rows(int t, int64_t r0, int64_t rows, const std::string& name) {
+  const TensorDesc& src = tensor(t);
+  GPEN_CHECK(src.shape.rank == 4 && r0 >= 0 && rows > 0 && r0 + rows <= src.shape[1],
+             "slice_rows: rows [" + std::to_string(r0) + ", " + std::to_string(r0 + rows) + ") outside " +
+                 src.shape.str() + " of " + src.name);
+  TensorDesc v{name.empty() ? src.name + "[r" + std::to_string(r0) + ":" + std::to_string(r0 + rows) + "]" : name,
+               src.dtype, src.shape, src.strides, TensorKind::View};
+  v.shape[1] = rows;
+  v.base = t;
+  v.offset = r0 * src.strides[1];
+  return add_tensor(v);
+}
+
 int Graph::reshape(int t, const Shape& s, const std::string& name) {
   const TensorDesc& src = tensor(t);
   GPEN_CHECK(s.numel() == src.shape.numel(),

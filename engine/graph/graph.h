@@ -56,6 +56,9 @@ class Graph {
   int buffer(const std::string& name, DType dt, const Shape& s);
   // View of channels [c0, c0 + c) of an NHWC (or [N, C]) tensor; last axis is the channel axis.
   int slice_channels(int t, int64_t c0, int64_t c, const std::string& name = "");
+  // View of rows [r0, r0 + rows) of an NHWC tensor (axis 1): the strides stay the parent's, so
+  // at batch 1 the band of rows is contiguous (banded execution, engine/plan/banding.h).
+  int slice_rows(int t, int64_t r0, int64_t rows, const std::string& name = "");
   // View with another shape; t must be dense.
   int reshape(int t, const Shape& s, const std::string& name = "");
   void mark_output(int t);

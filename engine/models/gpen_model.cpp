@@ -1,5 +1,6 @@
 #include "engine/models/gpen_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -243,9 +244,7 @@ void GpenModel::set_min_memory(size_t arena_bytes, size_t workspace_bytes) {
 }
 
 void GpenModel::prepare(int batch, const PlanOptions& opt) {
-  std::string key = opt.strategy + (opt.allow_inplace ? "+inplace" : "") + (opt.rematerialize ? "+remat" : "") +
-                    (opt.reorder ? "+reorder" : "") + std::to_string(opt.remat_max_flops_fraction) + "+min" +
-                    std::to_string(min_arena_) + "," + std::to_string(min_ws_);
+  std::string key = opt.key() + "+min" + std::to_string(min_arena_) + "," + std::to_string(min_ws_);
   if (batch == batch_ && exec_ && key == plan_key_) return;
   plan_key_ = key;
   opt_ = opt;
@@ -256,6 +255,10 @@ void GpenModel::prepare(int batch, const PlanOptions& opt) {
   graph_ = std::make_unique<GpenGraph>(build_gpen_graph(c));
   // Transforms keep the input and output tensor ids, so the rest of the model is unaffected.
   transform_ = transform_for_memory(graph_->graph, opt);
+  GPEN_CHECK(!transform_.banding_requested || transform_.banding_fits,
+             "GPEN " + std::to_string(c.size) + " at batch " + std::to_string(batch) + ": no banding fits an arena of " +
+                 std::to_string(opt.arena_budget) + " bytes (the smallest lower bound any banding reached is " +
+                 std::to_string(transform_.banding_smallest_bound) + " bytes)");
   WorkspaceFn ws = [this](const Graph& g, const Node& n) { return backend_.workspace_bytes(g, n); };
   plan_ = std::make_unique<MemoryPlan>(plan_memory(graph_->graph, ws, opt));
   MemoryPlan sized = *plan_;  // the executor allocates what its plan says: at least the minimum
@@ -360,9 +363,11 @@ GpenModel::Prepared GpenModel::prepared_for(int n) {
     GpenConfig c = config_;
     c.batch = n;
     s.graph = std::make_unique<GpenGraph>(build_gpen_graph(c));
-    transform_for_memory(s.graph->graph, opt_);
-    WorkspaceFn ws = [this](const Graph& g, const Node& nd) { return backend_.workspace_bytes(g, nd); };
     PlanOptions so = opt_;
+    // A banding chosen under a budget for n faces must fit the arena made for batch() faces.
+    if (so.arena_budget > 0) so.arena_budget = std::min(so.arena_budget, plan_->arena_bytes);
+    transform_for_memory(s.graph->graph, so);
+    WorkspaceFn ws = [this](const Graph& g, const Node& nd) { return backend_.workspace_bytes(g, nd); };
     so.strategy = plan_->strategy;
     s.plan = std::make_unique<MemoryPlan>(plan_memory(s.graph->graph, ws, so));
     // Every tensor scales with the batch, so the smaller plan fits; checked all the same.

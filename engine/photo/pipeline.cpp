@@ -36,6 +36,47 @@ int choose_batch(const GpenConfig& base, Backend& backend, size_t budget, int ca
   return lo;
 }
 
+BatchChoice choose_batch_banded(const GpenConfig& base, Backend& backend, size_t budget, int cap,
+                                const PlanOptions& opt) {
+  WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend.workspace_bytes(g, n); };
+  // Plain first; then with banding under the arena the budget leaves beside weights and workspace.
+  auto fits = [&](int b, PlanOptions* used) {
+    GpenConfig c = base;
+    c.batch = b;
+    GpenGraph gg = build_gpen_graph(c);
+    MemoryPlan p = plan_memory(gg.graph, ws, opt);
+    if (p.total_bytes() <= budget) return (*used = opt), true;
+    const size_t fixed = p.weights_bytes + p.workspace_bytes;
+    if (fixed >= budget) return false;
+    PlanOptions o = opt;
+    o.arena_budget = budget - fixed;
+    TransformReport r = transform_for_memory(gg.graph, o);
+    if (!r.banding_fits) return false;
+    if (plan_memory(gg.graph, ws, o).total_bytes() > budget) return false;
+    return (*used = o), true;
+  };
+  BatchChoice bc;
+  GPEN_CHECK(fits(1, &bc.plan), "one face at " + std::to_string(base.size) + "x" + std::to_string(base.size) +
+                                    " does not fit the memory budget of " + std::to_string(budget) +
+                                    " bytes, not even with banded execution");
+  int lo = 1, hi = 2;
+  PlanOptions o;
+  while (hi <= cap && fits(hi, &o)) {
+    lo = hi;
+    bc.plan = o;
+    hi *= 2;
+  }
+  hi = std::min(hi, cap + 1);
+  while (hi - lo > 1) {
+    int mid = (lo + hi) / 2;
+    if (fits(mid, &o)) lo = mid, bc.plan = o;
+    else hi = mid;
+  }
+  bc.batch = lo;
+  bc.banded = bc.plan.arena_budget > 0;
+  return bc;
+}
+
 FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const RestoreOptions& opt)
     : gpen_(gpen), det_(det), opt_(opt) {
   GPEN_CHECK(opt_.batch >= 1, "batch must be at least 1");
@@ -65,7 +106,7 @@ void FaceRestorer::plan_batch(int batch) {
     const MemoryPlan& pp = opt_.parser->plan_for(kParseSize, kParseSize);
     gpen_.set_min_memory(pp.arena_bytes, pp.workspace_bytes);
   }
-  gpen_.prepare(batch);
+  gpen_.prepare(batch, opt_.plan);
   batch_ = batch;
   // Detection and restoration take turns, so the detector runs in the generator's arena (on the
   // same device) and the photo pipeline holds the larger of the two arenas, not their sum.

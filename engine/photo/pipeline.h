@@ -31,6 +31,8 @@ struct RestoreOptions {
   // ParseNet runs in GPEN's arena when its plan fits there. The photo steps then run on the host
   // (the device pipeline has no parsing step yet), ParseNet and GPEN on their own backends.
   ParseNetModel* parser = nullptr;
+  // How GPEN is planned (graph transforms, banded execution under an arena budget).
+  PlanOptions plan;
 };
 
 struct StageTimes {
@@ -49,6 +51,17 @@ struct PhotoResult {
 // The largest batch (<= cap) whose planned GPEN total (weights + arena + workspace) fits
 // `budget_bytes`; at least 1. Throws when even one face does not fit.
 int choose_batch(const GpenConfig& c, Backend& backend, size_t budget_bytes, int cap);
+
+// The same, but a batch whose plain plan does not fit may fit with banded execution
+// (engine/plan/banding.h): the batch is lowered only when no banding fits either. Returns the
+// batch and the plan options to prepare it with (`base` plus the arena budget banding needs).
+struct BatchChoice {
+  int batch = 1;
+  PlanOptions plan;
+  bool banded = false;
+};
+BatchChoice choose_batch_banded(const GpenConfig& c, Backend& backend, size_t budget_bytes, int cap,
+                                const PlanOptions& base = {});
 
 class FaceRestorer {
  public:

@@ -147,6 +147,18 @@ size_t liveness_lower_bound(const Graph& g, bool allow_inplace) {
   return lower_bound_bytes(buffers, kArenaAlignment);
 }
 
+std::string PlanOptions::key() const {
+  std::string k = strategy + (allow_inplace ? "+inplace" : "") + (rematerialize ? "+remat" : "") +
+                  (reorder ? "+reorder" : "") + std::to_string(remat_max_flops_fraction) + "/budget" +
+                  std::to_string(arena_budget) + "/bands" + std::to_string(bands);
+  if (band_spec.band_res > 0) {
+    k += "/spec" + std::to_string(band_spec.band_res) + "," + std::to_string(band_spec.keep_res) + "," +
+         std::to_string(band_spec.bands);
+    for (int64_t b : band_spec.boundaries) k += ":" + std::to_string(b);
+  }
+  return k;
+}
+
 TransformReport transform_for_memory(Graph& g, const PlanOptions& opt) {
   TransformReport r;
   r.model_flops = graph_flops(g);
@@ -165,6 +177,24 @@ TransformReport transform_for_memory(Graph& g, const PlanOptions& opt) {
     r.nodes_moved = ro.nodes_moved;
     r.reorder_rule = ro.rule;
     r.lower_bound_after = ro.lower_bound_after;
+  }
+  if (opt.band_spec.band_res > 0) {
+    r.banding_requested = true;
+    r.banding = apply_banding(g, opt.band_spec, opt.allow_inplace);
+    r.banding_smallest_bound = r.lower_bound_after = r.banding.lower_bound_after;
+    r.banding_fits = true;
+  } else if (opt.bands > 0 || (opt.arena_budget > 0 && r.lower_bound_after > opt.arena_budget)) {
+    r.banding_requested = true;
+    BandingSearch s;
+    s.budget = opt.arena_budget;
+    s.forced_bands = opt.bands;
+    r.banding = choose_banding(g, s, opt.allow_inplace, &r.banding_smallest_bound);
+    r.banding_fits = r.banding.applied;
+    if (r.banding.applied) r.lower_bound_after = r.banding.lower_bound_after;
+  } else if (opt.arena_budget > 0) {
+    // The graph as it is fits the budget: banding would only add FLOPs.
+    r.banding_requested = r.banding_fits = true;
+    r.banding_smallest_bound = r.lower_bound_after;
   }
   return r;
 }

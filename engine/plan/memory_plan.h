@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/graph/graph.h"
+#include "engine/plan/banding.h"
 #include "engine/plan/planner.h"
 
 namespace gpen {
@@ -23,6 +24,13 @@ struct PlanOptions {
   bool rematerialize = false;
   bool reorder = false;
   double remat_max_flops_fraction = 0.02;  // recomputation allowed, as a fraction of the model's FLOPs
+  // Banded execution (engine/plan/banding.h), applied after the transforms above: with a budget,
+  // the banding with the fewest extra FLOPs whose lower bound fits it; `bands` > 0 fixes the
+  // band count (alone: the lowest bound with that many bands).
+  size_t arena_budget = 0;
+  int bands = 0;
+  BandingSpec band_spec{};  // band_spec.band_res > 0: exactly this banding (tests, experiments)
+  std::string key() const;  // the options as a string (caches of prepared plans)
 };
 
 // What transform_for_memory() did. Lower bounds are liveness peaks (lower_bound_bytes) of the
@@ -34,6 +42,11 @@ struct TransformReport {
   std::vector<std::string> recomputed;  // tensors recomputed (original names)
   int nodes_moved = 0;         // nodes the reorder took out of the builder's order
   std::string reorder_rule;    // the ordering kept ("builder" when none was better)
+  bool banding_requested = false;
+  // With a budget: whether the graph fits it (unbanded when it already did, banding.applied false).
+  bool banding_fits = false;
+  BandingResult banding;       // applied == false and fits == false: no banding fits the budget
+  size_t banding_smallest_bound = 0;  // the smallest bound any banding tried reached
 };
 
 struct MemoryPlan {

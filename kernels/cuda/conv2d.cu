@@ -51,9 +51,11 @@ ConvGeometry make_geometry(const Conv2dParams& p, const Shape& x, const Shape& y
 
 // The GEMM kernels' split of the depth (both tile 64 x 64 per group); never for depthwise shapes,
 // whose depth (kh * kw) is far below a split's minimum anyway.
-SplitK conv_split(const ConvGeometry& g) {
-  const int64_t tiles = ceil_div(g.m, 64) * ceil_div(g.cout_g, 64) * g.groups;
-  return choose_split_k(tiles, g.k, int64_t{g.m} * g.cout * 4, 65535 / g.groups);
+// A band of a larger output splits as the whole output does (Conv2dParams::split_rows).
+SplitK conv_split(const ConvGeometry& g, const Conv2dParams& p) {
+  const int64_t m = p.split_rows > 0 ? int64_t{g.n} * p.split_rows * g.wo : int64_t{g.m};
+  const int64_t tiles = ceil_div(m, 64) * ceil_div(g.cout_g, 64) * g.groups;
+  return choose_split_k(tiles, g.k, m * g.cout * 4, 65535 / g.groups);
 }
 
 template <class T>
@@ -69,7 +71,7 @@ struct ConvSplitFinish {
 
 size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape& y) {
   const ConvGeometry g = make_geometry(p, x, y);
-  return split_k_workspace_bytes(conv_split(g), int64_t{g.m} * g.cout);
+  return split_k_workspace_bytes(conv_split(g, p), int64_t{g.m} * g.cout);
 }
 
 void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
@@ -110,7 +112,7 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
   g.bias_stride = bias ? bias->stride(0) : 0;
   g.act = p.act;
   if (algo != ConvAlgo::depthwise) {
-    const SplitK sk = conv_split(g);
+    const SplitK sk = conv_split(g, p);
     g.splits = sk.splits;
     g.kchunk = sk.chunk;
     require_split_k_workspace(sk, workspace, "conv2d", x.shape, y.shape);

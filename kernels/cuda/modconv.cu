@@ -113,7 +113,8 @@ ModConvGeometry make_geometry(const ModConvParams& p, const ModConvArgs& a, cons
 // tiles of the launch (counted with the tensor-core kernel's 128 x 64, which the f32 kernel's
 // smaller tiles only make more numerous) and the deepest phase.
 SplitK modconv_split(const ModConvParams& p, const Shape& x_cat, const Shape& y) {
-  const int64_t n = y[0], ho = y[1], wo = y[2], cout = y[3], c = x_cat[3];
+  // A band of a larger output splits as the whole output does (ModConvParams::split_rows).
+  const int64_t n = y[0], ho = p.split_rows > 0 ? p.split_rows : y[1], wo = y[2], cout = y[3], c = x_cat[3];
   const int64_t nphase = p.up ? 4 : 1;
   const int64_t pixels = p.up ? ((ho + 1) / 2) * ((wo + 1) / 2) : ho * wo;
   const int64_t taps = p.up ? int64_t{(p.k + 1) / 2} * ((p.k + 1) / 2) : int64_t{p.k} * p.k;

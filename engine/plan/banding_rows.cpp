@@ -1,0 +1,67 @@
+#include "engine/plan/banding_rows.h"
+
+namespace gpen::banding_detail {
+
+namespace {
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+Range clip(int64_t a, int64_t b, int64_t h) { return {std::max<int64_t>(0, a), std::min<int64_t>(h, b)}; }
+
+}  // namespace
+
+std::vector<SpatialInput> spatial_inputs(const Node& n) {
+  if (std::holds_alternative<ModConvParams>(n.params)) return {{0, false}, {1, false}, {8, true}};
+  if (std::holds_alternative<Conv2dParams>(n.params)) return {{0, false}, {3, true}};
+  if (std::holds_alternative<UpFirDn2dParams>(n.params)) return {{0, false}};
+  return {};
+}
+
+bool bandable(const Node& n) { return !spatial_inputs(n).empty(); }
+
+OpBand map_rows(const Node& n, int64_t H, Range o) {
+  OpBand r;
+  r.params = n.params;
+  if (auto* c = std::get_if<Conv2dParams>(&n.params)) {
+    // Full output row y reads input rows y * s - pad_top + [0, kh): the band reads exactly those,
+    // and pads only where they fall outside the image, as the full op does.
+    const int64_t lo = o.a * c->stride_h - c->pad_top, hi = (o.b - 1) * c->stride_h - c->pad_top + c->kh;
+    r.in = clip(lo, hi, H);
+    Conv2dParams q = *c;
+    q.pad_top = static_cast<int>(std::max<int64_t>(0, -lo));
+    q.pad_bottom = static_cast<int>(std::max<int64_t>(0, hi - H));
+    r.params = q;
+    r.computed = o;
+  } else if (auto* u = std::get_if<UpFirDn2dParams>(&n.params)) {
+    // Output row y takes taps at upsampled positions y * down - pad0 + [0, kh); input row i sits
+    // at i * up. The band's pad0 shifts its own positions onto the full op's (negative crops).
+    const int64_t up = u->up_y, dn = u->down_y;
+    const int64_t lo = o.a * dn - u->pad_y0, hi = (o.b - 1) * dn - u->pad_y0 + u->kh - 1;
+    r.in = clip(ceil_div(lo, up), floor_div(hi, up) + 1, H);
+    if (r.in.empty()) r.in = clip(std::min(ceil_div(lo, up), H - 1), std::min(ceil_div(lo, up), H - 1) + 1, H);
+    UpFirDn2dParams q = *u;
+    const int64_t pad0 = u->pad_y0 + r.in.a * up - o.a * dn;
+    const int64_t pad1 = (o.rows() - 1) * dn + u->kh - pad0 - r.in.rows() * up;
+    q.pad_y0 = static_cast<int>(pad0);
+    q.pad_y1 = static_cast<int>(pad1);
+    r.params = q;
+    r.computed = o;
+  } else if (auto* m = std::get_if<ModConvParams>(&n.params)) {
+    const int64_t k = m->k;
+    if (m->up) {
+      // Transposed, stride 2, no padding: output row Y gathers input rows (Y - ky) / 2.
+      r.in = clip(ceil_div(o.a - (k - 1), 2), floor_div(o.b - 1, 2) + 1, H);
+      r.computed = {2 * r.in.a, 2 * (r.in.b - 1) + k};
+    } else {
+      r.in = clip(o.a - k / 2, o.b + k / 2, H);
+      r.computed = r.in;
+    }
+    r.exact = r.computed == o;
+  } else {
+    GPEN_CHECK(false, "banding: op " + n.name + " (" + op_name(n.params) + ") cannot run in bands");
+  }
+  GPEN_CHECK(r.computed.contains(o), "banding: op " + n.name + " does not cover the rows a band needs");
+  return r;
+}
+
+}  // namespace gpen::banding_detail

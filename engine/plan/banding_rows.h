@@ -1,0 +1,48 @@
+#pragma once
+// Internal to the banding transform (engine/plan/banding*.cpp): the row footprint of each
+// bandable op. Given the rows [o.a, o.b) of an op's output a band needs (full-tensor row
+// indices), which input rows it reads, which output rows it computes from them, and the op's
+// parameters for the band. Exact ops (explicit padding) compute exactly the rows asked for;
+// same-padded modulated convs compute the rows of their input band, of which the inner ones
+// are exact (the outer ones saw zero padding where the full tensor has neighbours).
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "engine/graph/graph.h"
+
+namespace gpen::banding_detail {
+
+struct Range {
+  int64_t a = 0, b = 0;
+  bool empty() const { return b <= a; }
+  int64_t rows() const { return b - a; }
+  void hull(const Range& r) {
+    if (r.empty()) return;
+    if (empty()) *this = r;
+    else a = std::min(a, r.a), b = std::max(b, r.b);
+  }
+  bool contains(const Range& r) const { return r.empty() || (a <= r.a && r.b <= b); }
+  bool operator==(const Range& r) const { return a == r.a && b == r.b; }
+};
+
+struct OpBand {
+  Range in;        // rows of the primary spatial inputs (x, x2)
+  Range computed;  // rows of the output the band op writes (residual inputs cover these)
+  OpParams params;
+  bool exact = true;  // computed == the rows asked for, every one exact
+};
+
+// Spatial (row-banded) inputs of a node by input index, and whether each is a residual (which
+// covers the computed rows rather than the input rows). Empty when the op cannot be banded.
+struct SpatialInput {
+  int index;
+  bool residual;
+};
+std::vector<SpatialInput> spatial_inputs(const Node& n);
+bool bandable(const Node& n);
+
+// in_rows: the height of the op's primary input in the full graph.
+OpBand map_rows(const Node& n, int64_t in_rows, Range o);
+
+}  // namespace gpen::banding_detail
