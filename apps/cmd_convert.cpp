@@ -57,8 +57,8 @@ gpen::cli::Command reg(
       sub.add_option("--arch", a->arch, "Model: auto, gpen or retinaface")
           ->check(CLI::IsMember({"auto", "gpen", "retinaface"}));
       sub.add_option("--key", a->key, "Nested dict holding the weights (e.g. g_ema, params_ema, state_dict)");
-      sub.add_option("--dtype", a->dtype, "Storage of weight matrices and conv kernels: fp32, fp16 or bf16")
-          ->check(CLI::IsMember({"fp32", "fp16", "bf16", "f32", "f16"}));
+      sub.add_option("--dtype", a->dtype, "Storage of weight matrices and conv kernels: fp32, fp16, bf16, or (GPEN only) int8 / fp8: the big convs as 8-bit codes with per-output-channel scales, the rest fp32 (docs/weights-format.md)")
+          ->check(CLI::IsMember({"fp32", "fp16", "bf16", "f32", "f16", "int8", "fp8"}));
       sub.callback([a] { run_convert(*a); });
     },
     20);

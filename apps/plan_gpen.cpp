@@ -20,7 +20,8 @@ nlohmann::json row_json(const Row& r, bool brief = true) {
             {"arch", "gpen"},
             {"config", {{"size", r.cfg.size}, {"channel_multiplier", r.cfg.channel_multiplier}, {"narrow", r.cfg.narrow}}},
             {"batch", r.cfg.batch},
-            {"precision", r.precision}});
+            {"precision", r.precision},
+            {"weights_dtype", dtype_is_8bit_weight(r.cfg.quant8) ? dtype_name(r.cfg.quant8) : r.precision.c_str()}});
   if (r.detail.transformed) j["transform"] = transform_json(r.detail);
   if (!brief) {
     j["ops"] = r.ops;
@@ -73,6 +74,7 @@ GpenBase gpen_base(const PlanArgs& a) {
   if (!a.model.empty()) {
     GpwFile f = GpwFile::open(a.model);
     b.cfg = gpen_config_from_gpw(f);
+    if (dtype_is_8bit_weight(f.storage_dtype())) b.cfg.quant8 = f.storage_dtype();
     b.name = f.path();
   } else {
     b.cfg.size = a.size;
@@ -80,6 +82,12 @@ GpenBase gpen_base(const PlanArgs& a) {
     b.cfg.narrow = a.narrow;
   }
   b.cfg.batch = a.batch;
+  if (!a.weights_dtype.empty()) {
+    const DType q = parse_dtype(a.weights_dtype);
+    GPEN_CHECK(q == DType::f32 || dtype_is_8bit_weight(q),
+               "--weights-dtype must be int8, fp8 or fp32 (float weights), got '" + a.weights_dtype + "'");
+    b.cfg.quant8 = q;
+  }
   return b;
 }
 void run_plan(PlanArgs a) {

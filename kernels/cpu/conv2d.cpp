@@ -30,6 +30,7 @@
 #include <cstring>
 
 #include "kernels/cpu/conv2d_paths.h"
+#include "kernels/cpu/weights8.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
@@ -140,7 +141,7 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
             const TensorView* residual, const TensorView& y, void* workspace) {
   cpu_isa();  // decided here, outside the threads: a bad GPEN_CPU_ISA throws where it can be caught
   detail::check_f32(x, "conv2d", "input");
-  detail::check_f32(w, "conv2d", "weight");
+  detail::check_weight_f32_or_8bit(w, "conv2d");
   detail::check_f32(y, "conv2d", "output");
   const Geom g = make_geom(p, x.shape, y.shape);
   detail::check_rank(w, 4, "conv2d", "weight");
@@ -159,6 +160,8 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     detail::check_same_shape(*residual, y, "conv2d", "residual", "output");
   }
   const Plan pl = make_plan(g);
+  GPEN_CHECK(!pl.depthwise || !dtype_is_8bit_weight(w.dtype),
+             "conv2d: 8-bit weights are not supported by depthwise convs");
   int64_t wld = 0;
   if (!pl.depthwise) {
     // The GEMM reads the weight as a [K][cout] matrix: unit stride along cout and the kh, kw, cin

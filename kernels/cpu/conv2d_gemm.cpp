@@ -3,8 +3,10 @@
 // and one work item (a pixel tile x output-channel blocks) multiplied and finished.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/conv2d_paths.h"
+#include "kernels/cpu/weights8.h"
 #include "kernels/cpu/gemm.h"
 
 namespace gpen::cpu::detail {
@@ -86,7 +88,19 @@ void pack_weight_block(const Args& a, int64_t grp, int64_t kk, int64_t ib, float
   const TensorView& w = *a.w;
   const int64_t k0 = kk * pl.kb, kd = std::min(pl.kb, g.K - k0);
   const int64_t c0 = ib * pl.nb, nc = std::min(pl.nb, g.cout_g - c0);
-  const float* src = w.f32() + k0 * a.wld + (grp * g.cout_g + c0) * w.stride(3);
+  const int64_t base = k0 * a.wld + (grp * g.cout_g + c0) * w.stride(3);
+  if (dtype_is_8bit_weight(w.dtype)) {
+    // 8-bit weights: the block dequantised row by row, then packed as the f32 block would be
+    // (the rows go through a per-thread buffer of one block, kb x nb floats).
+    thread_local std::vector<float> rows;
+    rows.resize(static_cast<size_t>(kd * nc));
+    const int64_t o0 = grp * g.cout_g + c0;
+    for (int64_t r = 0; r < kd; ++r)
+      load_weight_row(rows.data() + r * nc, w, base + r * a.wld, w.stride(3), o0, nc, o0 + nc);
+    detail::gemm_pack_b(dst, rows.data(), std::max<int64_t>(nc, 1), kd, nc);
+    return;
+  }
+  const float* src = w.f32() + base;
   detail::gemm_pack_b(dst, src, std::max<int64_t>(a.wld, 1), kd, nc);
 }
 

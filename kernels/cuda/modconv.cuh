@@ -19,6 +19,7 @@
 //    taps (k = 1): its outputs are 0.
 // Epilogue: y = act(acc * d[n, co] + bias[co]) + residual (up: plain acc), through y's strides.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/weights8.cuh"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
@@ -57,6 +58,7 @@ struct ModConvTensors {
   const T* residual = nullptr;  // optional
   T* y = nullptr;
   float* partial = nullptr;     // split-K: [splits][n][ho][wo][cout] raw sums (the workspace)
+  Weight8 w8{};                 // 8-bit weight (w is null then): see weights8.cuh
 };
 
 // 16 bytes of T: one vector load or store. Used only where the host checked 16-byte alignment.
@@ -235,7 +237,12 @@ struct ModConvBStage {
       const int tap = k / g.c, ci = k - tap * g.c;
       const int ty = tap / ph.ntx, tx = tap - ty * ph.ntx;
       const int ky = ph.ky0 + g.kstep * ty, kx = ph.kx0 + g.kstep * tx;
-      const T* wr = t.w + (int64_t{ky * g.k + kx} * g.c + ci) * g.cout + co;
+      const int64_t wi = (int64_t{ky * g.k + kx} * g.c + ci) * g.cout + co;
+      if (t.w8.codes) {  // 8-bit codes: dequantised here, one element at a time
+        for (int j = 0; j < kV; ++j) raw[i].v[j] = co + j < g.cout ? from_f32<T>(weight8_at(t.w8, wi + j, co + j)) : zero;
+        continue;
+      }
+      const T* wr = t.w + wi;
       if constexpr (kVec) {
         raw[i] = *reinterpret_cast<const Vec16<T>*>(wr);
       } else {
