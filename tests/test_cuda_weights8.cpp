@@ -102,6 +102,7 @@ TEST_CASE("cuda weights8: modconv and conv2d kernels on 8-bit weights equal them
       std::vector<cuda::ConvAlgo> algos = {cuda::ConvAlgo::simt};
       if (dt != DType::f32) algos.push_back(cuda::ConvAlgo::tensor_core);
       for (cuda::ConvAlgo algo : algos) {
+        CAPTURE(algo == cuda::ConvAlgo::simt);
         Conv2dParams p;
         p.kh = p.kw = 3;
         p.stride_h = p.stride_w = 2;
@@ -150,11 +151,24 @@ TEST_CASE("cuda weights8: a small GPEN with int8 / fp8 conv weights against the 
   const auto ref = run(*cpu, DType::f32, DType::f32);
   DeviceOptions o;
   o.kind = DeviceKind::cuda;
-  // Thresholds: see docs/memory.md ("8-bit weights"), measured here in the emulator.
+  // Measured (emulator; the model, seed and input of test_cuda_accuracy.cpp; 3072 values):
+  //   int8: CUDA fp16 54.9 dB (max abs 8.4e-3), CPU fp32 on the int8 weights 54.8 dB (8.5e-3)
+  //   fp8:  CUDA fp16 48.4 dB (max abs 1.6e-2), CPU fp32 on the fp8 weights 48.4 dB (1.6e-2)
+  // (the fp16 path on fp16 weights: 60.5 dB; bf16: 52.6 dB). int8 must stay above the bf16 path's
+  // 52.6 dB, the bar for a format to be recommended (docs/memory.md, "8-bit weights"): 53.5 dB
+  // leaves 1.4 dB. fp8 falls below that bar (so it is offered with a warning only); 46 dB
+  // leaves it 2.4 dB against regressions (1.7x the mse).
   struct Case {
     DType q;
     double min_psnr_gpu, min_psnr_cpu;
-  } cases[] = {{DType::i8, 45.0, 45.0}, {DType::f8e4m3, 35.0, 35.0}};
+  } cases[] = {{DType::i8, 53.5, 53.5}, {DType::f8e4m3, 46.0, 46.0}};
+  size_t fp16_weights = 0;
+  {
+    auto be = cuda::make_cuda_backend(o);
+    auto m = GpenModel::synthetic(cuda_test::small_gpen(DType::f16), *be, 9);
+    m->prepare(faces);
+    fp16_weights = m->weights_bytes();
+  }
   for (const Case& c : cases) {
     CAPTURE(std::string(dtype_name(c.q)));
     auto be = cuda::make_cuda_backend(o);
@@ -162,13 +176,13 @@ TEST_CASE("cuda weights8: a small GPEN with int8 / fp8 conv weights against the 
     const auto cpu8 = run(*cpu, DType::f32, c.q);
     const OutputDiff dg = compare_outputs(gpu.first.data(), ref.first.data(), faces, size);
     const OutputDiff dc = compare_outputs(cpu8.first.data(), ref.first.data(), faces, size);
-    MESSAGE(dtype_name(c.q) << " weights: emulated CUDA fp16 vs CPU fp32 on fp32 weights: max abs " << dg.max_abs
+    MESSAGE(std::string(dtype_name(c.q)) << " weights: emulated CUDA fp16 vs CPU fp32 on fp32 weights: max abs " << dg.max_abs
                             << ", PSNR 8-bit " << dg.psnr_8bit << " dB; CPU fp32 on the 8-bit weights: max abs "
                             << dc.max_abs << ", PSNR " << dc.psnr_8bit << " dB; weights " << gpu.second << " vs "
-                            << run(*be, DType::f16, DType::f32).second << " bytes (fp16)");
+                            << fp16_weights << " bytes (fp16)");
     CHECK(dg.nonfinite == 0);
     CHECK(dg.psnr_8bit >= c.min_psnr_gpu);
     CHECK(dc.psnr_8bit >= c.min_psnr_cpu);
-    CHECK(gpu.second < ref.second);
+    CHECK(gpu.second < fp16_weights);
   }
 }

@@ -231,7 +231,7 @@ TEST_CASE("weights8: CPU modconv and conv2d on 8-bit weights equal the f32 paths
     // conv2d: the GEMM path (many channels) and the direct path (few output channels).
     struct CC {
       int h, cin, cout, k, stride;
-    } ccs[] = {{17, 24, 48, 3, 2}, {12, 16, 8, 3, 1}, {9, 40, 72, 1, 1}};
+    } ccs[] = {{17, 24, 48, 3, 2}, {12, 16, 8, 3, 1}, {9, 40, 72, 1, 1}, {7, 24, 100, 3, 1}};
     for (const CC& c : ccs) {
       CAPTURE(c.cout);
       Conv2dParams p;

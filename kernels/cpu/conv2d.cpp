@@ -51,7 +51,7 @@ using detail::round_floats;
 
 constexpr int64_t kMaxTilePixels = 256;          // output pixels per GEMM tile
 constexpr int64_t kTileFloats = 1 << 17;         // bound on tile pixels x output channels (512 KiB)
-constexpr int64_t kMaxDepthBlock = 576;          // GEMM depth per packed block (3x3x64)
+constexpr int64_t kMaxDepthBlock = detail::kMaxDepthBlock;  // GEMM depth per packed block (3x3x64)
 constexpr int64_t kMaxChannelBlock = 256;        // output channels per packed weight block
 constexpr int64_t kMaxItemChannels = 512;        // output channels per work item (accumulator width)
 constexpr int64_t kWeightCacheFloats = 1 << 19;  // packed weights kept for the whole call (2 MiB)

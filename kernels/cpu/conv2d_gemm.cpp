@@ -3,7 +3,6 @@
 // and one work item (a pixel tile x output-channel blocks) multiplied and finished.
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "kernels/cpu/conv2d_paths.h"
 #include "kernels/cpu/weights8.h"
@@ -90,14 +89,18 @@ void pack_weight_block(const Args& a, int64_t grp, int64_t kk, int64_t ib, float
   const int64_t c0 = ib * pl.nb, nc = std::min(pl.nb, g.cout_g - c0);
   const int64_t base = k0 * a.wld + (grp * g.cout_g + c0) * w.stride(3);
   if (dtype_is_8bit_weight(w.dtype)) {
-    // 8-bit weights: the block dequantised row by row, then packed as the f32 block would be
-    // (the rows go through a per-thread buffer of one block, kb x nb floats).
-    thread_local std::vector<float> rows;
-    rows.resize(static_cast<size_t>(kd * nc));
-    const int64_t o0 = grp * g.cout_g + c0;
-    for (int64_t r = 0; r < kd; ++r)
-      load_weight_row(rows.data() + r * nc, w, base + r * a.wld, w.stride(3), o0, nc, o0 + nc);
-    detail::gemm_pack_b(dst, rows.data(), std::max<int64_t>(nc, 1), kd, nc);
+    // 8-bit weights: dequantised kQ8Cols channels at a time into a stack block, each packed where
+    // the whole block's packing puts those channels (every channel takes kd floats, and a chunk
+    // that starts on a multiple of Eigen's weight panel width, 24 on AVX2 and 48 on AVX-512,
+    // packs exactly as that part of the whole block does; test_weights8 checks it bit for bit).
+    constexpr int64_t kQ8Cols = 48;
+    float rows[kQ8Cols * kMaxDepthBlock];
+    for (int64_t j = 0; j < nc; j += kQ8Cols) {
+      const int64_t cw = std::min(kQ8Cols, nc - j), o0 = grp * g.cout_g + c0 + j;
+      for (int64_t r = 0; r < kd; ++r)
+        load_weight_row(rows + r * cw, w, base + r * a.wld + j * w.stride(3), w.stride(3), o0, cw, o0 + cw);
+      detail::gemm_pack_b(dst + j * kd, rows, cw, kd, cw);
+    }
     return;
   }
   const float* src = w.f32() + base;

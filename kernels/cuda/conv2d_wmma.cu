@@ -82,11 +82,11 @@ __global__ void __launch_bounds__(kThreads) conv2d_wmma_kernel(const ConvGeometr
     }
     const int kb = k0 + b_row;
     for (int j = 0; j < 16; ++j) {
-      const int co = n0 + b_col + j;
-      b_tile[b_row][b_col + j] =
-          kb < k_end && co < g.cout_g ? (t.w8.codes ? from_f32<T>(conv_weight_at(g, t, group, kb, co))
-                                                    : t.w[int64_t{kb} * g.cout + group * g.cout_g + co])
-                                      : zero;
+      const int co = n0 + b_col + j, oc = group * g.cout_g + co;
+      const int64_t wi = int64_t{kb} * g.cout + oc;
+      T v = zero;
+      if (kb < k_end && co < g.cout_g) v = t.w8.codes ? from_f32<T>(weight8_at(t.w8, wi, oc)) : t.w[wi];
+      b_tile[b_row][b_col + j] = v;
     }
     __syncthreads();
 
