@@ -266,3 +266,64 @@ TEST_CASE("weights8: CPU modconv and conv2d on 8-bit weights equal the f32 paths
                               make_view(y.data(), DType::f32, Shape{2, 5, 5, 8}), ws.data()),
                   Error);
 }
+
+TEST_CASE("weights8: the plan counts 8-bit weights (codes, scales) and keeps the rest in the precision") {
+  GpenConfig c;  // GPEN-512: the figures of docs/memory.md, "8-bit weights"
+  c.act_dtype = c.weight_dtype = DType::f16;
+  const size_t fp16 = build_gpen_graph(c).graph.weights_bytes();
+  CHECK(fp16 == size_t{151955534});
+  for (DType q : {DType::i8, DType::f8e4m3}) {
+    c.quant8 = q;
+    const GpenGraph g = build_gpen_graph(c);
+    CHECK(g.graph.weights_bytes() == size_t{96250958});
+    size_t codes = 0, scales = 0;
+    for (const TensorDesc& t : g.graph.tensors()) {
+      if (t.kind != TensorKind::Weight) continue;
+      if (t.dtype == q) {
+        codes += t.bytes();
+        // Every 8-bit tensor has its scales, one f32 per output channel.
+        bool found = false;
+        for (const TensorDesc& u : g.graph.tensors())
+          if (u.name == t.name + ".qscale") found = u.dtype == DType::f32 && u.shape.numel() == t.shape[3];
+        CHECK(found);
+      } else if (t.name.size() > 7 && t.name.compare(t.name.size() - 7, 7, ".qscale") == 0) {
+        scales += t.bytes();
+      }
+    }
+    CHECK(codes == size_t{55738368});  // every 3x3 conv weight of GPEN-BFR-512, one byte each
+    CHECK(scales == size_t{8448 * 4});
+  }
+}
+
+TEST_CASE("weights8: a small GPEN on the CPU with int8 / fp8 conv weights against its fp32 weights") {
+  GpenConfig c;
+  c.size = 32;
+  c.channel_multiplier = 1;
+  c.narrow = 1.0 / 32;
+  c.style_dim = 16;
+  std::vector<float> in(32 * 32 * 3);
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (auto& v : in) v = u(rng);
+  auto cpu = make_cpu_backend();
+  auto run = [&](DType q) {
+    GpenConfig qc = c;
+    qc.quant8 = q;
+    auto m = GpenModel::synthetic(qc, *cpu, 9);
+    m->prepare(1);
+    std::vector<float> out(in.size());
+    m->run(in.data(), out.data());
+    return out;
+  };
+  const std::vector<float> ref = run(DType::f32);
+  // Measured: int8 54.8 dB (max abs 8.5e-3), fp8 48.4 dB (1.6e-2); the same bars as
+  // test_cuda_weights8 (int8 above the bf16 path's 52.6 dB).
+  for (auto [q, min_psnr] : {std::pair{DType::i8, 53.5}, std::pair{DType::f8e4m3, 46.0}}) {
+    const std::vector<float> out = run(q);
+    const OutputDiff d = compare_outputs(out.data(), ref.data(), 1, 32);
+    CAPTURE(std::string(dtype_name(q)));
+    CHECK(d.nonfinite == 0);
+    CHECK(d.psnr_8bit >= min_psnr);
+    CHECK(d.max_abs > 0.0);  // the weights did change
+  }
+}
