@@ -132,15 +132,13 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
     auto it = src.find(t.name);
     GPEN_CHECK(it != src.end(), origin + ": weight '" + t.name + "' is missing");
     const TensorView& v = it->second;
-    if (dtype_is_8bit_weight(t.dtype) || dtype_is_8bit_weight(v.dtype))
-      GPEN_CHECK(v.dtype == t.dtype && v.shape.numel() == t.shape.numel(),
-                 origin + ": weight '" + t.name + "' is " + v.shape.str() + " " + dtype_name(v.dtype) + ", the graph expects " +
-                     t.shape.str() + " " + dtype_name(t.dtype) + " (8-bit weights come only from an 8-bit file)");
-    else
+    // 8-bit weights are copied as they are (codes) and come only from an 8-bit file; float ones
+    // are converted to the graph's dtype.
+    const bool w8 = dtype_is_8bit_weight(t.dtype) || dtype_is_8bit_weight(v.dtype);
     GPEN_CHECK(v.shape.numel() == t.shape.numel() &&
-                   (v.dtype == DType::f32 || v.dtype == DType::f16 || v.dtype == DType::bf16),
+                   (w8 ? v.dtype == t.dtype : v.dtype == DType::f32 || v.dtype == DType::f16 || v.dtype == DType::bf16),
                origin + ": weight '" + t.name + "' is " + v.shape.str() + " " + dtype_name(v.dtype) +
-                   ", the graph expects " + t.shape.str());
+                   ", the graph expects " + t.shape.str() + (w8 ? std::string(" ") + dtype_name(t.dtype) : ""));
     GPEN_CHECK(v.contiguous(), origin + ": weight '" + t.name + "' is not contiguous");
     slots.push_back({&t, &v});
     sizes.push_back(t.bytes());
