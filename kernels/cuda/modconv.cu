@@ -143,6 +143,7 @@ bool vector_path(const ModConvArgs& a, const ModConvGeometry& g, int kv) {
   if (!nhwc_vec_ok(*a.x, kv) || (a.x2 && !nhwc_vec_ok(*a.x2, kv))) return false;
   if (!aligned16(a.s->data) || g.s_c != 1 || (g.n > 1 && g.s_n % kv != 0)) return false;
   if (a.x2 && (!aligned16(a.x2_bias->data) || g.x2b_c != 1)) return false;
+  if (dtype_is_8bit_weight(a.w->dtype)) return aligned16(a.w->data) && aligned16(a.w->qscale);  // kV codes, kV scales
   return aligned16(a.w->data);
 }
 
