@@ -19,6 +19,7 @@
 //    taps (k = 1): its outputs are 0.
 // Epilogue: y = act(acc * d[n, co] + bias[co]) + residual (up: plain acc), through y's strides.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/modconv_b8.cuh"
 #include "kernels/cuda/weights8.cuh"
 
 GPEN_CUDA_NAMESPACE_BEGIN
@@ -227,7 +228,7 @@ struct ModConvBStage {
   __device__ __forceinline__ void load(const ModConvGeometry& g, const ModConvTensors<T>& t, const ModConvPhase& ph,
                                        int k0, int n0) {
     if (t.w8.codes) {
-      load_w8(g, t, ph, k0, n0);
+      modconv_load_b8<T, kRows, kRowStep, kVec>(g, t, ph, k0, n0, row, col, raw);
       return;
     }
     const T zero = from_f32<T>(0.0f);
@@ -251,38 +252,6 @@ struct ModConvBStage {
     }
   }
 
-  // 8-bit weights (weights8.cuh): each code and its channel's scale, dequantised and rounded to T.
-  // kVec (Cout a multiple of kV, codes and scales 16-byte aligned: the host checks): one load of
-  // kV codes and one of kV scales per chunk.
-  __device__ __forceinline__ void load_w8(const ModConvGeometry& g, const ModConvTensors<T>& t, const ModConvPhase& ph,
-                                          int k0, int n0) {
-    struct alignas(kV) Codes {
-      uint8_t b[kV];
-    };
-    struct alignas(16) Scales {
-      float s[kV];
-    };
-    const T zero = from_f32<T>(0.0f);
-    const int co = n0 + col;
-    for (int i = 0; i < kRows; ++i) {
-      const int k = k0 + row + i * kRowStep;
-      if (k >= ph.depth || co >= g.cout) {
-        for (int j = 0; j < kV; ++j) raw[i].v[j] = zero;
-        continue;
-      }
-      const int tap = k / g.c, ci = k - tap * g.c;
-      const int ty = tap / ph.ntx, tx = tap - ty * ph.ntx;
-      const int ky = ph.ky0 + g.kstep * ty, kx = ph.kx0 + g.kstep * tx;
-      const int64_t wi = (int64_t{ky * g.k + kx} * g.c + ci) * g.cout + co;
-      if constexpr (kVec) {
-        const Codes c = *reinterpret_cast<const Codes*>(t.w8.codes + wi);
-        const Scales sc = *reinterpret_cast<const Scales*>(t.w8.scale + co);
-        for (int j = 0; j < kV; ++j) raw[i].v[j] = from_f32<T>(q8_dequant(c.b[j], t.w8.fp8, sc.s[j]));
-      } else {
-        for (int j = 0; j < kV; ++j) raw[i].v[j] = co + j < g.cout ? from_f32<T>(weight8_at(t.w8, wi + j, co + j)) : zero;
-      }
-    }
-  }
 };
 
 // Output pixel (oy, ox) of row m of a phase.
