@@ -57,6 +57,8 @@ struct BenchArgs {
   bool compare_onnxruntime = false, compare_openvino = false;
   std::string compare;  // comma-separated peers: pytorch, onnxruntime, openvino
   bool accuracy = false;
+  std::string accuracy_reference;  // --accuracy against this .gpw (e.g. the fp32 file of an 8-bit one)
+  std::string weights_dtype;       // synthetic weights: int8 / fp8 conv weights
   bool profile = false;
   std::string detector, image, pytorch_checkpoint;  // --arch retinaface
   int sr_scale = 2, num_block = 23;                  // --arch realesrnet (--size: the input side)
@@ -136,6 +138,7 @@ void run_bench(BenchArgs a) {
     c.channel_multiplier = a.channel_multiplier;
     c.narrow = a.narrow;
     c.act_dtype = precision;
+    if (!a.weights_dtype.empty() && a.weights_dtype != "fp32") c.quant8 = parse_dtype(a.weights_dtype);
     m = GpenModel::synthetic(c, *backend);
   }
   m->set_device_timing(dev != nullptr);
@@ -186,6 +189,8 @@ void run_bench(BenchArgs a) {
                       {"workspace_bytes", p.workspace_bytes},
                       {"lower_bound_bytes", p.lower_bound_bytes},
                       {"precision", precision_name(precision)},
+                      {"weights_dtype", dtype_is_8bit_weight(m->config().quant8) ? dtype_name(m->config().quant8)
+                                                                                 : precision_name(precision)},
                       {"cpu_isa", cpu::isa_name(cpu::cpu_isa())}};
   if (const TransformReport& x = m->transform_report(); x.banding_requested && x.banding.applied)
     j["bands"] = {{"count", x.banding.bands},
@@ -227,7 +232,10 @@ void run_bench(BenchArgs a) {
         m->set_noise_seed(m->noise_seed());
         m->run(in.data(), out.data());
       }
-      add_accuracy(j, a.model.empty() ? std::nullopt : std::optional<std::string>(a.model), rc, a.batch, O, in, out);
+      rc.quant8 = DType::f32;  // synthetic 8-bit weights: the reference runs their fp32 originals
+      const std::string ref = a.accuracy_reference.empty() ? a.model : a.accuracy_reference;
+      add_accuracy(j, ref.empty() ? std::nullopt : std::optional<std::string>(ref), rc, a.batch, O, in, out);
+      j["accuracy_reference_weights"] = ref.empty() ? std::string("synthetic, fp32") : ref;
     } catch (const Error& e) {
       j["accuracy_error"] = e.what();
     }
@@ -343,6 +351,12 @@ Command reg(
       sub.add_option("--warmup", g_args.warmup, "Untimed runs first")->capture_default_str();
       sub.add_option("--device", g_args.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
       sub.add_option("--precision", g_args.precision, "fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA)");
+      sub.add_option("--weights-dtype", g_args.weights_dtype,
+                     "Synthetic weights: the big convs as int8 or fp8 codes (as `gpen convert --dtype`); --accuracy "
+                     "then compares with their fp32 originals")
+          ->check(CLI::IsMember({"int8", "fp8", "fp32"}));
+      sub.add_option("--accuracy-reference", g_args.accuracy_reference,
+                     "--accuracy against this .gpw instead of -m itself (e.g. the fp32 file of an int8 one)");
       sub.add_flag("--no-cuda-graphs", g_args.no_cuda_graphs, "CUDA: launch every kernel each run instead of replaying a captured graph");
       sub.add_flag("--json", g_args.json, "Print JSON");
       sub.add_flag("--compare-pytorch", g_args.compare_pytorch,

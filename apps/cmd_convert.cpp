@@ -62,8 +62,8 @@ gpen::cli::Command reg(
                      "GPEN: record the task the weights were trained for (enhance, colorize, inpaint, seg2face) in the "
                      ".gpw, so that `gpen info` names it and `gpen restore` uses it by default; the official task "
                      "models share the FullGenerator layout, so it cannot be recognised from the tensors");
-      sub.add_option("--dtype", a->dtype, "Storage of weight matrices and conv kernels: fp32, fp16 or bf16")
-          ->check(CLI::IsMember({"fp32", "fp16", "bf16", "f32", "f16"}));
+      sub.add_option("--dtype", a->dtype, "Storage of weight matrices and conv kernels: fp32, fp16, bf16, or (GPEN only) int8 / fp8: the big convs as 8-bit codes with per-output-channel scales, the rest fp32 (docs/weights-format.md)")
+          ->check(CLI::IsMember({"fp32", "fp16", "bf16", "f32", "f16", "int8", "fp8"}));
       sub.callback([a] { run_convert(*a); });
     },
     20);

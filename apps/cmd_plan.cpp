@@ -48,6 +48,10 @@ Command reg(
       sub.add_option("--precision", g_args.precision, "Activation and weight precision: fp32, fp16, bf16")
           ->capture_default_str();
       sub.add_option("--precisions", g_args.precisions, "Several precisions (sweep table)")->delimiter(',');
+      sub.add_option("--weights-dtype", g_args.weights_dtype,
+                     "GPEN conv weights as 8-bit codes: int8 or fp8 (default: as the -m file stores them, else "
+                     "the precision)")
+          ->check(CLI::IsMember({"int8", "fp8", "fp32"}));
       sub.add_option("--strategy", g_args.strategy, "Planner strategy, or 'all' to compare them (default: the best)");
       sub.add_flag("--json", g_args.json, "Print JSON");
       sub.add_flag("--csv", g_args.csv, "Print CSV (one row per configuration and strategy)");

@@ -26,7 +26,8 @@ nlohmann::json row_json(const Row& r, bool brief = true) {
             {"arch", "gpen"},
             {"config", {{"size", r.cfg.size}, {"channel_multiplier", r.cfg.channel_multiplier}, {"narrow", r.cfg.narrow}}},
             {"batch", r.cfg.batch},
-            {"precision", r.precision}});
+            {"precision", r.precision},
+            {"weights_dtype", dtype_is_8bit_weight(r.cfg.quant8) ? dtype_name(r.cfg.quant8) : r.precision.c_str()}});
   if (r.cfg.output_size() != r.cfg.size) {
     j["config"]["out_size"] = r.cfg.out_size;
     j["noise_inputs"] = 2 * (log2_of(r.cfg.out_size) - log2_of(r.cfg.size));  // FullGenerator_SR
@@ -87,6 +88,7 @@ GpenBase gpen_base(const PlanArgs& a) {
   if (!a.model.empty()) {
     GpwFile f = GpwFile::open(a.model);
     b.cfg = gpen_config_from_gpw(f);
+    if (dtype_is_8bit_weight(f.storage_dtype())) b.cfg.quant8 = f.storage_dtype();
     b.name = f.path();
   } else {
     b.cfg.size = a.size;
@@ -95,6 +97,12 @@ GpenBase gpen_base(const PlanArgs& a) {
     b.cfg.out_size = a.out_size;
   }
   b.cfg.batch = a.batch;
+  if (!a.weights_dtype.empty()) {
+    const DType q = parse_dtype(a.weights_dtype);
+    GPEN_CHECK(q == DType::f32 || dtype_is_8bit_weight(q),
+               "--weights-dtype must be int8, fp8 or fp32 (float weights), got '" + a.weights_dtype + "'");
+    b.cfg.quant8 = q;
+  }
   return b;
 }
 void run_plan(PlanArgs a) {

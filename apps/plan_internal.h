@@ -27,6 +27,7 @@ struct PlanArgs {
   std::vector<int> batches;
   std::string precision = "fp32";
   std::vector<std::string> precisions;
+  std::string weights_dtype;  // "int8" / "fp8": 8-bit conv weights (GpenConfig::quant8); "" as the model file says
   std::string strategy;
   bool json = false;
   bool csv = false;

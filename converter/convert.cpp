@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "engine/core/error.h"
+#include "weights/quant8.h"
 
 namespace gpen::conv {
 
@@ -91,7 +92,31 @@ void add_computed(GpwWriter& w, const std::string& name, DType dt, const Shape& 
   });
 }
 
-void plan_gpen(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWriter& w) {
+// A conv weight computed by `make` (HWIO, `cout` the last axis): stored as `dt`, or, for the
+// 8-bit dtypes, as its codes plus `<name>.qscale` (f32 [cout]) right after it.
+void add_conv_weight(GpwWriter& w, const std::string& name, DType dt, const Shape& shape, int64_t cout,
+                     std::function<std::vector<float>()> make) {
+  if (!dtype_is_8bit_weight(dt)) {
+    add_computed(w, name, dt, shape, std::move(make));
+    return;
+  }
+  w.add(name, dt, shape, [name, dt, shape, cout, make](void* dst, size_t bytes) {
+    std::vector<float> v = make();
+    if (static_cast<int64_t>(v.size()) != shape.numel() || v.size() != bytes)
+      throw Error("internal: size mismatch converting '" + name + "'");
+    Quantized8 q = quantize8(v.data(), shape.numel(), cout, dt);
+    std::memcpy(dst, q.codes.data(), bytes);
+  });
+  add_computed(w, name + ".qscale", DType::f32, Shape{cout}, [dt, shape, cout, make] {
+    std::vector<float> v = make();
+    return quantize8_scales(v.data(), shape.numel(), cout, dt);
+  });
+}
+
+void plan_gpen(const Checkpoint& ck, const Recognition& rec, DType qdt, GpwWriter& w) {
+  // 8-bit files quantise only the big convs (add_conv_weight); the dense layers, ToRGB and the
+  // first encoder conv keep f32 (docs/weights-format.md, "8-bit weights").
+  const DType wdt = dtype_is_8bit_weight(qdt) ? DType::f32 : qdt;
   const GpenConfig& c = rec.gpen;
   const double D = c.style_dim;
   const Checkpoint* ckp = &ck;
@@ -128,7 +153,9 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWrite
       // Modulated conv (1, out, in, k, k): W / sqrt(in k k) as HWIO, plus Q for demodulation.
       const int64_t O = sh[1], I = sh[2], K = sh[3];
       const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(I * K * K)));
-      add_computed(w, n, wdt, to_shape({K, K, I, O}), [ckp, n, O, I, K, scale] {
+      const std::string prefix0 = n.substr(0, n.size() - std::strlen(".conv.weight"));
+      const bool rgb = prefix0.find("to_rgb") != std::string::npos;
+      add_conv_weight(w, n, rgb ? wdt : qdt, to_shape({K, K, I, O}), O, [ckp, n, O, I, K, scale] {
         return to_hwio(Src{*ckp}.f32(n), O, I, K, scale);
       });
       const std::string prefix = n.substr(0, n.size() - std::strlen(".conv.weight"));
@@ -159,7 +186,8 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWrite
     } else if (n.rfind("ecd", 0) == 0 && ends_with(n, ".weight")) {
       const int64_t O = sh[0], I = sh[1], K = sh[2];
       const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(I * K * K)));
-      add_computed(w, n, wdt, to_shape({K, K, I, O}), [ckp, n, O, I, K, scale] {
+      const bool first = n.rfind("ecd0.", 0) == 0;  // 3 input channels: tiny, and it sees the raw image
+      add_conv_weight(w, n, first ? wdt : qdt, to_shape({K, K, I, O}), O, [ckp, n, O, I, K, scale] {
         return to_hwio(Src{*ckp}.f32(n), O, I, K, scale);
       });
     } else if (n == "final_linear.0.weight") {
@@ -267,8 +295,9 @@ CheckpointSummary summarize(const Checkpoint& ck, Arch want) {
 }
 
 ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) {
-  if (opt.dtype != DType::f32 && opt.dtype != DType::f16 && opt.dtype != DType::bf16)
-    throw Error(std::string("--dtype ") + dtype_name(opt.dtype) + " is not a weight storage type (use fp32, fp16 or bf16)");
+  if (opt.dtype != DType::f32 && opt.dtype != DType::f16 && opt.dtype != DType::bf16 && !dtype_is_8bit_weight(opt.dtype))
+    throw Error(std::string("--dtype ") + dtype_name(opt.dtype) +
+                " is not a weight storage type (use fp32, fp16, bf16, int8 or fp8)");
   ShapeMap shapes = shapes_of(ck);
   Recognition rec;
   try {
@@ -276,6 +305,9 @@ ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) 
   } catch (const Error& e) {
     throw Error(ck.name() + ": " + e.what());
   }
+  if (dtype_is_8bit_weight(opt.dtype) && rec.arch != Arch::gpen)
+    throw Error(ck.name() + ": --dtype " + dtype_name(opt.dtype) + " is for GPEN models only (this is " + describe(rec) +
+                "; use fp32, fp16 or bf16)");
   ConvertResult info;
   info.arch = rec.arch;
   info.config = rec.config;

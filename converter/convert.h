@@ -19,7 +19,7 @@ namespace gpen::conv {
 struct ConvertOptions {
   Arch arch = Arch::unknown;  // Arch::unknown: recognise from the key set
   std::string key;            // nested dict to read (see OpenOptions::key)
-  DType dtype = DType::f32;   // storage of weight matrices / conv kernels: f32, f16 or bf16
+  DType dtype = DType::f32;   // storage of weight matrices / conv kernels: f32, f16, bf16, i8, f8e4m3 (GPEN)
   // GPEN only: the task the weights were trained for (enhance, colorize, inpaint, seg2face),
   // recorded in the header's config as "task"; the layouts alone never tell it. "": not recorded.
   std::string task;

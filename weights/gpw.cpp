@@ -218,6 +218,18 @@ void GpwFile::parse() {
   index_.clear();
   for (size_t i = 0; i < entries_.size(); ++i) index_.emplace_back(entries_[i].name, i);
   std::sort(index_.begin(), index_.end());
+  // An 8-bit weight is usable only with its per-output-channel scales: `<name>.qscale`, f32, one
+  // per index of the last axis. Its view carries them (TensorView::qscale).
+  for (Entry& e : entries_) {
+    if (!dtype_is_8bit_weight(e.view.dtype)) continue;
+    const std::string sn = e.name + ".qscale";
+    const TensorView* sv = find(sn);
+    const int64_t cout = e.view.rank() ? e.view.dim(e.view.rank() - 1) : 1;
+    if (!sv || sv->dtype != DType::f32 || sv->numel() != cout)
+      fail("tensor '" + e.name + "' is " + dtype_name(e.view.dtype) + " but has no scale tensor '" + sn +
+           "' (f32, " + std::to_string(cout) + " values)");
+    e.view.qscale = sv->f32();
+  }
 }
 
 const TensorView* GpwFile::find(const std::string& name) const {

@@ -11,6 +11,8 @@ const char* dtype_name(DType t) {
     case DType::bf16: return "bf16";
     case DType::i32: return "i32";
     case DType::u8: return "u8";
+    case DType::i8: return "i8";
+    case DType::f8e4m3: return "f8e4m3";
   }
   return "?";
 }
@@ -21,7 +23,9 @@ DType parse_dtype(std::string_view s) {
   if (s == "bf16" || s == "bfloat16") return DType::bf16;
   if (s == "i32" || s == "int32") return DType::i32;
   if (s == "u8" || s == "uint8") return DType::u8;
-  throw Error("unknown dtype '" + std::string(s) + "' (expected fp32, fp16, bf16, i32 or u8)");
+  if (s == "i8" || s == "int8") return DType::i8;
+  if (s == "f8e4m3" || s == "fp8" || s == "e4m3") return DType::f8e4m3;
+  throw Error("unknown dtype '" + std::string(s) + "' (expected fp32, fp16, bf16, i32, u8, int8 or fp8)");
 }
 
 std::string Shape::str() const {

@@ -47,6 +47,10 @@ struct TensorView {
   DType dtype = DType::f32;
   Shape shape;
   std::array<int64_t, kMaxRank> strides{};
+  // 8-bit weight dtypes only (dtype_is_8bit_weight): one f32 scale per index of the last axis
+  // (the output channel of HWIO / [in][out] weights), in the same memory space as data; the
+  // weight is code * qscale[o]. Null for every other dtype.
+  const float* qscale = nullptr;
 
   int rank() const { return shape.rank; }
   int64_t dim(int i) const { return shape.d[i]; }

@@ -37,6 +37,13 @@ struct Builder {
   int weight(const std::string& name, const Shape& s, bool big = true) {
     return g.weight(name, big ? c.weight_dtype : c.act_dtype, s);
   }
+  // A big conv weight: 8-bit codes and their scales when the model is quantised (c.quant8).
+  int conv_weight(const std::string& name, const Shape& s) {
+    if (!dtype_is_8bit_weight(c.quant8)) return weight(name, s);
+    const int w = g.weight(name, c.quant8, s);
+    g.weight(name + ".qscale", DType::f32, Shape{s[s.rank - 1]});
+    return w;
+  }
   int style(const std::string& prefix, int cin) {
     int wm = weight(prefix + ".conv.modulation.weight", Shape{cin, c.style_dim});
     int bm = weight(prefix + ".conv.modulation.bias", Shape{cin}, false);
@@ -57,6 +64,7 @@ std::string GpenConfig::describe() const {
   if (output_size() != size) os << " -> " << output_size() << " (FullGenerator_SR)";
   os << ", channel multiplier " << channel_multiplier << ", narrow " << narrow << ", batch "
      << batch << ", " << dtype_name(act_dtype);
+  if (dtype_is_8bit_weight(quant8)) os << ", " << dtype_name(quant8) << " conv weights";
   return os.str();
 }
 
@@ -118,7 +126,7 @@ GpenGraph build_gpen_graph(const GpenConfig& c) {
     p.stride_h = p.stride_w = 2;
     p.act = Activation::scaled_leaky();
     std::string pre = "ecd" + std::to_string(j) + ".0.";
-    e[j] = g.conv2d(blurred, b.weight(pre + "1.weight", Shape{3, 3, cin, cout}), b.weight(pre + "2.bias", Shape{cout}, false),
+    e[j] = g.conv2d(blurred, b.conv_weight(pre + "1.weight", Shape{3, 3, cin, cout}), b.weight(pre + "2.bias", Shape{cout}, false),
                     p, -1, -1, "ecd" + std::to_string(j));
     ech[j] = cout;
   }
@@ -159,7 +167,7 @@ GpenGraph build_gpen_graph(const GpenConfig& c) {
     return g.modconv(in, p, -1, pre);
   };
   auto styled = [&](const std::string& pre, int x, int xn, int cin_total, int cout, bool up) {
-    int wt = b.weight(pre + ".conv.weight", Shape{3, 3, cin_total, cout});
+    int wt = b.conv_weight(pre + ".conv.weight", Shape{3, 3, cin_total, cout});
     int q = b.weight(pre + ".conv.demod_q", Shape{cout, cin_total}, false);
     int s = b.style(pre, cin_total);
     int d = g.demod(s, q, pre + ".demod");

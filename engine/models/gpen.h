@@ -19,6 +19,10 @@ struct GpenConfig {
   int batch = 1;
   DType act_dtype = DType::f32;     // activations in the arena
   DType weight_dtype = DType::f32;  // conv and linear weights (biases, Q tables: act_dtype)
+  // DType::i8 / f8e4m3: the big convs (decoder 3x3 modconvs, encoder 3x3 convs) take 8-bit codes
+  // plus a `<name>.qscale` f32 weight [Cout]; ToRGB, the first encoder conv and the dense layers
+  // keep weight_dtype. f32: no 8-bit weights.
+  DType quant8 = DType::f32;
   std::string describe() const;
   int output_size() const { return out_size > 0 ? out_size : size; }
 };

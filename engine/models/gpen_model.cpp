@@ -11,6 +11,7 @@
 #endif
 
 #include "engine/models/gpen_noise.h"
+#include "engine/models/gpen_weights8.h"
 #include "engine/runtime/device_weights.h"
 #include "weights/half.h"
 
@@ -88,12 +89,16 @@ std::unique_ptr<GpenModel> GpenModel::open(const std::string& gpw_path, Backend&
   std::unique_ptr<GpenModel> m(new GpenModel(backend));
   m->file_.emplace(GpwFile::open(gpw_path));
   m->config_ = gpen_config_from_gpw(*m->file_);
+  // An 8-bit file (gpen convert --dtype int8|fp8): its big convs run from the codes; everything
+  // else in it is f32.
+  const DType stored = m->file_->storage_dtype();
+  if (dtype_is_8bit_weight(stored)) m->config_.quant8 = stored;
   if (m->device_) {
     // Weights are converted at upload, so any stored dtype runs at any precision.
     m->config_.act_dtype = m->config_.weight_dtype = precision.value_or(default_precision(backend));
   } else {
     m->config_.act_dtype = precision.value_or(DType::f32);  // anything else fails in load_weights
-    m->config_.weight_dtype = m->file_->storage_dtype();
+    m->config_.weight_dtype = dtype_is_8bit_weight(stored) ? DType::f32 : stored;
     GPEN_CHECK(m->config_.weight_dtype == DType::f32,
                gpw_path + ": the CPU backend runs fp32 weights; convert with --dtype fp32");
   }
@@ -112,6 +117,7 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
   if (!device_) {
     GPEN_CHECK(p == DType::f32, std::string("the CPU backend runs fp32 only (precision ") + precision_name(p) + " asked)");
     weights_ = src;
+    link_qscales(weights_, origin);
     return;
   }
   // Every weight the graph binds, in the graph's dtype, in one upload (device_weights.h).
@@ -129,10 +135,13 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
     auto it = src.find(t.name);
     GPEN_CHECK(it != src.end(), origin + ": weight '" + t.name + "' is missing");
     const TensorView& v = it->second;
+    // 8-bit weights are copied as they are (codes) and come only from an 8-bit file; float ones
+    // are converted to the graph's dtype.
+    const bool w8 = dtype_is_8bit_weight(t.dtype) || dtype_is_8bit_weight(v.dtype);
     GPEN_CHECK(v.shape.numel() == t.shape.numel() &&
-                   (v.dtype == DType::f32 || v.dtype == DType::f16 || v.dtype == DType::bf16),
+                   (w8 ? v.dtype == t.dtype : v.dtype == DType::f32 || v.dtype == DType::f16 || v.dtype == DType::bf16),
                origin + ": weight '" + t.name + "' is " + v.shape.str() + " " + dtype_name(v.dtype) +
-                   ", the graph expects " + t.shape.str());
+                   ", the graph expects " + t.shape.str() + (w8 ? std::string(" ") + dtype_name(t.dtype) : ""));
     GPEN_CHECK(v.contiguous(), origin + ": weight '" + t.name + "' is not contiguous");
     slots.push_back({&t, &v});
     sizes.push_back(t.bytes());
@@ -162,6 +171,7 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
     v.strides = s.t->strides;
     weights_[s.t->name] = v;
   }
+  link_qscales(weights_, origin);
 }
 
 GpenModel::~GpenModel() {
@@ -186,6 +196,7 @@ std::unique_ptr<GpenModel> GpenModel::synthetic(const GpenConfig& c, Backend& ba
   m->config_.weight_dtype = c.act_dtype;
   GpenConfig gen = m->config_;  // values are drawn in f32 and converted by load_weights
   gen.act_dtype = gen.weight_dtype = DType::f32;
+  gen.quant8 = DType::f32;
   GpenGraph g = build_gpen_graph(gen);
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -226,6 +237,11 @@ std::unique_ptr<GpenModel> GpenModel::synthetic(const GpenConfig& c, Backend& ba
         }
   }
   WeightMap host = std::move(m->weights_);
+  if (dtype_is_8bit_weight(c.quant8)) {
+    // The same float values quantised as the converter would (Q stays the fp32 weights' table).
+    GpenConfig qc = m->config_;
+    quantize_host_weights(build_gpen_graph(qc).graph, host, m->synthetic_data_);
+  }
   m->load_weights(host, "synthetic GPEN");
   if (m->device_) m->synthetic_data_.clear();  // uploaded: the host copy is no longer read
   return m;

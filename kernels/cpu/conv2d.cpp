@@ -30,6 +30,7 @@
 #include <cstring>
 
 #include "kernels/cpu/conv2d_paths.h"
+#include "kernels/cpu/weights8.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
@@ -51,7 +52,7 @@ using detail::round_floats;
 
 constexpr int64_t kMaxTilePixels = 256;          // output pixels per GEMM tile
 constexpr int64_t kTileFloats = 1 << 17;         // bound on tile pixels x output channels (512 KiB)
-constexpr int64_t kMaxDepthBlock = 576;          // GEMM depth per packed block (3x3x64)
+constexpr int64_t kMaxDepthBlock = detail::kMaxDepthBlock;  // GEMM depth per packed block (3x3x64)
 constexpr int64_t kMaxChannelBlock = 256;        // output channels per packed weight block
 constexpr int64_t kMaxItemChannels = 512;        // output channels per work item (accumulator width)
 constexpr int64_t kWeightCacheFloats = 1 << 19;  // packed weights kept for the whole call (2 MiB)
@@ -144,7 +145,7 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
             const TensorView* residual, const TensorView& y, void* workspace) {
   cpu_isa();  // decided here, outside the threads: a bad GPEN_CPU_ISA throws where it can be caught
   detail::check_f32(x, "conv2d", "input");
-  detail::check_f32(w, "conv2d", "weight");
+  detail::check_weight_f32_or_8bit(w, "conv2d");
   detail::check_f32(y, "conv2d", "output");
   const Geom g = make_geom(p, x.shape, y.shape);
   detail::check_rank(w, 4, "conv2d", "weight");
@@ -167,6 +168,8 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     return;
   }
   const Plan pl = make_plan(g);
+  GPEN_CHECK(!pl.depthwise || !dtype_is_8bit_weight(w.dtype),
+             "conv2d: 8-bit weights are not supported by depthwise convs");
   int64_t wld = 0;
   if (!pl.depthwise) {
     // The GEMM reads the weight as a [K][cout] matrix: unit stride along cout and the kh, kw, cin

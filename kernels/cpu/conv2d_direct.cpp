@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/conv2d_paths.h"
+#include "kernels/cpu/weights8.h"
 #include "kernels/cpu/ops.h"
 
 namespace gpen::cpu::detail {
@@ -156,8 +157,7 @@ void direct_conv(const Conv2dParams& p, const TensorView& x, const TensorView& w
     for (int64_t kx = 0; kx < p.kw; ++kx)
       for (int64_t ci = 0; ci < d.Cin; ++ci) {
         float* row = wp + ((ky * p.kw + kx) * d.Cin + ci) * d.Cp;
-        const float* src = w.f32() + ky * w.stride(0) + kx * w.stride(1) + ci * w.stride(2);
-        for (int64_t co = 0; co < d.Cp; ++co) row[co] = co < d.Co ? src[co * w.stride(3)] : 0.0f;
+        load_weight_row(row, w, ky * w.stride(0) + kx * w.stride(1) + ci * w.stride(2), w.stride(3), 0, d.Cp, d.Co);
       }
   if (bias) {
     float* bp = wp + K * d.Cp;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/cpu/conv2d_paths.h"
+#include "kernels/cpu/weights8.h"
 #include "kernels/cpu/gemm.h"
 
 namespace gpen::cpu::detail {
@@ -86,7 +87,23 @@ void pack_weight_block(const Args& a, int64_t grp, int64_t kk, int64_t ib, float
   const TensorView& w = *a.w;
   const int64_t k0 = kk * pl.kb, kd = std::min(pl.kb, g.K - k0);
   const int64_t c0 = ib * pl.nb, nc = std::min(pl.nb, g.cout_g - c0);
-  const float* src = w.f32() + k0 * a.wld + (grp * g.cout_g + c0) * w.stride(3);
+  const int64_t base = k0 * a.wld + (grp * g.cout_g + c0) * w.stride(3);
+  if (dtype_is_8bit_weight(w.dtype)) {
+    // 8-bit weights: dequantised kQ8Cols channels at a time into a stack block, each packed where
+    // the whole block's packing puts those channels (every channel takes kd floats, and a chunk
+    // that starts on a multiple of Eigen's weight panel width, 24 on AVX2 and 48 on AVX-512,
+    // packs exactly as that part of the whole block does; test_weights8 checks it bit for bit).
+    constexpr int64_t kQ8Cols = 48;
+    float rows[kQ8Cols * kMaxDepthBlock];
+    for (int64_t j = 0; j < nc; j += kQ8Cols) {
+      const int64_t cw = std::min(kQ8Cols, nc - j), o0 = grp * g.cout_g + c0 + j;
+      for (int64_t r = 0; r < kd; ++r)
+        load_weight_row(rows + r * cw, w, base + r * a.wld + j * w.stride(3), w.stride(3), o0, cw, o0 + cw);
+      detail::gemm_pack_b(dst + j * kd, rows, cw, kd, cw);
+    }
+    return;
+  }
+  const float* src = w.f32() + base;
   detail::gemm_pack_b(dst, src, std::max<int64_t>(a.wld, 1), kd, nc);
 }
 

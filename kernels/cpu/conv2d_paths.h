@@ -88,6 +88,10 @@ struct Geom {
   int64_t G = 1, cin_g = 0, cout_g = 0, K = 0;
 };
 
+// GEMM depth per packed weight block (3x3x64): the plan's cap, and the depth of the stack block
+// 8-bit weights are dequantised into (conv2d_gemm.cpp).
+constexpr int64_t kMaxDepthBlock = 576;
+
 struct Plan {
   bool depthwise = false;
   bool direct = false;  // kernels/cpu/conv2d_direct.cpp

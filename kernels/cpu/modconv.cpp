@@ -29,6 +29,7 @@
 
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/modconv_internal.h"
+#include "kernels/cpu/weights8.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd.h"
 #include "kernels/modconv_check.h"
@@ -56,7 +57,8 @@ void validate(const ModConvParams& p, const ModConvArgs& a, const TensorView& y)
   auto f32 = [](const TensorView* v, const char* what) {
     if (v) GPEN_CHECK(v->dtype == DType::f32, std::string("modconv: ") + what + " must be f32 on the CPU");
   };
-  f32(a.x, "x"), f32(a.x2, "x2"), f32(a.x2_scale, "x2_scale"), f32(a.x2_bias, "x2_bias"), f32(a.w, "w");
+  f32(a.x, "x"), f32(a.x2, "x2"), f32(a.x2_scale, "x2_scale"), f32(a.x2_bias, "x2_bias");
+  if (a.w) detail::check_weight_f32_or_8bit(*a.w, "modconv");
   f32(a.s, "s"), f32(a.d, "d"), f32(a.bias, "bias"), f32(a.residual, "residual"), f32(&y, "y");
   check_modconv_shapes(p, a, y);
 }
@@ -102,6 +104,7 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
   const int ntap = pl.k * pl.k;
   const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
   const int64_t ws3 = in.w.stride(3);
+  const bool w8 = dtype_is_8bit_weight(in.w.dtype);  // direct mode then copies one panel at a time
 
 #pragma omp parallel num_threads(nt)
   {
@@ -172,7 +175,7 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
         while (blocker.next(kb)) {
           for (int64_t j = 0; j < nco;) {
             // Two panels per call on AVX-512 where both exist (read in place: both whole).
-            const bool pair = wide && j + kNR < nco && (!pl.direct_b || (o0 + j + 2 * kNR <= pl.Co && ws3 == 1));
+            const bool pair = wide && j + kNR < nco && (!pl.direct_b || (!w8 && o0 + j + 2 * kNR <= pl.Co && ws3 == 1));
             const int64_t ldb = b_rows(pl, kb, in.w, o0 + j, packed, bpack, bseg);
             const int64_t next = pl.direct_b ? kNR : pl.kdim * kNR;  // one panel to the next
             const int64_t step = pair ? 2 * kNR : kNR;

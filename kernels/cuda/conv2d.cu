@@ -77,7 +77,8 @@ size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape
 void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
             const TensorView* residual, const TensorView& y, void* workspace, Stream stream, ConvAlgo algo) {
   check_view(x, x.dtype, "conv2d", "input");
-  check_view(w, x.dtype, "conv2d", "weight");
+  const Weight8 w8 = weight8_of(w, "conv2d");  // 8-bit weights: any activation dtype
+  if (!w8.codes) check_view(w, x.dtype, "conv2d", "weight");
   check_view(y, x.dtype, "conv2d", "output");
   ConvGeometry g = make_geometry(p, x.shape, y.shape);
   check_rank(w, 4, "conv2d", "weight");
@@ -104,6 +105,7 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
                  " for " + std::to_string(g.cin) + " -> " + std::to_string(g.cout));
   GPEN_CHECK(algo != ConvAlgo::tensor_core || x.dtype != DType::f32,
              "conv2d: the tensor-core kernel takes f16 or bf16, got f32");
+  GPEN_CHECK(!w8.codes || algo != ConvAlgo::depthwise, "conv2d: 8-bit weights are not supported by depthwise convs");
   if (int64_t{g.m} * g.cout == 0) return;
 
   g.xs = nhwc_strides(x);
@@ -119,8 +121,9 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
   }
   dispatch_float(x.dtype, "conv2d", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    ConvTensors<T> t{x.as<const T>(), w.as<const T>(), bias ? bias->as<const T>() : nullptr,
+    ConvTensors<T> t{x.as<const T>(), w8.codes ? nullptr : w.as<const T>(), bias ? bias->as<const T>() : nullptr,
                      residual ? residual->as<const T>() : nullptr, y.as<T>()};
+    t.w8 = w8;
     if (g.splits > 1) t.partial = static_cast<float*>(workspace);
     if (algo == ConvAlgo::depthwise) {
       launch_conv2d_depthwise<T>(g, t, stream);

@@ -10,6 +10,7 @@
 //   B[k][co] = w[ky][kx][ci][g*cout_g + co]   (HWIO is exactly this row-major matrix, row
 //                                              stride cout)
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/weights8.cuh"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
@@ -36,7 +37,18 @@ struct ConvTensors {
   const T* residual = nullptr;  // optional
   T* y = nullptr;
   float* partial = nullptr;     // split-K: [splits][m][cout] raw sums (the workspace)
+  Weight8 w8{};                 // 8-bit weight (w is null then): see weights8.cuh
 };
+
+// B[k][co] of group `group` as f32 (co counted within the group): the T weight, or the 8-bit one
+// dequantised and rounded to T, so that a kernel sees the value a T weight file would hold.
+template <class T>
+__device__ __forceinline__ float conv_weight_at(const ConvGeometry& g, const ConvTensors<T>& t, int group, int k,
+                                                int co) {
+  const int oc = group * g.cout_g + co;
+  const int64_t i = int64_t{k} * g.cout + oc;
+  return t.w8.codes ? to_f32(from_f32<T>(weight8_at(t.w8, i, oc))) : to_f32(t.w[i]);
+}
 
 // y[m, co] = act(acc + bias[co]) + residual[m, co], co counted over all groups.
 template <class T>

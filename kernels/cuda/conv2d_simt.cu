@@ -44,7 +44,6 @@ __global__ void __launch_bounds__(kThreads) conv2d_simt_kernel(const ConvGeometr
     x_img = t.x + n * g.xs.n + int64_t{group} * g.cin_g * g.xs.c;
   }
   const int b_row = tid / 16, b_col = (tid % 16) * 4;
-  const T* w_group = t.w + int64_t{group} * g.cout_g;
 
   float acc[kTM][kTN] = {};
   for (int k0 = k_begin; k0 < k_end; k0 += kBK) {
@@ -66,7 +65,7 @@ __global__ void __launch_bounds__(kThreads) conv2d_simt_kernel(const ConvGeometr
     const int kb = k0 + b_row;
     for (int j = 0; j < 4; ++j) {
       const int co = n0 + b_col + j;
-      b_tile[b_row][b_col + j] = kb < k_end && co < g.cout_g ? to_f32(w_group[int64_t{kb} * g.cout + co]) : 0.0f;
+      b_tile[b_row][b_col + j] = kb < k_end && co < g.cout_g ? conv_weight_at(g, t, group, kb, co) : 0.0f;
     }
     __syncthreads();
 

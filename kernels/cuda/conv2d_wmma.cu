@@ -58,7 +58,6 @@ __global__ void __launch_bounds__(kThreads) conv2d_wmma_kernel(const ConvGeometr
   }
   // ... and B row b_row, output channels [b_col, b_col + 16).
   const int b_row = tid / 4, b_col = (tid % 4) * 16;
-  const T* w_group = t.w + int64_t{group} * g.cout_g;
 
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
   for (int i = 0; i < 2; ++i)
@@ -83,8 +82,11 @@ __global__ void __launch_bounds__(kThreads) conv2d_wmma_kernel(const ConvGeometr
     }
     const int kb = k0 + b_row;
     for (int j = 0; j < 16; ++j) {
-      const int co = n0 + b_col + j;
-      b_tile[b_row][b_col + j] = kb < k_end && co < g.cout_g ? w_group[int64_t{kb} * g.cout + co] : zero;
+      const int co = n0 + b_col + j, oc = group * g.cout_g + co;
+      const int64_t wi = int64_t{kb} * g.cout + oc;
+      T v = zero;
+      if (kb < k_end && co < g.cout_g) v = t.w8.codes ? from_f32<T>(weight8_at(t.w8, wi, oc)) : t.w[wi];
+      b_tile[b_row][b_col + j] = v;
     }
     __syncthreads();
 

@@ -47,7 +47,9 @@ void validate(const ModConvParams& p, const ModConvArgs& a, const TensorView& y)
   auto same = [&](const TensorView* v, const char* what) {
     if (v) check_view(*v, dt, "modconv", what);
   };
-  same(a.x, "x"), same(a.x2, "x2"), same(a.x2_scale, "x2_scale"), same(a.x2_bias, "x2_bias"), same(a.w, "w");
+  same(a.x, "x"), same(a.x2, "x2"), same(a.x2_scale, "x2_scale"), same(a.x2_bias, "x2_bias");
+  if (a.w && !dtype_is_8bit_weight(a.w->dtype)) same(a.w, "w");  // 8-bit weights: any activation dtype
+  if (a.w) weight8_of(*a.w, "modconv");                           // checks the scales
   same(a.s, "s"), same(a.d, "d"), same(a.bias, "bias"), same(a.residual, "residual"), same(&y, "y");
   const Shape x_cat = check_modconv_shapes(p, a, y);
   GPEN_CHECK(a.w->contiguous(), "modconv: the weight must be contiguous HWIO");
@@ -143,6 +145,7 @@ bool vector_path(const ModConvArgs& a, const ModConvGeometry& g, int kv) {
   if (!nhwc_vec_ok(*a.x, kv) || (a.x2 && !nhwc_vec_ok(*a.x2, kv))) return false;
   if (!aligned16(a.s->data) || g.s_c != 1 || (g.n > 1 && g.s_n % kv != 0)) return false;
   if (a.x2 && (!aligned16(a.x2_bias->data) || g.x2b_c != 1)) return false;
+  if (dtype_is_8bit_weight(a.w->dtype)) return aligned16(a.w->data) && aligned16(a.w->qscale);  // kV codes, kV scales
   return aligned16(a.w->data);
 }
 
@@ -171,6 +174,8 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
     ModConvTensors<T> t{ptr(a.x), ptr(a.x2), ptr(a.x2_scale), ptr(a.x2_bias), ptr(a.w),
                         ptr(a.s), ptr(a.d),  ptr(a.bias),     ptr(a.residual), y.as<T>()};
     if (g.splits > 1) t.partial = static_cast<float*>(workspace);
+    t.w8 = weight8_of(*a.w, "modconv");
+    if (t.w8.codes) t.w = nullptr;
     const bool vec = vector_path(a, g, Vec16<T>::n);
     if constexpr (std::is_same_v<T, float>)
       launch_modconv_simt<T>(g, t, vec, stream);

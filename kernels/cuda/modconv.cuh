@@ -19,6 +19,8 @@
 //    taps (k = 1): its outputs are 0.
 // Epilogue: y = act(acc * d[n, co] + bias[co]) + residual (up: plain acc), through y's strides.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/modconv_b8.cuh"
+#include "kernels/cuda/weights8.cuh"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
@@ -57,6 +59,7 @@ struct ModConvTensors {
   const T* residual = nullptr;  // optional
   T* y = nullptr;
   float* partial = nullptr;     // split-K: [splits][n][ho][wo][cout] raw sums (the workspace)
+  Weight8 w8{};                 // 8-bit weight (w is null then): see weights8.cuh
 };
 
 // 16 bytes of T: one vector load or store. Used only where the host checked 16-byte alignment.
@@ -224,6 +227,10 @@ struct ModConvBStage {
 
   __device__ __forceinline__ void load(const ModConvGeometry& g, const ModConvTensors<T>& t, const ModConvPhase& ph,
                                        int k0, int n0) {
+    if (t.w8.codes) {
+      modconv_load_b8<T, kRows, kRowStep, kVec>(g, t, ph, k0, n0, row, col, raw);
+      return;
+    }
     const T zero = from_f32<T>(0.0f);
     const int co = n0 + col;
     for (int i = 0; i < kRows; ++i) {
@@ -235,7 +242,8 @@ struct ModConvBStage {
       const int tap = k / g.c, ci = k - tap * g.c;
       const int ty = tap / ph.ntx, tx = tap - ty * ph.ntx;
       const int ky = ph.ky0 + g.kstep * ty, kx = ph.kx0 + g.kstep * tx;
-      const T* wr = t.w + (int64_t{ky * g.k + kx} * g.c + ci) * g.cout + co;
+      const int64_t wi = (int64_t{ky * g.k + kx} * g.c + ci) * g.cout + co;
+      const T* wr = t.w + wi;
       if constexpr (kVec) {
         raw[i] = *reinterpret_cast<const Vec16<T>*>(wr);
       } else {
@@ -243,6 +251,7 @@ struct ModConvBStage {
       }
     }
   }
+
 };
 
 // Output pixel (oy, ox) of row m of a phase.
