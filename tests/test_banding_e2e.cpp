@@ -4,6 +4,7 @@
 // these widths take the GEMM paths the real models use. Slow (seconds of CPU per run).
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -15,6 +16,11 @@ using namespace gpen;
 
 namespace {
 
+// The bands of a banded graph run the direct conv (Winograd's tiles span rows: kernels/cpu/
+// winograd.cpp), so the unbanded reference must too. The CPU reads GPEN_CPU_CONV once, at its first
+// conv: set before main.
+const bool kDirectConvs = [] { return setenv("GPEN_CPU_CONV", "direct", 1) == 0; }();
+
 void check_banded(const GpenConfig& c, const BandingSpec& spec) {
   auto be = make_cpu_backend();
   auto m = GpenModel::synthetic(c, *be, 2);
@@ -22,6 +28,7 @@ void check_banded(const GpenConfig& c, const BandingSpec& spec) {
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> in(size_t(c.size) * c.size * 3), a(in.size()), b(in.size());
   for (auto& v : in) v = u(rng);
+  REQUIRE(kDirectConvs);
   m->prepare(1);
   m->run(in.data(), a.data());
   PlanOptions o;

@@ -200,7 +200,8 @@ TEST_CASE("weights8: CPU modconv and conv2d on 8-bit weights equal the f32 paths
   } mcs[] = {{2, 9, 11, 40, 24, 3, false},   // packed B panels
              {1, 4, 4, 32, 40, 3, false},    // tiny output: B read in place (direct mode)
              {2, 5, 6, 24, 20, 3, true},     // transposed, by phase
-             {1, 7, 5, 48, 3, 1, false}};    // ToRGB-like
+             {1, 7, 5, 48, 3, 1, false},     // ToRGB-like
+             {1, 48, 50, 32, 40, 3, false}};  // Winograd (the default from 48 x 48, >= 32 channels)
   for (DType dt : {DType::i8, DType::f8e4m3}) {
     for (const MC& c : mcs) {
       CAPTURE(dtype_name(dt));
@@ -228,10 +229,11 @@ TEST_CASE("weights8: CPU modconv and conv2d on 8-bit weights equal the f32 paths
       }
       CHECK(std::memcmp(y8.data(), yf.data(), y8.size() * 4) == 0);
     }
-    // conv2d: the GEMM path (many channels) and the direct path (few output channels).
+    // conv2d: the GEMM path (many channels), the direct path (few output channels) and Winograd.
     struct CC {
       int h, cin, cout, k, stride;
-    } ccs[] = {{17, 24, 48, 3, 2}, {12, 16, 8, 3, 1}, {9, 40, 72, 1, 1}, {7, 24, 100, 3, 1}};
+    } ccs[] = {{17, 24, 48, 3, 2}, {12, 16, 8, 3, 1}, {9, 40, 72, 1, 1}, {7, 24, 100, 3, 1},
+               {48, 32, 40, 3, 1}};  // the last: Winograd
     for (const CC& c : ccs) {
       CAPTURE(c.cout);
       Conv2dParams p;

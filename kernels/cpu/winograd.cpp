@@ -20,6 +20,19 @@ namespace gpen::cpu::winograd_detail {
 
 namespace {
 
+// f32 weights, or 8-bit codes with their per-output-channel scales (dequantised in the transform).
+void set_weight(WinoArgs& a, const TensorView& w) {
+  a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
+  if (dtype_is_8bit_weight(w.dtype)) {
+    a.w8 = w.as<const uint8_t>();
+    a.wscale = w.qscale;
+    a.fp8 = w.dtype == DType::f8e4m3;
+  } else {
+    a.w = w.f32();
+  }
+}
+
+
 constexpr size_t kAlign = 64;
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -56,7 +69,10 @@ const char* conv_mode_name() {
 }
 
 int winograd_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, int64_t C, int64_t Co) {
-  if (p.k != 3 || p.up) return 0;
+  // A band of a banded graph (split_rows: engine/plan/banding.h) stays direct: Winograd's output
+  // tiles span rows, so a band would round differently from the whole op at every tile the band
+  // edge cuts, and banded execution promises the unbanded direct result bit for bit.
+  if (p.k != 3 || p.up || p.split_rows > 0) return 0;
   switch (mode()) {
     case Mode::direct:
       return 0;
@@ -192,13 +208,13 @@ void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& args, co
   }
   a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
   a.gpos = p.act.gain, a.gneg = p.act.gain * p.act.slope;
-  a.w = w.f32(), a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
+  set_weight(a, w);
 
   run(pl, a, workspace);
 }
 
 int conv2d_winograd_tile(const Conv2dParams& p, const Shape& x, const Shape& y) {
-  if (p.kh != 3 || p.kw != 3 || p.stride_h != 1 || p.stride_w != 1 || p.groups != 1) return 0;
+  if (p.kh != 3 || p.kw != 3 || p.stride_h != 1 || p.stride_w != 1 || p.groups != 1 || p.split_rows > 0) return 0;
   if (p.pad_top != 1 || p.pad_left != 1 || p.pad_bottom != 1 || p.pad_right != 1) return 0;
   if (x.rank != 4 || y.rank != 4 || x[1] != y[1] || x[2] != y[2]) return 0;
   ModConvParams mp;  // the same shape rule as the modconv's
@@ -232,7 +248,7 @@ void conv2d_winograd(int m, const Conv2dParams& p, const TensorView& x, const Te
   a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
   // conv2d's activation is gain * (max(v, 0) + slope * min(v, 0)): the same as the modconv's.
   a.gpos = p.act.gain, a.gneg = p.act.gain * p.act.slope;
-  a.w = w.f32(), a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
+  set_weight(a, w);
   run(pl, a, workspace);
 }
 

@@ -85,6 +85,11 @@ struct WinoArgs {
   float gpos = 1.0f, gneg = 1.0f;  // act(v) = v * (v < 0 ? gneg : gpos)
   const float* w = nullptr;        // HWIO
   int64_t ws0 = 0, ws1 = 0, ws2 = 0, ws3 = 1;
+  // 8-bit weights (engine/core/quant8.h) instead of w: codes HWIO with the strides above, one scale
+  // per output channel; dequantised as the weight transform reads them, as the direct path does.
+  const uint8_t* w8 = nullptr;
+  const float* wscale = nullptr;
+  bool fp8 = false;
 };
 
 // The per-ISA halves (winograd_kernel.cpp): the transformed weight of 16-column panel `panel`

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/isa_ns.h"
 #include "kernels/cpu/modconv_internal.h"
+#include "engine/core/quant8.h"
 #include "kernels/cpu/winograd.h"
 
 namespace gpen::cpu::winograd_detail::GPEN_ISA_NS {
@@ -280,7 +281,14 @@ void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, in
   for (int64_t c = c0; c < c1; ++c) {
     vf g[9][V], uu[n * n][V];  // taps, G g G^T
     for (int t = 0; t < 9; ++t) {
-      const float* src = a.w + (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
+      const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
+      if (a.w8) {
+        for (int q = 0; q < 16; ++q)
+          tmp[q] = o0 + q < pl.Co ? q8_dequant(a.w8[off + (o0 + q) * a.ws3], a.fp8, a.wscale[o0 + q]) : 0.0f;
+        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
+        continue;
+      }
+      const float* src = a.w + off;
       if (a.ws3 == 1 && o0 + 16 <= pl.Co) {
         // Nine streams a whole weight row (Cout floats) apart per step: prefetch by hand.
         __builtin_prefetch(src + 8 * a.ws2 + o0);

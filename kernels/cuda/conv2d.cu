@@ -130,7 +130,8 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     } else if (algo == ConvAlgo::simt) {
       launch_conv2d_simt<T>(g, t, stream);
     } else if constexpr (!std::is_same_v<T, float>) {
-      if (gemm_family() == GemmFamily::mma && conv2d_mma_supported(g, x.data, w.data))
+      // 8-bit weights are dequantised by the WMMA kernels' B staging; the mma kernels read T only.
+      if (gemm_family() == GemmFamily::mma && !w8.codes && conv2d_mma_supported(g, x.data, w.data))
         launch_conv2d_mma<T>(g, t, stream);
       else
         launch_conv2d_wmma<T>(g, t, stream);

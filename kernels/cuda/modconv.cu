@@ -179,7 +179,7 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
     const bool vec = vector_path(a, g, Vec16<T>::n);
     if constexpr (std::is_same_v<T, float>)
       launch_modconv_simt<T>(g, t, vec, stream);
-    else if (vec && gemm_family() == GemmFamily::mma)
+    else if (vec && !t.w8.codes && gemm_family() == GemmFamily::mma)  // 8-bit weights: WMMA stages them
       launch_modconv_mma<T>(g, t, stream);
     else
       launch_modconv_wmma<T>(g, t, vec, stream);
