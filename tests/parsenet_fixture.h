@@ -5,6 +5,7 @@
 // regenerated when the script changes. Tests skip with a message where /usr/bin/python3 with
 // torch is missing.
 #include <doctest/doctest.h>
+#include "tests/run_command.h"
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -24,17 +25,7 @@ namespace fs = std::filesystem;
 
 inline const std::string kPython = "/usr/bin/python3";
 
-inline int run(const std::string& cmd, std::string* out = nullptr) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-  const int st = pclose(p);
-  if (out) *out = text;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+using gpen_test::run;
 
 inline std::string file_hash(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

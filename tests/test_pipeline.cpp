@@ -10,6 +10,7 @@
 // ~13 s of CPU in Release (29 faces through GPEN-256): labelled "slow" (tests/CMakeLists.txt),
 // so the sanitizer pass skips it.
 #include <doctest/doctest.h>
+#include "tests/run_command.h"
 
 #include <unistd.h>
 
@@ -46,18 +47,7 @@ nlohmann::json load_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-// Runs a shell command; its stdout (stderr folded in) and exit status.
-int run(const std::string& cmd, std::string* out = nullptr) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-  int st = pclose(p);
-  if (out) *out = text;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+using gpen_test::run;
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();

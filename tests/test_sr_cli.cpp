@@ -4,6 +4,7 @@
 // --sr-tile, the official crop, refusals (an input as output, a bad --sr-tile), `gpen info`, and
 // `gpen restore --sr` (output at the SR size, the SR entry of the report).
 #include <doctest/doctest.h>
+#include "tests/run_command.h"
 
 #include <unistd.h>
 
@@ -26,17 +27,7 @@ namespace {
 
 const std::string kGpen = GPEN_BINARY_DIR "/gpen";
 
-int run(const std::string& cmd, std::string* out = nullptr) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-  const int st = pclose(p);
-  if (out) *out = text;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+using gpen_test::run;
 
 void write_tiny_model(const std::string& path) {
   RrdbConfig c;

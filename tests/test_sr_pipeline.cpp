@@ -6,6 +6,7 @@
 // >= 99 % of the values and PSNR >= 40 dB. Input: ffhq_lq_00000.png from ../shared/images,
 // resized to 160 x 160 here (RealESRNet x2 with 2 RRDB blocks keeps the test to seconds).
 #include <doctest/doctest.h>
+#include "tests/run_command.h"
 
 #include <unistd.h>
 
@@ -29,17 +30,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int run(const std::string& cmd, std::string* out = nullptr) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-  const int st = pclose(p);
-  if (out) *out = text;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+using gpen_test::run;
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 // a message where torch or cv2 is missing): reduced models (2 RRDB blocks, official widths) for
 // every case, and one full 23-block x2 model.
 #include <doctest/doctest.h>
+#include "tests/run_command.h"
 
 #include <unistd.h>
 
@@ -36,17 +37,7 @@ namespace {
 
 const std::string kPython = "/usr/bin/python3";
 
-int run(const std::string& cmd, std::string* out = nullptr) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-  const int st = pclose(p);
-  if (out) *out = text;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+using gpen_test::run;
 
 // A smooth photo-like BGR image with some texture (odd sizes exercise the padding).
 Image test_image(int w, int h) {

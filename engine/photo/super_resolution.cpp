@@ -120,7 +120,7 @@ int choose_sr_tile(const RrdbConfig& c, int width, int height, size_t budget, DT
   return t;
 }
 
-Image super_resolve(RrdbModel& model, const Image& img, const SrOptions& opt, SrReport* report) {
+Image super_resolve(RrdbModel& model, ImageView img, const SrOptions& opt, SrReport* report) {
   GPEN_CHECK(img.width > 0 && img.height > 0 && img.bgr.size() == img.pixels() * 3,
              "super-resolution: empty or malformed image");
   const auto t0 = std::chrono::steady_clock::now();

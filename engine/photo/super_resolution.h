@@ -71,6 +71,6 @@ struct SrReport {
 };
 
 // RealESRNet.process on a BGR photo: s*H x s*W BGR (with `official`, the official crop).
-Image super_resolve(RrdbModel& model, const Image& bgr, const SrOptions& opt, SrReport* report = nullptr);
+Image super_resolve(RrdbModel& model, ImageView bgr, const SrOptions& opt, SrReport* report = nullptr);
 
 }  // namespace gpen

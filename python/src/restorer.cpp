@@ -18,10 +18,14 @@
 
 #include "apps/format.h"
 #include "apps/restore_common.h"
+#include "apps/sr_common.h"
 #include "engine/core/error.h"
+#include "engine/models/parsenet.h"
+#include "engine/photo/super_resolution.h"
 #include "engine/photo/pipeline.h"
 #include "engine/runtime/device.h"
 #include "kernels/cpu/face_io.h"
+#include "kernels/cpu/image_resize.h"
 #include "python/src/bindings.h"
 
 namespace gpen::py {
@@ -43,11 +47,6 @@ nb::list faces_list(const std::vector<Face>& faces) {
   return out;
 }
 
-[[noreturn]] void not_implemented(const char* what) {
-  PyErr_SetString(PyExc_NotImplementedError, what);
-  throw nb::python_error();
-}
-
 void set_threads(std::optional<int> threads) {
   // OpenMP's thread count is per calling thread: set it on the thread that runs the engine.
   if (threads) omp_set_num_threads(*threads);
@@ -55,16 +54,11 @@ void set_threads(std::optional<int> threads) {
 
 class PyRestorer {
  public:
-  PyRestorer(const std::string& model, const std::string& detector, nb::object parse, nb::object sr,
-             const std::string& device, std::optional<std::string> precision, Budget memory_budget,
-             std::optional<int> threads, double alpha, float threshold, std::optional<int> det_max_side,
-             std::optional<int> batch)
+  PyRestorer(const std::string& model, const std::string& detector, std::optional<std::string> parse,
+             std::optional<std::string> sr, const std::string& device, std::optional<std::string> precision,
+             Budget memory_budget, std::optional<int> threads, double alpha, float threshold,
+             std::optional<int> det_max_side, std::optional<int> batch, std::string sr_tile)
       : threads_(threads) {
-    if (!parse.is_none()) not_implemented(
-        "Restorer(parse=...): face parsing (the official flow's ParseNet mask) is not in the engine yet; pass parse=None");
-    if (!sr.is_none()) not_implemented(
-        "Restorer(sr=...): super-resolution of the background (the official flow's RealESRNet) is not in the engine "
-        "yet; pass sr=None");
     GPEN_CHECK(!threads || *threads >= 1, "threads must be at least 1");
     GPEN_CHECK(alpha >= 0.0 && alpha <= 1.0, "alpha must be in [0, 1]");
     nb::gil_scoped_release unlocked;
@@ -78,7 +72,10 @@ class PyRestorer {
     DeviceOptions det_opt = cli::restore_detail::device_options(a);
     det_opt.kind = is_device_backend(*backend_) ? DeviceKind::cuda : DeviceKind::cpu;
     detector_ = std::make_unique<RetinaFaceDetector>(detector, make_backend(det_opt));
+    // As `gpen restore --parse`: ParseNet on GPEN's backend, so that it can run in GPEN's arena.
+    if (parse) parser_ = std::make_unique<ParseNetModel>(*parse, *backend_);
     RestoreOptions opt;
+    opt.parser = parser_.get();
     opt.alpha = alpha;
     opt.min_score = threshold;
     opt.detect.post.threshold = threshold;
@@ -86,26 +83,48 @@ class PyRestorer {
       opt.detect.max_side = *det_max_side;
       opt.detect.target_side = *det_max_side;
     }
+    // As `gpen restore` without --vram-budget: half the free RAM on the CPU, 80% of the free device
+    // memory (plus the weights already uploaded) on a GPU, or the budget given.
+    size_t budget = 0;
+    if (memory_budget)
+      budget = std::holds_alternative<int64_t>(*memory_budget)
+                   ? size_t(std::max<int64_t>(0, std::get<int64_t>(*memory_budget)))
+                   : cli::parse_bytes(std::get<std::string>(*memory_budget));
+    else if (auto* dev = dynamic_cast<DeviceBackend*>(backend_.get()))
+      budget = dev->memory_info().free / 10 * 8 + model_->device_weights_bytes();
+    else
+      budget = cli::restore_detail::available_ram() / 2;
     if (batch) {
       GPEN_CHECK(*batch >= 1, "batch must be at least 1");
       opt.batch = *batch;
     } else {
-      // As `gpen restore` without --batch: half the free RAM on the CPU, 80% of the free device
-      // memory (plus the weights already uploaded) on a GPU, or the budget given.
-      size_t budget = 0;
-      if (memory_budget)
-        budget = std::holds_alternative<int64_t>(*memory_budget)
-                     ? size_t(std::max<int64_t>(0, std::get<int64_t>(*memory_budget)))
-                     : cli::parse_bytes(std::get<std::string>(*memory_budget));
-      else if (auto* dev = dynamic_cast<DeviceBackend*>(backend_.get()))
-        budget = dev->memory_info().free / 10 * 8 + model_->device_weights_bytes();
-      else
-        budget = cli::restore_detail::available_ram() / 2;
-      opt.batch = choose_batch(model_->config(), *backend_, budget, 16);
+      // With sr, RealESRNet keeps its own arena beside GPEN's: GPEN from half the budget (the CLI's rule).
+      opt.batch = choose_batch(model_->config(), *backend_, sr ? budget / 2 : budget, 16);
     }
     opt.grow_batch = true;
     batch_limit_ = opt.batch;
     restorer_ = std::make_unique<FaceRestorer>(*model_, *detector_, opt);
+    if (sr) {
+      // As `gpen restore --sr`: the tile from what the budget leaves beside GPEN's plan at the batch limit.
+      sr_ = cli::open_sr_model(*sr, *backend_, a.precision);
+      sr_set_.tile = sr_tile;
+      GpenConfig gc = model_->config();
+      gc.batch = opt.batch;
+      const size_t gpen_total =
+          plan_memory(build_gpen_graph(gc).graph, [&](const Graph& g, const Node& n) { return backend_->workspace_bytes(g, n); })
+              .total_bytes();
+      GPEN_CHECK(gpen_total < budget, "sr: GPEN at batch " + std::to_string(opt.batch) + " plans to " +
+                                          cli::human_bytes(double(gpen_total)) + ", the whole memory budget of " +
+                                          cli::human_bytes(double(budget)) + "; lower batch or raise memory_budget");
+      sr_set_.budget = budget - gpen_total;
+    }
+  }
+
+  // RealESRNet of an image, the tile as `--sr-tile` chooses it.
+  Image super_resolved(ImageView img) {
+    SrOptions so;
+    so.tile = cli::resolve_sr_tile(sr_set_, *sr_, img.width, img.height, nullptr);
+    return super_resolve(*sr_, img, so);
   }
 
   nb::tuple restore(const ImageIn& a) {
@@ -115,7 +134,14 @@ class PyRestorer {
       nb::gil_scoped_release unlocked;
       std::lock_guard lock(mu_);
       set_threads(threads_);
-      r = restorer_->process(photo);
+      if (sr_) {
+        // The official order: SR of the photo; the photo resized (bilinear, 8-bit) to the SR size;
+        // detection, alignment, GPEN and paste on that; composite onto the SR background.
+        const Image bg = super_resolved(photo);
+        r = restorer_->process(resize_bilinear(photo, bg.width, bg.height), bg);
+      } else {
+        r = restorer_->process(photo);
+      }
     }
     nb::list faces = faces_list(r.faces);
     return nb::make_tuple(to_array(std::move(r.image)), faces);
@@ -135,6 +161,7 @@ class PyRestorer {
       if (model_->batch() < 1) model_->prepare(1);
       model_->run(1, x.data(), y.data());  // inside the arena planned for the photos' batch
       out = model_to_face(y.data(), S);
+      if (sr_) out = super_resolved(out);  // the official aligned flow with use_sr
     }
     return to_array(std::move(out));
   }
@@ -166,6 +193,9 @@ class PyRestorer {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<GpenModel> model_;
   std::unique_ptr<RetinaFaceDetector> detector_;
+  std::unique_ptr<ParseNetModel> parser_;  // before restorer_, which points at it
+  std::unique_ptr<RrdbModel> sr_;
+  cli::SrSettings sr_set_;
   std::unique_ptr<FaceRestorer> restorer_;
   int batch_limit_ = 1;
   std::mutex mu_;
@@ -211,13 +241,14 @@ class PyDetector {
 
 void register_restorer(nb::module_& m) {
   nb::class_<PyRestorer>(m, "Restorer")
-      .def(nb::init<const std::string&, const std::string&, nb::object, nb::object, const std::string&,
-                    std::optional<std::string>, Budget, std::optional<int>, double, float, std::optional<int>,
-                    std::optional<int>>(),
+      .def(nb::init<const std::string&, const std::string&, std::optional<std::string>, std::optional<std::string>,
+                    const std::string&, std::optional<std::string>, Budget, std::optional<int>, double, float,
+                    std::optional<int>, std::optional<int>, std::string>(),
            nb::arg("model"), nb::arg("detector"), nb::arg("parse") = nb::none(), nb::arg("sr") = nb::none(),
            nb::kw_only(), nb::arg("device") = "auto", nb::arg("precision") = nb::none(),
            nb::arg("memory_budget") = nb::none(), nb::arg("threads") = nb::none(), nb::arg("alpha") = 1.0,
-           nb::arg("threshold") = 0.9f, nb::arg("det_max_side") = nb::none(), nb::arg("batch") = nb::none())
+           nb::arg("threshold") = 0.9f, nb::arg("det_max_side") = nb::none(), nb::arg("batch") = nb::none(),
+           nb::arg("sr_tile") = "auto")
       .def("restore", &PyRestorer::restore, nb::arg("image"))
       .def("restore_aligned", &PyRestorer::restore_aligned, nb::arg("face"))
       .def_prop_ro("memory", &PyRestorer::memory)

@@ -61,3 +61,28 @@ def without_timing(j):
     if isinstance(j, list):
         return [without_timing(v) for v in j]
     return j
+
+
+def write_safetensors(path, tensors):
+    """float32 arrays as a safetensors file (8-byte header length, JSON header, raw data)."""
+    header, blobs, offset = {}, [], 0
+    for name, a in tensors.items():
+        b = a.astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
+        blobs.append(b)
+        offset += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+
+
+def import_engine():
+    """The installed gpen_engine. pip installed it, so failing to import it (a missing symbol in the
+    extension, say) is a failure of the package, never a reason to skip."""
+    try:
+        import gpen_engine
+    except ImportError as e:
+        print(f"FAILED: the installed gpen_engine cannot be imported: {e}", file=sys.stderr)
+        sys.exit(1)
+    return gpen_engine

@@ -11,9 +11,9 @@ import common  # noqa: E402
 common.need_inputs()
 try:
     import numpy as np
-    import gpen_engine as ge
 except ImportError as e:
-    common.skip(f"gpen_engine or numpy cannot be imported ({e})")
+    common.skip(f"numpy cannot be imported ({e})")
+ge = common.import_engine()
 
 
 class Package(unittest.TestCase):
@@ -110,10 +110,41 @@ class Package(unittest.TestCase):
             ge.Restorer(self.det, self.det, device="cpu")  # a detector is no GPEN model
         with self.assertRaises(ValueError):
             self.restorer.restore(np.zeros((8, 8, 4), np.uint8))
-        with self.assertRaises(NotImplementedError):
-            ge.Restorer(self.model, self.det, parse="parsenet.gpw")
-        with self.assertRaises(NotImplementedError):
-            ge.Restorer(self.model, self.det, sr="realesrnet.gpw")
+        with self.assertRaises(ge.Error) as e:
+            ge.Restorer(self.model, self.det, device="cpu", parse=self.model)  # a GPEN file is no ParseNet
+        self.assertIn("not a ParseNet model", str(e.exception))
+        with self.assertRaises(ge.Error):
+            ge.Restorer(self.model, self.det, device="cpu", sr=self.det)  # nor a detector a RealESRNet
+
+    def test_sr_equals_cli(self):
+        # A tiny RealESRNet x2 (8 features, 1 block) in the official key names, as safetensors.
+        rng = np.random.default_rng(3)
+        nf, gc, tensors = 8, 8, {}
+
+        def conv(name, co, ci):
+            tensors[name + ".weight"] = (rng.standard_normal((co, ci, 3, 3)) * (0.5 / (3 * ci ** 0.5))).astype(np.float32)
+            tensors[name + ".bias"] = (rng.standard_normal(co) * 0.01).astype(np.float32)
+
+        conv("conv_first", nf, 12)
+        for r in (1, 2, 3):
+            for k in range(1, 6):
+                conv(f"body.0.rdb{r}.conv{k}", nf if k == 5 else gc, nf + (k - 1) * gc)
+        for n in ("conv_body", "conv_up1", "conv_up2", "conv_hr"):
+            conv(n, nf, nf)
+        conv("conv_last", 3, nf)
+        st = os.path.join(self.out, "tiny_x2.safetensors")
+        common.write_safetensors(st, tensors)
+        sr = os.path.join(self.out, "tiny_x2.gpw")
+        common.gpen("convert", st, "-o", sr)
+        photo = common.PHOTOS[1]
+        cli_out = os.path.join(self.out, "sr_cli.png")
+        common.gpen("restore", "-m", self.model, "-d", self.det, "--device", "cpu", "--sr", sr, "--sr-tile", "64",
+                    photo, "-o", cli_out)
+        restorer = ge.Restorer(self.model, self.det, sr=sr, device="cpu", sr_tile="64")
+        img, meta = ge.imread(photo, meta=True)
+        composite, faces = restorer.restore(img)
+        self.assertEqual(composite.shape, (2 * img.shape[0], 2 * img.shape[1], 3))
+        self.assertEqual(ge.imencode(".png", composite, meta=meta), common.read(cli_out))
 
     def test_input_layouts(self):
         img = ge.imread(common.PHOTOS[1])

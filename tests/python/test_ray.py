@@ -14,8 +14,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 common.need_inputs()
+common.import_engine()
 try:
-    import gpen_engine  # noqa: F401
     import ray  # noqa: F401
     import ray.data  # noqa: F401
 except ImportError as e:

@@ -16,9 +16,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 common.need_inputs()
+common.import_engine()
 try:
     import numpy as np
-    import gpen_engine  # noqa: F401
     import pytriton  # noqa: F401
     import tritonclient.http as httpclient
     from tritonclient.utils import InferenceServerException
