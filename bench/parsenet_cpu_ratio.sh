@@ -3,7 +3,7 @@
 # which cancels start-up, loading and the warm-up run. Passive OpenMP waits on both sides.
 export OMP_WAIT_POLICY=passive
 S=${1:-512}
-cd /work/wt-parse
+cd "$(dirname "$0")/.."
 m() { /usr/bin/time -f "%U %S %e" "$@" 2>&1 >/dev/null | tail -1; }
 e1=$(m build/gpen --threads 2 bench --arch parsenet -m build/test_parsenet_cache/parsenet_seed1.gpw --size $S --runs 1 --warmup 1)
 e3=$(m build/gpen --threads 2 bench --arch parsenet -m build/test_parsenet_cache/parsenet_seed1.gpw --size $S --runs 3 --warmup 1)

@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -276,4 +277,45 @@ TEST_CASE("winograd conv2d (3x3, stride 1, padding 1) matches the float64 refere
       }
     }
   }
+}
+
+TEST_CASE("winograd conv2d with padding 0 on an input padded beforehand equals padding 1 bit for bit") {
+  // ParseNet's convs read a reflection-padded copy with padding 0 ("valid"). With zeros in that
+  // border the arithmetic is the padding-1 conv's, value for value: the results must be identical.
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t N = 2, H = 13, W = 10, C = 40, Co = 24;
+  std::vector<float> x(static_cast<size_t>(N * H * W * C)), xp(static_cast<size_t>(N * (H + 2) * (W + 2) * C), 0.0f),
+      w(static_cast<size_t>(9 * C * Co)), b(static_cast<size_t>(Co));
+  for (auto& v : x) v = nd(rng);
+  for (auto& v : w) v = nd(rng) / std::sqrt(float(9 * C));
+  for (auto& v : b) v = 0.3f * nd(rng);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t iy = 0; iy < H; ++iy)
+      for (int64_t ix = 0; ix < W; ++ix)
+        for (int64_t c = 0; c < C; ++c)
+          xp[static_cast<size_t>(((n * (H + 2) + iy + 1) * (W + 2) + ix + 1) * C + c)] =
+              x[static_cast<size_t>(((n * H + iy) * W + ix) * C + c)];
+  const Shape xs{N, H, W, C}, xps{N, H + 2, W + 2, C}, ys{N, H, W, Co};
+  TensorView xv = make_view(x.data(), DType::f32, xs), xpv = make_view(xp.data(), DType::f32, xps);
+  TensorView wv = make_view(w.data(), DType::f32, Shape{3, 3, C, Co}), bv = make_view(b.data(), DType::f32, Shape{Co});
+  for (int m : {2, 4}) {
+    CAPTURE(m);
+    Conv2dParams same, valid;
+    same.kh = same.kw = valid.kh = valid.kw = 3;
+    same.pad_top = same.pad_left = same.pad_bottom = same.pad_right = 1;
+    same.has_bias = valid.has_bias = true;
+    same.act.slope = valid.act.slope = 0.2f;
+    std::vector<float> y1(static_cast<size_t>(N * H * W * Co)), y0(y1.size());
+    std::vector<unsigned char> ws1(cpu::winograd_detail::conv2d_winograd_workspace_bytes(m, xs, ys, cpu::num_threads()));
+    std::vector<unsigned char> ws0(cpu::winograd_detail::conv2d_winograd_workspace_bytes(m, xps, ys, cpu::num_threads()));
+    cpu::winograd_detail::conv2d_winograd(m, same, xv, wv, &bv, nullptr, make_view(y1.data(), DType::f32, ys), ws1.data());
+    cpu::winograd_detail::conv2d_winograd(m, valid, xpv, wv, &bv, nullptr, make_view(y0.data(), DType::f32, ys), ws0.data());
+    CHECK(std::memcmp(y1.data(), y0.data(), y1.size() * sizeof(float)) == 0);
+  }
+  // The shape rule takes both forms and nothing else (GPEN_CPU_CONV aside).
+  Conv2dParams odd;
+  odd.kh = odd.kw = 3;
+  odd.pad_top = odd.pad_bottom = 0, odd.pad_left = odd.pad_right = 1;
+  CHECK(cpu::winograd_detail::conv2d_winograd_tile(odd, Shape{1, 66, 64, 64}, Shape{1, 64, 64, 64}) == 0);
 }

@@ -188,6 +188,7 @@ void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& args, co
   pl.C2 = pl.C - pl.C1;
 
   WinoArgs a;
+  a.hin = x.dim(1), a.win = x.dim(2);
   a.x = x.f32();
   a.xs0 = x.dim(0) == 1 ? 0 : x.stride(0), a.xs1 = x.stride(1), a.xs2 = x.stride(2), a.xs3 = x.stride(3);
   if (args.x2) {
@@ -215,8 +216,10 @@ void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& args, co
 
 int conv2d_winograd_tile(const Conv2dParams& p, const Shape& x, const Shape& y) {
   if (p.kh != 3 || p.kw != 3 || p.stride_h != 1 || p.stride_w != 1 || p.groups != 1 || p.split_rows > 0) return 0;
-  if (p.pad_top != 1 || p.pad_left != 1 || p.pad_bottom != 1 || p.pad_right != 1) return 0;
-  if (x.rank != 4 || y.rank != 4 || x[1] != y[1] || x[2] != y[2]) return 0;
+  // "Same" (pad 1 all round) or "valid" (pad 0, the input already padded by one all round).
+  const int pad = p.pad_top;
+  if (pad > 1 || p.pad_left != pad || p.pad_bottom != pad || p.pad_right != pad) return 0;
+  if (x.rank != 4 || y.rank != 4 || x[1] != y[1] + 2 - 2 * pad || x[2] != y[2] + 2 - 2 * pad) return 0;
   ModConvParams mp;  // the same shape rule as the modconv's
   const int m = winograd_tile(mp, y[0], y[1], y[2], x[3], y[3]);
   if (m == 0) return 0;
@@ -227,17 +230,18 @@ int conv2d_winograd_tile(const Conv2dParams& p, const Shape& x, const Shape& y) 
 
 size_t conv2d_winograd_workspace_bytes(int m, const Shape& x, const Shape& y, int threads) {
   const int nt = threads > 0 ? threads : std::max(1, num_threads());
-  const WinoPlan pl = make_wino_plan(m, y[0], x[1], x[2], x[3], y[3], nt, kConvUBudgetFloats);
+  const WinoPlan pl = make_wino_plan(m, y[0], y[1], y[2], x[3], y[3], nt, kConvUBudgetFloats);
   return static_cast<size_t>(pl.u_floats + pl.per_thread * nt) * sizeof(float) + kAlign;
 }
 
 void conv2d_winograd(int m, const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
                      const TensorView* residual, const TensorView& y, void* workspace) {
   GPEN_CHECK(workspace != nullptr, "conv2d: missing workspace");
-  WinoPlan pl = make_wino_plan(m, y.dim(0), x.dim(1), x.dim(2), x.dim(3), y.dim(3), std::max(1, num_threads()),
+  WinoPlan pl = make_wino_plan(m, y.dim(0), y.dim(1), y.dim(2), x.dim(3), y.dim(3), std::max(1, num_threads()),
                                kConvUBudgetFloats);
   pl.C1 = pl.C;
   WinoArgs a;
+  a.pad = p.pad_top, a.hin = x.dim(1), a.win = x.dim(2);
   a.x = x.f32();
   a.xs0 = x.stride(0), a.xs1 = x.stride(1), a.xs2 = x.stride(2), a.xs3 = x.stride(3);
   if (bias) a.bias = bias->f32(), a.bs = bias->stride(0);

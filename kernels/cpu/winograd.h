@@ -90,6 +90,11 @@ struct WinoArgs {
   const uint8_t* w8 = nullptr;
   const float* wscale = nullptr;
   bool fp8 = false;
+  // Input geometry: output pixel (oy, ox) reads input rows oy - pad .. oy - pad + 2 (zero outside
+  // hin x win). pad 1, hin = H: the "same" conv; pad 0, hin = H + 2: a "valid" conv on an input
+  // padded beforehand (ParseNet's reflection pad).
+  int pad = 1;
+  int64_t hin = 0, win = 0;
 };
 
 // The per-ISA halves (winograd_kernel.cpp): the transformed weight of 16-column panel `panel`

@@ -115,7 +115,7 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
       continue;
     }
     const int64_t nn = tile / per_img, r = tile % per_img;
-    const int64_t y0 = (r / pl.tw) * M - 1, x0 = (r % pl.tw) * M - 1;
+    const int64_t y0 = (r / pl.tw) * M - a.pad, x0 = (r % pl.tw) * M - a.pad;
     if (nn != last_n) {
       for (int64_t c = 0; c < pl.C; ++c) s.sv[c] = a.s ? a.s[nn * a.ss0 + c * a.ss1] : 1.0f;
       for (int64_t c = 0; c < pl.C2; ++c) s.gs2[c] = s.sv[pl.C1 + c] * a.x2_gain;
@@ -127,7 +127,7 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j) {
         const int64_t iy = y0 + i, ix = x0 + j;
-        const bool in = iy >= 0 && iy < pl.H && ix >= 0 && ix < pl.W;
+        const bool in = iy >= 0 && iy < a.hin && ix >= 0 && ix < a.win;
         px[i * n + j] = in ? a.x + nn * a.xs0 + iy * a.xs1 + ix * a.xs2 : nullptr;
         px2[i * n + j] = in && a.x2 ? a.x2 + nn * a.x2s0 + iy * a.x2s1 + ix * a.x2s2 : nullptr;
       }
