@@ -64,7 +64,8 @@ __global__ void __launch_bounds__(32) ldmatrix_kernel(int* out) {
   const int i = lane / 8, r = lane % 8;
   uint32_t a[4];
   if (kMode == 0) gpen_ptx::ldmatrix<4>(a, &tile[(i & 1) * 8 + r][(i >> 1) * 8] + 1);  // BUG: misaligned
-  if (kMode == 1) gpen_ptx::ldmatrix<4>(a, &tile[(i & 1) * 8 + r + 16][(i >> 1) * 8]);  // BUG: past the tile
+  // BUG: past the tile (flat arithmetic: indexing tile[16 + ...] would be UB the host compiler sees).
+  if (kMode == 1) gpen_ptx::ldmatrix<4>(a, &tile[0][0] + ((i & 1) * 8 + r + 16) * 16 + (i >> 1) * 8);
   if (kMode == 2) {
     if (lane < 16) gpen_ptx::ldmatrix<4>(a, &tile[(i & 1) * 8 + r][(i >> 1) * 8]);  // BUG: half the warp
     else a[0] = 0;
