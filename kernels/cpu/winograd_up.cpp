@@ -23,19 +23,23 @@ namespace {
 constexpr size_t kAlign = 64;
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// An odd number of cache lines per point's slice (the kernel's vstride / mstride: the same rule).
+int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 16; }
 
 }  // namespace
 
-int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, int64_t C, int64_t Co) {
+int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t /*H*/, int64_t /*W*/, int64_t /*C*/, int64_t /*Co*/) {
   if (!p.up || p.k != 3 || p.split_rows > 0) return 0;  // banded ops stay direct (winograd.cpp says why)
   const char* mode = conv_mode_name();  // validated there, once per process
   if (std::strcmp(mode, "direct") == 0) return 0;
   if (std::strcmp(mode, "winograd4") == 0) return 4;
   if (std::strcmp(mode, "winograd2") == 0) return 2;
-  // Where m = 4 pays (measured: docs/benchmarks.md, "Winograd for the transposed convs"): the
-  // tile grid covers H + 1 positions, so small inputs waste a larger share of edge tiles, and
-  // few channels leave the transforms as large as the GEMMs.
-  return H >= 32 && W >= 32 && C >= 32 && Co >= 32 ? 4 : 0;
+  // "auto": the direct path. Measured on an AVX-512 Xeon (docs/benchmarks.md, "Winograd for the
+  // transposed convs"), the polyphase form is slower on every GPEN decoder layer but the last,
+  // where it ties: its 1.78x fewer multiplies do not pay for transforms over (2m + 1)^2 = 81
+  // points per tile and a transformed weight 9x the weight (streamed from L3 once per tile
+  // block), against a direct path at ~87 % of peak. Forced modes above still run it.
+  return 0;
 }
 
 WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
@@ -58,9 +62,13 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
   pl.pstride = pl.nxi * C * 16;
   const int64_t npanel = cdiv(Co, 16);
   const int64_t budget = std::max(9 * C * npanel * 16, kUFloorFloats);
-  const int64_t per_group = std::max<int64_t>(1, budget / pl.pstride);
+  // Whole pairs of panels where more than one fits: AVX-512 runs the GEMM two panels at a time.
+  int64_t per_group = std::max<int64_t>(1, budget / pl.pstride);
+  if (per_group > 1) per_group &= ~int64_t{1};
   pl.ngroup = cdiv(npanel, per_group);
-  pl.group_co = cdiv(npanel, pl.ngroup) * 16;
+  int64_t pp = cdiv(npanel, pl.ngroup);
+  if (pp % 2 == 1 && pp < per_group) ++pp;
+  pl.group_co = pp * 16;
   pl.ngroup = cdiv(Co, pl.group_co);
   pl.cc = round_up(cdiv(pl.group_co, cdiv(pl.group_co, kUpCoChunkMax)), 16);
   const int64_t want = 2 * std::max(1, threads);
@@ -72,8 +80,8 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
     off += round_up(floats, 16);
     return o;
   };
-  pl.off_v = take(pl.nxi * pl.T * pl.kcs);
-  pl.off_m = take(pl.nxi * pl.T * pl.cc);
+  pl.off_v = take(pl.nxi * odd_lines(pl.T * pl.kcs));
+  pl.off_m = take(pl.nxi * odd_lines(pl.T * pl.cc));
   pl.off_sv = take(C);
   pl.off_b2v = take(C);
   pl.off_gs2 = take(C);

@@ -22,7 +22,8 @@
 // The up conv has no epilogue (kernels/params.h): the output is the raw conv, 2H + 1 x 2W + 1.
 //
 // Choice: GPEN_CPU_CONV as in winograd.h ("direct": never; "winograd" / "winograd4": m = 4 on
-// every 3x3 up conv; "winograd2": m = 2; "auto": winograd_up_tile's shape rule). Banded ops
+// every 3x3 up conv; "winograd2": m = 2; "auto": the direct path, which measured faster on
+// the machines tried: winograd_up.cpp says why). Banded ops
 // (split_rows > 0) stay direct, for the reason winograd.cpp gives.
 #include <cstddef>
 #include <cstdint>
@@ -31,8 +32,11 @@
 
 namespace gpen::cpu::winograd_detail {
 
-constexpr int64_t kUpMaxTileBlock = 18;  // tiles per task (a multiple of 6: the micro-kernel's rows)
-constexpr int64_t kUpCoChunkMax = 128;   // output channels per task
+// Tiles per task (a multiple of 6: the micro-kernel's rows) and output channels per task; the K
+// block is winograd.h's kKcMax. Chosen by the sweep in docs/benchmarks.md (T 24..96, K block
+// 32..128, chunk 32..128): about 2 MB of scratch per thread.
+constexpr int64_t kUpMaxTileBlock = 30;
+constexpr int64_t kUpCoChunkMax = 64;
 
 // 0: the direct path; 2 or 4: the polyphase Winograd with m input positions per tile and axis.
 // From the shapes and GPEN_CPU_CONV only, so the workspace query and the run agree. H, W, C:

@@ -29,6 +29,12 @@ inline vf vld(const float* p) {
 inline void vst(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
 inline vf splat(float s) { return vf{} + s; }
 inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
+// Floats from one point's slice of the transformed inputs (or accumulators) to the next: an odd
+// number of cache lines, or the (2m + 1)^2 slices a tile's transform writes would fall in a few
+// L1 sets (T kcs floats is often 2^k lines apart) and evict each other. make_wino_up_plan sizes
+// the scratch with the same rule.
+inline int64_t vstride(const WinoPlan& pl) { const int64_t f = pl.T * pl.kcs; return f / 16 % 2 ? f : f + 16; }
+inline int64_t mstride(const WinoPlan& pl) { const int64_t f = pl.T * pl.cc; return f / 16 % 2 ? f : f + 16; }
 
 // One axis of the transposed conv for m input positions per tile: NI = m + 1 inputs
 // (x[a0 - 1 .. a0 + m - 1]), P = 2m + 1 points (F(m, 2)'s m + 1, then the m odd-phase copies),
@@ -110,7 +116,7 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
   for (int64_t t = 0; t < pl.T; ++t) {
     const int64_t tile = t0 + t;
     if (tile >= pl.ntiles) {  // rows of the last block past the grid: zeros, their outputs unused
-      for (int xi = 0; xi < PP; ++xi) std::memset(s.v + (xi * pl.T + t) * pl.kcs, 0, sizeof(float) * pl.kcs);
+      for (int xi = 0; xi < PP; ++xi) std::memset(s.v + xi * vstride(pl) + t * pl.kcs, 0, sizeof(float) * pl.kcs);
       continue;
     }
     const int64_t nn = tile / per_img, r = tile % per_img;
@@ -162,7 +168,8 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
       for (int i = 0; i < NI; ++i) lincomb(TrUp<M>::BT, d + i * NI, 1, u + i * P, 1);  // along x: u[i][p]
       for (int j = 0; j < P; ++j) lincomb(TrUp<M>::BT, u + j, P, v + j, P);            // along y: v[q][p]
       float* dst = s.v + t * pl.kcs + (c - k0);
-      for (int xi = 0; xi < PP; ++xi) vst(dst + xi * pl.T * pl.kcs, v[xi]);
+      const int64_t vs = vstride(pl);
+      for (int xi = 0; xi < PP; ++xi) vst(dst + xi * vs, v[xi]);
     }
   }
 }
@@ -181,10 +188,10 @@ void gemms(const WinoPlan& pl, const Scratch& s, const float* u, int64_t jp0, in
   const bool acc = k0 > 0;
   const int64_t ldc = pl.cc;
   for (int xi = 0; xi < pl.nxi; ++xi) {
-    const float* band = s.v + xi * pl.T * pl.kcs;
+    const float* band = s.v + xi * vstride(pl);
     for (int64_t j = 0; j < nco;) {
       const float* bseg[1] = {u + (jp0 + j / 16) * pl.pstride + (xi * pl.C + k0) * 16};
-      float* c = s.m + xi * pl.T * ldc + j;
+      float* c = s.m + xi * mstride(pl) + j;
 #if GPEN_ISA_AVX512
       if (j + 16 < nco) {  // two panels per call at 16 lanes
         for (int64_t mt = 0; mt < pl.T; mt += kMR)
@@ -217,7 +224,7 @@ void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t
       }
     for (int64_t o = 0; o < nco; o += L) {
       vf mv[PP], u[P * MO], yv[MO * MO];
-      for (int xi = 0; xi < PP; ++xi) mv[xi] = vld(s.m + (xi * pl.T + t) * pl.cc + o);
+      for (int xi = 0; xi < PP; ++xi) mv[xi] = vld(s.m + xi * mstride(pl) + t * pl.cc + o);
       for (int i = 0; i < P; ++i) lincomb(TrUp<M>::AT, mv + i * P, 1, u + i * MO, 1);  // along x
       for (int q = 0; q < MO; ++q) lincomb(TrUp<M>::AT, u + q, MO, yv + q, MO);         // along y
       const int64_t lanes = lmin(L, nco - o);
