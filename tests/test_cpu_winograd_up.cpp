@@ -236,3 +236,21 @@ TEST_CASE("winograd up plan: groups bound the transformed weight, the scratch do
   banded.split_rows = 8;
   CHECK(wd::winograd_up_tile(banded, 1, 64, 64, 256, 256) == 0);
 }
+
+TEST_CASE("winograd up: auto runs m = 2 on the large up convs with few channels, direct elsewhere") {
+  // ctest runs each case in its own process, so GPEN_CPU_CONV is the environment's (unset: auto).
+  if (std::strcmp(wd::conv_mode_name(), "auto") != 0) {
+    MESSAGE("GPEN_CPU_CONV is " << wd::conv_mode_name() << " in this process: the auto rule is not checked");
+    return;
+  }
+  ModConvParams up;
+  up.up = true;
+  CHECK(wd::winograd_up_tile(up, 1, 256, 256, 256, 64) == 2);  // GPEN-512's last (convs.12.convT)
+  CHECK(wd::winograd_up_tile(up, 1, 128, 128, 64, 32) == 2);   // GPEN-256's last
+  CHECK(wd::winograd_up_tile(up, 1, 128, 128, 512, 128) == 0);  // GPEN-512's convs.10: the weight is too big
+  CHECK(wd::winograd_up_tile(up, 1, 64, 64, 128, 64) == 0);     // too few tiles
+  ModConvParams plain;  // stride 1: winograd.h's business
+  CHECK(wd::winograd_up_tile(plain, 1, 256, 256, 256, 64) == 0);
+  up.split_rows = 16;  // banded: direct, bit for bit
+  CHECK(wd::winograd_up_tile(up, 1, 256, 256, 256, 64) == 0);
+}

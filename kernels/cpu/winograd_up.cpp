@@ -28,18 +28,19 @@ int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 1
 
 }  // namespace
 
-int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t /*H*/, int64_t /*W*/, int64_t /*C*/, int64_t /*Co*/) {
+int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, int64_t C, int64_t Co) {
   if (!p.up || p.k != 3 || p.split_rows > 0) return 0;  // banded ops stay direct (winograd.cpp says why)
   const char* mode = conv_mode_name();  // validated there, once per process
   if (std::strcmp(mode, "direct") == 0) return 0;
   if (std::strcmp(mode, "winograd4") == 0) return 4;
   if (std::strcmp(mode, "winograd2") == 0) return 2;
-  // "auto": the direct path. Measured on an AVX-512 Xeon (docs/benchmarks.md, "Winograd for the
-  // transposed convs"), the polyphase form is slower on every GPEN decoder layer but the last,
-  // where it ties: its 1.78x fewer multiplies do not pay for transforms over (2m + 1)^2 = 81
-  // points per tile and a transformed weight 9x the weight (streamed from L3 once per tile
-  // block), against a direct path at ~87 % of peak. Forced modes above still run it.
-  return 0;
+  // "auto": m = 2 where it measured faster than the direct path on an AVX-512 Xeon, on both ISA
+  // paths (docs/benchmarks.md, "Winograd for the transposed convs"): large inputs with at most
+  // 256 channels (GPEN-512's last up conv, GPEN-256's). m = 4 is slower on every GPEN layer:
+  // its 1.78x fewer multiplies do not pay for transforms over 81 points per tile and a
+  // transformed weight 9x the weight, streamed from L3 once per tile block, against a direct
+  // path at ~87 % of peak; m = 2 (25 points, 2.8x the weight) wins where the weight is small.
+  return H >= 128 && W >= 128 && C >= 32 && C <= 256 && Co >= 16 ? 2 : 0;
 }
 
 WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {

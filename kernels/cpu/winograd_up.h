@@ -22,8 +22,8 @@
 // The up conv has no epilogue (kernels/params.h): the output is the raw conv, 2H + 1 x 2W + 1.
 //
 // Choice: GPEN_CPU_CONV as in winograd.h ("direct": never; "winograd" / "winograd4": m = 4 on
-// every 3x3 up conv; "winograd2": m = 2; "auto": the direct path, which measured faster on
-// the machines tried: winograd_up.cpp says why). Banded ops
+// every 3x3 up conv; "winograd2": m = 2; "auto": m = 2 on large inputs with few channels, where it
+// measured faster, else direct: winograd_up_tile in winograd_up.cpp says why). Banded ops
 // (split_rows > 0) stay direct, for the reason winograd.cpp gives.
 #include <cstddef>
 #include <cstdint>
