@@ -80,7 +80,11 @@ void add_cpu_peak(nlohmann::json& s, int threads) {
     ModConvParams up;
     up.up = true;
     const int m = cpu::winograd_detail::winograd_up_tile(up, 1, 256, 256, 256, 64);
-    s["cpu_conv_up"] = m ? "polyphase Winograd F(" + std::to_string(m) + ", 2) (kernels/cpu/winograd_up.h)" : "direct";
+    const bool automatic = std::string(cpu::winograd_detail::conv_mode_name()) == "auto";
+    s["cpu_conv_up"] = !m          ? std::string("direct")
+                       : automatic ? "polyphase Winograd F(2, 2) from 128x128 inputs with 32..256 channels, else direct "
+                                     "(kernels/cpu/winograd_up.cpp)"
+                                   : "polyphase Winograd F(" + std::to_string(m) + ", 2) on every one";
   }
   if (mhz <= 0) return;  // no clock to go by: no peak
   const double peak = threads * cpu::isa_flops_per_cycle(isa) * mhz * 1e-3;
