@@ -21,8 +21,13 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/simd8.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/strided.h"
+#include "kernels/cpu/upfirdn2d_kernel.h"
+
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
 
 namespace gpen::cpu {
 
@@ -123,43 +128,17 @@ inline int64_t source_index(int64_t o, int64_t t, int down, int up, int pad0, in
   return i < in ? i : -1;
 }
 
-// Eight-lane accumulators (simd8.h), so the sums below stay in registers across taps.
-using detail::load8;
-using detail::store8;
-using detail::v8f;
-
 // Taps are gathered into tables of this many (source, weight) pairs; more are summed in batches.
 constexpr int kTapBatch = 32;
 
-// dst[i] = (accumulate ? dst[i] : 0) + sum_t w[t] * src[t][i] for i < len, unit strides.
+// dst[i] = (accumulate ? dst[i] : 0) + sum_t w[t] * src[t][i] for i < len, unit strides: the
+// copy for the ISA in use (upfirdn2d_kernel.h).
 void weighted_sum(float* dst, const float* const* src, const float* w, int nt, int64_t len, bool accumulate) {
-  int64_t i = 0;
-  for (; i + 32 <= len; i += 32) {
-    v8f a0 = {}, a1 = {}, a2 = {}, a3 = {};
-    if (accumulate) a0 = load8(dst + i), a1 = load8(dst + i + 8), a2 = load8(dst + i + 16), a3 = load8(dst + i + 24);
-    for (int t = 0; t < nt; ++t) {
-      const float* s = src[t] + i;
-      const float wt = w[t];
-      a0 += wt * load8(s);
-      a1 += wt * load8(s + 8);
-      a2 += wt * load8(s + 16);
-      a3 += wt * load8(s + 24);
-    }
-    store8(dst + i, a0);
-    store8(dst + i + 8, a1);
-    store8(dst + i + 16, a2);
-    store8(dst + i + 24, a3);
-  }
-  for (; i + 8 <= len; i += 8) {
-    v8f a0 = accumulate ? load8(dst + i) : v8f{};
-    for (int t = 0; t < nt; ++t) a0 += w[t] * load8(src[t] + i);
-    store8(dst + i, a0);
-  }
-  for (; i < len; ++i) {
-    float a = accumulate ? dst[i] : 0.0f;
-    for (int t = 0; t < nt; ++t) a += w[t] * src[t][i];
-    dst[i] = a;
-  }
+#if GPEN_HAVE_AVX512_KERNELS
+  static const bool wide = cpu_isa() == Isa::avx512;
+  if (wide) return upfirdn2d_detail::isa_avx512::weighted_sum(dst, src, w, nt, len, accumulate);
+#endif
+  upfirdn2d_detail::isa_base::weighted_sum(dst, src, w, nt, len, accumulate);
 }
 
 // The same with element strides (channel slices whose channels are not unit-strided).
@@ -242,6 +221,7 @@ void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, cons
     fx[kx] = static_cast<float>(p.kernel[static_cast<size_t>(pl.sep.r0) * p.kw + (p.kw - 1 - kx)] / peak);
   float* slices = base + pl.taps_floats;
   const bool y_rows_dense = y.stride(3) == 1 && y.stride(2) == C;
+  const bool flat_x = p.up_x == 1 && p.down_x == 1 && x.stride(3) == 1 && x.stride(2) == C;
   // Static scheduling hands each thread one contiguous band of output rows, so consecutive rows
   // find most of their horizontally filtered input rows already in the ring.
 #pragma omp parallel num_threads(T) if (T > 1)
@@ -256,7 +236,22 @@ void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, cons
       float* h = ring + static_cast<size_t>(slot) * pl.row_floats;
       if (tags[slot] != tag) {
         const float* xrow = x.f32() + n * x.stride(0) + iy * x.stride(1);
+        // Without up- or downsampling along x, the outputs whose taps all land inside the row
+        // [ox0, ox1) are one flat weighted sum of kw shifted copies of the row (dense pixels);
+        // only the edges go pixel by pixel.
+        int64_t ox0 = g.Wo, ox1 = g.Wo;
+        if (flat_x) {
+          ox0 = std::clamp<int64_t>(p.pad_x0, 0, g.Wo);
+          ox1 = std::max<int64_t>(ox0, std::min<int64_t>(g.Wo, g.W + p.pad_x0 - p.kw + 1));
+          if (ox1 > ox0) {
+            TapSum flat(h + ox0 * C, 1, 1, (ox1 - ox0) * C);
+            for (int64_t kx = 0; kx < p.kw; ++kx) flat.add(xrow + (ox0 + kx - p.pad_x0) * C, fx[kx]);
+            flat.finish();
+          }
+        }
         for (int64_t ox = 0; ox < g.Wo; ++ox) {
+          if (ox == ox0 && ox1 > ox0) ox = ox1;
+          if (ox >= g.Wo) break;
           TapSum sum(h + ox * C, 1, x.stride(3), C);
           for (int64_t kx = 0; kx < p.kw; ++kx) {
             const int64_t ix = source_index(ox, kx, p.down_x, p.up_x, p.pad_x0, g.W);
