@@ -14,7 +14,9 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/modconv_rgb.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/upfirdn2d_act.h"
 #include "kernels/cpu/upfirdn2d_kernel.h"
+#include "engine/core/error.h"
 
 using namespace gpen;
 
@@ -185,4 +187,46 @@ TEST_CASE("to_rgb modconv (1x1, few outputs) on the dot-product path matches a f
     cpu::modconv(p, a, yv, ws.data());
     CHECK(max_rel(y, ref) <= 2e-6 * std::sqrt(double(C)) + 1e-6);
   }
+}
+
+TEST_CASE("upfirdn2d with its epilogue fused gives the bits of upfirdn2d then upfirdn2d_epilogue") {
+  std::mt19937 rng(13);
+  const float b4[4] = {1, 3, 3, 1};
+  const int64_t N = 2, H = 11, W = 13, C = 37;
+  for (int variant = 0; variant < 4; ++variant) {
+    CAPTURE(variant);
+    UpFirDn2dParams p;
+    p.kh = p.kw = 4;
+    for (float u : b4)
+      for (float v : b4) p.kernel.push_back(u * v / 16.0f);
+    p.pad_x0 = p.pad_y0 = 1;
+    p.pad_x1 = p.pad_y1 = 1;
+    p.has_out_scale = variant != 1;
+    p.has_bias = variant != 2;
+    p.act = variant == 3 ? Activation::none() : Activation::scaled_leaky();
+    const Shape xs{N, H, W, C}, ys{N, H - 1, W - 1, C};
+    auto x = rnd(static_cast<size_t>(xs.numel()), rng);
+    auto sc = rnd(static_cast<size_t>(N * C), rng), b = rnd(static_cast<size_t>(C), rng);
+    std::vector<float> y0(static_cast<size_t>(ys.numel())), y1(y0.size(), NAN);
+    TensorView xv = make_view(x.data(), DType::f32, xs), sv = make_view(sc.data(), DType::f32, Shape{N, C}),
+               bv = make_view(b.data(), DType::f32, Shape{C});
+    const TensorView* s_ptr = p.has_out_scale ? &sv : nullptr;
+    const TensorView* b_ptr = p.has_bias ? &bv : nullptr;
+    std::vector<unsigned char> ws(cpu::upfirdn2d_workspace_bytes(p, xs, ys, 0));
+    TensorView y0v = make_view(y0.data(), DType::f32, ys), y1v = make_view(y1.data(), DType::f32, ys);
+    cpu::upfirdn2d(p, xv, y0v, ws.data());
+    cpu::upfirdn2d_epilogue(p, s_ptr, b_ptr, y0v);
+    cpu::upfirdn2d_act(p, xv, s_ptr, b_ptr, y1v, ws.data());
+    CHECK(std::memcmp(y0.data(), y1.data(), y0.size() * sizeof(float)) == 0);
+  }
+  // Bad input still fails with the unfused path's error.
+  UpFirDn2dParams p;
+  p.kh = p.kw = 1;
+  p.kernel = {1.0f};
+  p.has_bias = true;
+  std::vector<float> x(8), y(8), b(3);
+  TensorView xv = make_view(x.data(), DType::f32, Shape{1, 2, 2, 2}), yv = make_view(y.data(), DType::f32, Shape{1, 2, 2, 2}),
+             bv = make_view(b.data(), DType::f32, Shape{3});
+  std::vector<unsigned char> ws(cpu::upfirdn2d_workspace_bytes(p, xv.shape, yv.shape, 0));
+  CHECK_THROWS_AS(cpu::upfirdn2d_act(p, xv, nullptr, &bv, yv, ws.data()), Error);
 }

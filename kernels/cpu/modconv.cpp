@@ -71,7 +71,7 @@ size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const
              "modconv: workspace query needs NHWC shapes, got " + x_cat.str() + " and " + y.str());
   const int nt = threads > 0 ? threads : std::max(1, num_threads());  // must match the run's thread count
   // Stride-1 3x3 convs may run as Winograd (kernels/cpu/winograd.h), chosen from the shapes alone.
-  if (const int m = winograd_detail::winograd_tile(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3]))
+  if (const int m = winograd_detail::modconv_winograd_tile(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3]))
     return winograd_detail::modconv_winograd_workspace_bytes(m, x_cat, y, nt);
   const size_t general = modconv_direct_workspace_bytes(p, x_cat, y, nt);
   // to_rgb shapes run as dot products (modconv_rgb.h) unless the run finds strided channels.
@@ -81,7 +81,7 @@ size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const
 
 void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace) {
   validate(p, a, y);
-  if (const int m = winograd_detail::winograd_tile(p, y.dim(0), a.x->dim(1), a.x->dim(2), a.w->dim(2), a.w->dim(3))) {
+  if (const int m = winograd_detail::modconv_winograd_tile(p, y.dim(0), a.x->dim(1), a.x->dim(2), a.w->dim(2), a.w->dim(3))) {
     winograd_detail::modconv_winograd(m, p, a, y, workspace);
     return;
   }

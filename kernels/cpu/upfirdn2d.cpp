@@ -23,6 +23,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/strided.h"
+#include "kernels/cpu/upfirdn2d_act.h"
 #include "kernels/cpu/upfirdn2d_kernel.h"
 
 #ifndef GPEN_HAVE_AVX512_KERNELS
@@ -207,8 +208,26 @@ void run_direct(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, const T
   }
 }
 
+// The epilogue act(y * scale[n, c] + bias[c]) applied to each output row while it is still in
+// cache (scale, bias unit-strided or null), instead of a second pass over the whole output.
+struct RowEpilogue {
+  bool on = false;
+  const float* scale = nullptr;  // [N, C] with row stride scale_n
+  int64_t scale_n = 0;
+  const float* bias = nullptr;
+  float gpos = 1.0f, gneg = 1.0f;
+};
+
+void bias_act_rows(float* y, const float* sc, const float* b, int64_t C, int64_t npix, float gpos, float gneg) {
+#if GPEN_HAVE_AVX512_KERNELS
+  static const bool wide = cpu_isa() == Isa::avx512;
+  if (wide) return upfirdn2d_detail::isa_avx512::bias_act_rows(y, sc, b, C, npix, gpos, gneg);
+#endif
+  upfirdn2d_detail::isa_base::bias_act_rows(y, sc, b, C, npix, gpos, gneg);
+}
+
 void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, const TensorView& x, const TensorView& y,
-                   float* base) {
+                   float* base, const RowEpilogue& ep) {
   const int64_t rows = g.N * g.Ho;
   const int T = static_cast<int>(std::min<int64_t>(num_threads(), rows));
   const int64_t C = g.C, RC = g.Wo * g.C;
@@ -275,6 +294,7 @@ void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, cons
           if (iy >= 0) sum.add(hrow(n, iy), fy[ky]);
         }
         sum.finish();
+        if (ep.on) bias_act_rows(dst, ep.scale ? ep.scale + n * ep.scale_n : nullptr, ep.bias, C, g.Wo, ep.gpos, ep.gneg);
       } else {
         // Fill the ring first (at most `ring` distinct rows, so none is evicted below).
         for (int64_t ky = 0; ky < p.kh; ++ky) {
@@ -312,10 +332,41 @@ void upfirdn2d(const UpFirDn2dParams& p, const TensorView& x, const TensorView& 
   const Plan pl = make_plan(p, g);
   float* base = detail::align_ptr(workspace);
   if (pl.separable) {
-    run_separable(p, g, pl, x, y, base);
+    run_separable(p, g, pl, x, y, base, RowEpilogue{});
   } else {
     run_direct(p, g, pl, x, y, base);
   }
+}
+
+void upfirdn2d_act(const UpFirDn2dParams& p, const TensorView& x, const TensorView* out_scale, const TensorView* bias,
+                   const TensorView& y, void* workspace) {
+  const bool any = p.has_out_scale || p.has_bias || !p.act.is_identity();
+  bool fuse = any && x.dtype == DType::f32 && y.dtype == DType::f32 && x.rank() == 4 && y.rank() == 4 &&
+              y.stride(3) == 1 && y.stride(2) == y.dim(3) && p.has_out_scale == (out_scale != nullptr) &&
+              p.has_bias == (bias != nullptr) && workspace != nullptr;
+  const int64_t N = y.rank() == 4 ? y.dim(0) : 0, C = y.rank() == 4 ? y.dim(3) : 0;
+  if (fuse && out_scale)
+    fuse = out_scale->dtype == DType::f32 && out_scale->rank() == 2 && out_scale->dim(0) == N &&
+           out_scale->dim(1) == C && out_scale->stride(1) == 1;
+  if (fuse && bias) fuse = bias->dtype == DType::f32 && bias->numel() == C && bias->stride(bias->rank() - 1) == 1;
+  if (fuse) {
+    const Geom g = make_geom(p, x.shape, y.shape);
+    const Plan pl = make_plan(p, g);
+    fuse = pl.separable && y.numel() > 0;
+    if (fuse) {
+      RowEpilogue ep;
+      ep.on = true;
+      ep.scale = out_scale ? out_scale->f32() : nullptr;
+      ep.scale_n = out_scale ? out_scale->stride(0) : 0;
+      ep.bias = bias ? bias->f32() : nullptr;
+      ep.gpos = p.act.gain, ep.gneg = p.act.gain * p.act.slope;
+      run_separable(p, g, pl, x, y, detail::align_ptr(workspace), ep);
+      return;
+    }
+  }
+  // Anything else (and every bad input, for its message): the two passes.
+  upfirdn2d(p, x, y, workspace);
+  if (any) upfirdn2d_epilogue(p, out_scale, bias, y);
 }
 
 }  // namespace gpen::cpu

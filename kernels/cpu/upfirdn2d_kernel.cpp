@@ -56,4 +56,20 @@ void weighted_sum(float* dst, const float* const* src, const float* w, int nt, i
   }
 }
 
+void bias_act_rows(float* y, const float* sc, const float* b, int64_t C, int64_t npix, float gpos, float gneg) {
+  const vf vp = vf{} + gpos, vn = vf{} + gneg, one = vf{} + 1.0f;
+  for (int64_t q = 0; q < npix; ++q) {
+    float* row = y + q * C;
+    int64_t c = 0;
+    for (; c + L <= C; c += L) {
+      const vf v = vld(row + c) * (sc ? vld(sc + c) : one) + (b ? vld(b + c) : vf{});
+      vst(row + c, v * (v < 0.0f ? vn : vp));
+    }
+    for (; c < C; ++c) {
+      const float v = row[c] * (sc ? sc[c] : 1.0f) + (b ? b[c] : 0.0f);
+      row[c] = v * (v < 0.0f ? gneg : gpos);
+    }
+  }
+}
+
 }  // namespace gpen::cpu::upfirdn2d_detail::GPEN_ISA_NS

@@ -9,8 +9,11 @@
 
 namespace gpen::cpu::upfirdn2d_detail {
 
-#define GPEN_UPFIRDN_ISA_DECLS \
-  void weighted_sum(float* dst, const float* const* src, const float* w, int nt, int64_t len, bool accumulate);
+// bias_act_rows: npix pixels of C channels in place, y = act(y * sc[c] + b[c]) with act(v) =
+// v * (v < 0 ? gneg : gpos), sc or b null for 1 or 0: upfirdn2d_epilogue's arithmetic (same bits).
+#define GPEN_UPFIRDN_ISA_DECLS                                                                                  \
+  void weighted_sum(float* dst, const float* const* src, const float* w, int nt, int64_t len, bool accumulate); \
+  void bias_act_rows(float* y, const float* sc, const float* b, int64_t C, int64_t npix, float gpos, float gneg);
 namespace isa_base {
 GPEN_UPFIRDN_ISA_DECLS
 }
