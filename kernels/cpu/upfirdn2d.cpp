@@ -135,6 +135,14 @@ constexpr int kTapBatch = 32;
 // dst[i] = (accumulate ? dst[i] : 0) + sum_t w[t] * src[t][i] for i < len, unit strides: the
 // copy for the ISA in use (upfirdn2d_kernel.h).
 void weighted_sum(float* dst, const float* const* src, const float* w, int nt, int64_t len, bool accumulate) {
+  if (len < 16) {  // a few channels (RGB): the call into the other file would cost more than the sum
+    for (int64_t i = 0; i < len; ++i) {
+      float a = accumulate ? dst[i] : 0.0f;
+      for (int t = 0; t < nt; ++t) a += w[t] * src[t][i];
+      dst[i] = a;
+    }
+    return;
+  }
 #if GPEN_HAVE_AVX512_KERNELS
   static const bool wide = cpu_isa() == Isa::avx512;
   if (wide) return upfirdn2d_detail::isa_avx512::weighted_sum(dst, src, w, nt, len, accumulate);
