@@ -1,8 +1,9 @@
 // The GPEN-256 layers (channel multiplier 1, narrow 0.5) whose path is a choice, measured side by
 // side in one process so a loaded machine disturbs both alike (--benchmark_enable_random_interleaving
 // with --benchmark_repetitions=N; compare the "min" rows):
-//  - small stride-1 3x3 modconvs (8 to 48 px, 512 -> 256 channels with the noise concat): the
-//    implicit-GEMM path against Winograd F(4x4, 3x3) (kernels/cpu/winograd.h);
+//  - small stride-1 3x3 modconvs (8 to 48 px, 512 -> 256 channels with the noise concat, and
+//    GPEN-512's 1024 -> 512 at 32 px): the implicit-GEMM path against Winograd F(4x4, 3x3)
+//    (kernels/cpu/winograd.h);
 //  - the to_rgb modconvs (1x1, 3 outputs): the dot-product path (modconv_rgb.h) against the GEMM;
 //  - the blurs (upfirdn2d) of the up and down paths, memory-bound, so in GB/s (input + output).
 // Counters: GFLOP/s of the direct conv's FLOPs (effective rates for Winograd), GB/s, and the
@@ -82,13 +83,13 @@ struct ModConvData {
   Path run_ = Path::automatic;
 };
 
-void BM_styled(benchmark::State& st, int64_t r, Path path) {
+void BM_styled(benchmark::State& st, int64_t r, int64_t c, Path path) {
   ModConvParams p;
   p.k = 3;
   p.x2_act = Activation::scaled_leaky();
   p.has_demod = p.has_bias = true;
   p.act = Activation::scaled_leaky();
-  ModConvData m(p, r, r, 256, 256, 256, path);
+  ModConvData m(p, r, r, c, c, c, path);
   m.run();
   for (auto _ : st) {
     m.run();
@@ -139,10 +140,14 @@ void BM_blur(benchmark::State& st, int64_t H, int64_t C, int up, int p0, int p1)
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int64_t r : {8, 16, 32, 48}) {
-    const std::string n = "styled_" + std::to_string(r) + "/";
-    benchmark::RegisterBenchmark((n + "direct").c_str(), BM_styled, r, Path::direct)->Unit(benchmark::kMillisecond)->UseRealTime();
-    benchmark::RegisterBenchmark((n + "winograd4").c_str(), BM_styled, r, Path::wino4)->Unit(benchmark::kMillisecond)->UseRealTime();
+  // GPEN-256's 256 channels (512 in with the noise concat) at 8 to 48 px; GPEN-512's 32x32 layer
+  // (1024 -> 512) for the same rule at twice the channels.
+  for (auto rc : {std::pair<int64_t, int64_t>{8, 256}, {16, 256}, {32, 256}, {48, 256}, {32, 512}}) {
+    const std::string n = "styled_" + std::to_string(rc.first) + (rc.second == 256 ? "" : "_c" + std::to_string(rc.second)) + "/";
+    benchmark::RegisterBenchmark((n + "direct").c_str(), BM_styled, rc.first, rc.second, Path::direct)
+        ->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark((n + "winograd4").c_str(), BM_styled, rc.first, rc.second, Path::wino4)
+        ->Unit(benchmark::kMillisecond)->UseRealTime();
   }
   for (auto rc : {std::pair<int64_t, int64_t>{64, 128}, {128, 64}, {256, 32}}) {
     const std::string n = "to_rgb_" + std::to_string(rc.first) + "/";

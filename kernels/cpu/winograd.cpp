@@ -92,9 +92,11 @@ int modconv_winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t 
   const int m = winograd_tile(p, N, H, W, C, Co);
   if (m != 0 || mode() != Mode::automatic || p.k != 3 || p.up || p.split_rows > 0) return m;
   // Below 48 px F(4x4, 3x3) still pays where the channels are many: GPEN-256's 32x32 StyledConv
-  // (512 -> 256 with the noise concat) 1.5x faster than the direct path, its 16x16 one even
-  // (bench/bench_cpu_gpen256.cpp, docs/benchmarks.md).
-  return H >= kSmallWinoMinPixels && W >= kSmallWinoMinPixels && C >= 256 && Co >= 128 ? 4 : 0;
+  // (512 -> 256 with the noise concat) 1.3-1.6x faster than the direct path, its 16x16 one even;
+  // GPEN-512's 32x32 one (1024 -> 512) only at parity, its weight transform per call four times
+  // larger, so it stays direct (bench/bench_cpu_gpen256.cpp, docs/benchmarks.md).
+  const bool rich = C >= 256 && Co >= 128 && C * Co <= 512 * 256;
+  return H >= kSmallWinoMinPixels && W >= kSmallWinoMinPixels && rich ? 4 : 0;
 }
 
 WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads,
