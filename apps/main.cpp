@@ -45,11 +45,13 @@ static std::string kVersionText() {
   // The CPU kernels' path, as chosen at start-up (cpuid, or GPEN_CPU_ISA).
   try {
     v += std::string("\nCPU kernels: ") + gpen::cpu::isa_name(gpen::cpu::cpu_isa()) +
-         (gpen::cpu::cpu_has_avx512() ? " (this CPU has AVX-512 F/BW/DQ/VL)" : " (no AVX-512 on this CPU or build)");
+         (gpen::cpu::cpu_has_avx512() ? " (this CPU has AVX-512 F/BW/DQ/VL)" : " (no AVX-512 on this CPU or build)") +
+         "\nCPU kernels per ISA: GEMM and modconv micro-kernels, Winograd transforms, to_rgb dot products, upfirdn2d rows"
+         " (depthwise and the conv gathers and epilogues: AVX2 on both paths)";
     v += std::string("\nCPU 3x3 convs: ") + gpen::cpu::winograd_detail::conv_mode_name() +
-         " (GPEN_CPU_CONV: auto = Winograd F(4x4,3x3) on the large stride-1 layers, polyphase F(2,2) on the large narrow "
-         "transposed ones, direct, "
-         "winograd4 / winograd2 = on every stride-1 and transposed 3x3 modconv)";
+         " (GPEN_CPU_CONV: auto = Winograd F(4x4,3x3) on the stride-1 layers from 48 px, channel-rich modconvs from 32 px,"
+         " polyphase F(2,2) on the large narrow transposed ones; direct; winograd4 / winograd2 = on every stride-1 and"
+         " transposed 3x3 modconv)";
   } catch (const gpen::Error& e) {
     v += std::string("\nCPU kernels: ") + e.what();
   }

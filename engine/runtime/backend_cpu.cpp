@@ -5,6 +5,7 @@
 
 #include "engine/runtime/backend.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/upfirdn2d_act.h"
 
 namespace gpen {
 
@@ -56,11 +57,8 @@ class CpuBackend final : public Backend {
             cpu::add(p, in[0], in[1], out[0]);
           else if constexpr (std::is_same_v<P, ResizeNearestParams>)
             cpu::resize_nearest(p, in[0], out[0]);
-          else if constexpr (std::is_same_v<P, UpFirDn2dParams>) {
-            cpu::upfirdn2d(p, in[0], out[0], ws);
-            if (p.has_out_scale || p.has_bias || !p.act.is_identity())
-              cpu::upfirdn2d_epilogue(p, opt(in, 1), opt(in, 2), out[0]);
-          }
+          else if constexpr (std::is_same_v<P, UpFirDn2dParams>)
+            cpu::upfirdn2d_act(p, in[0], opt(in, 1), opt(in, 2), out[0], ws);  // the epilogue fused where it can
           else if constexpr (std::is_same_v<P, SoftmaxParams>)
             cpu::softmax(p, in[0], out[0]);
           else if constexpr (std::is_same_v<P, MaxPool2dParams>)

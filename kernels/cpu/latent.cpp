@@ -1,6 +1,7 @@
 // Latent-vector ops of the StyleGAN2 decoder: PixelNorm on z and the demodulation factors of the
 // modulated convs (decomposed form: d = rsqrt(s^2 . Q + eps), see kernels/params.h).
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cpu/ops.h"
 
@@ -11,6 +12,27 @@ namespace {
 void check_f32(const TensorView& v, const char* what) {
   GPEN_CHECK(v.dtype == DType::f32,
              std::string(what) + ": only f32 is supported on the CPU, got " + dtype_name(v.dtype));
+}
+
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+
+// sum_i s[i]^2 q[i] in double over the whole multiples of 8 (their count in `done`), in eight
+// independent lanes: a single running sum would wait on every add (cin x 4 cycles per output).
+double sq_dot(const float* s, const float* q, int64_t n, int64_t& done) {
+  v4d a0{}, a1{};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4f s0, s1, q0, q1;
+    std::memcpy(&s0, s + i, sizeof s0), std::memcpy(&s1, s + i + 4, sizeof s1);
+    std::memcpy(&q0, q + i, sizeof q0), std::memcpy(&q1, q + i + 4, sizeof q1);
+    const v4d ds0 = __builtin_convertvector(s0, v4d), ds1 = __builtin_convertvector(s1, v4d);
+    a0 += ds0 * ds0 * __builtin_convertvector(q0, v4d);
+    a1 += ds1 * ds1 * __builtin_convertvector(q1, v4d);
+  }
+  done = i;
+  const v4d a = a0 + a1;
+  return (a[0] + a[1]) + (a[2] + a[3]);
 }
 
 }  // namespace
@@ -65,7 +87,9 @@ void demod(const DemodParams&, const TensorView& s, const TensorView& q, const T
     for (int64_t o = 0; o < cout; ++o) {
       const float* qr = qp + o * q.stride(0);
       double acc = 0.0;
-      for (int64_t i = 0; i < cin; ++i) {
+      int64_t i = 0;
+      if (s.stride(1) == 1 && q.stride(1) == 1) acc = sq_dot(sr, qr, cin, i);
+      for (; i < cin; ++i) {
         const double si = sr[i * s.stride(1)];
         acc += si * si * static_cast<double>(qr[i * q.stride(1)]);
       }

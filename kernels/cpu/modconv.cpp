@@ -29,6 +29,7 @@
 
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/modconv_internal.h"
+#include "kernels/cpu/modconv_rgb.h"
 #include "kernels/cpu/weights8.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd.h"
@@ -71,17 +72,19 @@ size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const
              "modconv: workspace query needs NHWC shapes, got " + x_cat.str() + " and " + y.str());
   const int nt = threads > 0 ? threads : std::max(1, num_threads());  // must match the run's thread count
   // Stride-1 3x3 convs may run as Winograd (kernels/cpu/winograd.h), chosen from the shapes alone.
-  if (const int m = winograd_detail::winograd_tile(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3]))
+  if (const int m = winograd_detail::modconv_winograd_tile(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3]))
     return winograd_detail::modconv_winograd_workspace_bytes(m, x_cat, y, nt);
   if (const int m = winograd_detail::winograd_up_tile(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3]))
     return winograd_detail::modconv_winograd_up_workspace_bytes(m, x_cat, y, nt);
-  const Plan pl = make_plan(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
-  return static_cast<size_t>(pl.shared + pl.per_thread * nt) * sizeof(float) + kAlign;
+  const size_t general = modconv_direct_workspace_bytes(p, x_cat, y, nt);
+  // to_rgb shapes run as dot products (modconv_rgb.h) unless the run finds strided channels.
+  if (modconv_rgb::rgb_shape(p, y[3])) return std::max(general, modconv_rgb::rgb_workspace_bytes(x_cat, y));
+  return general;
 }
 
 void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace) {
   validate(p, a, y);
-  if (const int m = winograd_detail::winograd_tile(p, y.dim(0), a.x->dim(1), a.x->dim(2), a.w->dim(2), a.w->dim(3))) {
+  if (const int m = winograd_detail::modconv_winograd_tile(p, y.dim(0), a.x->dim(1), a.x->dim(2), a.w->dim(2), a.w->dim(3))) {
     winograd_detail::modconv_winograd(m, p, a, y, workspace);
     return;
   }
@@ -89,6 +92,19 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
     winograd_detail::modconv_winograd_up(m, p, a, y, workspace);
     return;
   }
+  if (modconv_rgb::rgb_shape(p, a.w->dim(3)) && modconv_rgb::modconv_rgb(p, a, y, workspace)) return;
+  modconv_detail::modconv_direct(p, a, y, workspace);
+}
+
+size_t modconv_detail::modconv_direct_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y,
+                                                      int threads) {
+  const int nt = threads > 0 ? threads : std::max(1, num_threads());
+  const Plan pl = make_plan(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
+  return static_cast<size_t>(pl.shared + pl.per_thread * nt) * sizeof(float) + kAlign;
+}
+
+void modconv_detail::modconv_direct(const ModConvParams& p, const ModConvArgs& a, const TensorView& y,
+                                    void* workspace) {
   // The workspace holds one slice per thread: it must have been sized with the same thread count.
   const int nt_req = std::max(1, num_threads());
   Plan pl = make_plan(p, y.dim(0), a.x->dim(1), a.x->dim(2), a.w->dim(2), a.w->dim(3), nt_req);

@@ -21,8 +21,14 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/simd8.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/strided.h"
+#include "kernels/cpu/upfirdn2d_act.h"
+#include "kernels/cpu/upfirdn2d_kernel.h"
+
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
 
 namespace gpen::cpu {
 
@@ -123,43 +129,25 @@ inline int64_t source_index(int64_t o, int64_t t, int down, int up, int pad0, in
   return i < in ? i : -1;
 }
 
-// Eight-lane accumulators (simd8.h), so the sums below stay in registers across taps.
-using detail::load8;
-using detail::store8;
-using detail::v8f;
-
 // Taps are gathered into tables of this many (source, weight) pairs; more are summed in batches.
 constexpr int kTapBatch = 32;
 
-// dst[i] = (accumulate ? dst[i] : 0) + sum_t w[t] * src[t][i] for i < len, unit strides.
+// dst[i] = (accumulate ? dst[i] : 0) + sum_t w[t] * src[t][i] for i < len, unit strides: the
+// copy for the ISA in use (upfirdn2d_kernel.h).
 void weighted_sum(float* dst, const float* const* src, const float* w, int nt, int64_t len, bool accumulate) {
-  int64_t i = 0;
-  for (; i + 32 <= len; i += 32) {
-    v8f a0 = {}, a1 = {}, a2 = {}, a3 = {};
-    if (accumulate) a0 = load8(dst + i), a1 = load8(dst + i + 8), a2 = load8(dst + i + 16), a3 = load8(dst + i + 24);
-    for (int t = 0; t < nt; ++t) {
-      const float* s = src[t] + i;
-      const float wt = w[t];
-      a0 += wt * load8(s);
-      a1 += wt * load8(s + 8);
-      a2 += wt * load8(s + 16);
-      a3 += wt * load8(s + 24);
+  if (len < 16) {  // a few channels (RGB): the call into the other file would cost more than the sum
+    for (int64_t i = 0; i < len; ++i) {
+      float a = accumulate ? dst[i] : 0.0f;
+      for (int t = 0; t < nt; ++t) a += w[t] * src[t][i];
+      dst[i] = a;
     }
-    store8(dst + i, a0);
-    store8(dst + i + 8, a1);
-    store8(dst + i + 16, a2);
-    store8(dst + i + 24, a3);
+    return;
   }
-  for (; i + 8 <= len; i += 8) {
-    v8f a0 = accumulate ? load8(dst + i) : v8f{};
-    for (int t = 0; t < nt; ++t) a0 += w[t] * load8(src[t] + i);
-    store8(dst + i, a0);
-  }
-  for (; i < len; ++i) {
-    float a = accumulate ? dst[i] : 0.0f;
-    for (int t = 0; t < nt; ++t) a += w[t] * src[t][i];
-    dst[i] = a;
-  }
+#if GPEN_HAVE_AVX512_KERNELS
+  static const bool wide = cpu_isa() == Isa::avx512;
+  if (wide) return upfirdn2d_detail::isa_avx512::weighted_sum(dst, src, w, nt, len, accumulate);
+#endif
+  upfirdn2d_detail::isa_base::weighted_sum(dst, src, w, nt, len, accumulate);
 }
 
 // The same with element strides (channel slices whose channels are not unit-strided).
@@ -228,8 +216,26 @@ void run_direct(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, const T
   }
 }
 
+// The epilogue act(y * scale[n, c] + bias[c]) applied to each output row while it is still in
+// cache (scale, bias unit-strided or null), instead of a second pass over the whole output.
+struct RowEpilogue {
+  bool on = false;
+  const float* scale = nullptr;  // [N, C] with row stride scale_n
+  int64_t scale_n = 0;
+  const float* bias = nullptr;
+  float gpos = 1.0f, gneg = 1.0f;
+};
+
+void bias_act_rows(float* y, const float* sc, const float* b, int64_t C, int64_t npix, float gpos, float gneg) {
+#if GPEN_HAVE_AVX512_KERNELS
+  static const bool wide = cpu_isa() == Isa::avx512;
+  if (wide) return upfirdn2d_detail::isa_avx512::bias_act_rows(y, sc, b, C, npix, gpos, gneg);
+#endif
+  upfirdn2d_detail::isa_base::bias_act_rows(y, sc, b, C, npix, gpos, gneg);
+}
+
 void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, const TensorView& x, const TensorView& y,
-                   float* base) {
+                   float* base, const RowEpilogue& ep) {
   const int64_t rows = g.N * g.Ho;
   const int T = static_cast<int>(std::min<int64_t>(num_threads(), rows));
   const int64_t C = g.C, RC = g.Wo * g.C;
@@ -242,6 +248,7 @@ void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, cons
     fx[kx] = static_cast<float>(p.kernel[static_cast<size_t>(pl.sep.r0) * p.kw + (p.kw - 1 - kx)] / peak);
   float* slices = base + pl.taps_floats;
   const bool y_rows_dense = y.stride(3) == 1 && y.stride(2) == C;
+  const bool flat_x = p.up_x == 1 && p.down_x == 1 && x.stride(3) == 1 && x.stride(2) == C;
   // Static scheduling hands each thread one contiguous band of output rows, so consecutive rows
   // find most of their horizontally filtered input rows already in the ring.
 #pragma omp parallel num_threads(T) if (T > 1)
@@ -256,7 +263,22 @@ void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, cons
       float* h = ring + static_cast<size_t>(slot) * pl.row_floats;
       if (tags[slot] != tag) {
         const float* xrow = x.f32() + n * x.stride(0) + iy * x.stride(1);
+        // Without up- or downsampling along x, the outputs whose taps all land inside the row
+        // [ox0, ox1) are one flat weighted sum of kw shifted copies of the row (dense pixels);
+        // only the edges go pixel by pixel.
+        int64_t ox0 = g.Wo, ox1 = g.Wo;
+        if (flat_x) {
+          ox0 = std::clamp<int64_t>(p.pad_x0, 0, g.Wo);
+          ox1 = std::max<int64_t>(ox0, std::min<int64_t>(g.Wo, g.W + p.pad_x0 - p.kw + 1));
+          if (ox1 > ox0) {
+            TapSum flat(h + ox0 * C, 1, 1, (ox1 - ox0) * C);
+            for (int64_t kx = 0; kx < p.kw; ++kx) flat.add(xrow + (ox0 + kx - p.pad_x0) * C, fx[kx]);
+            flat.finish();
+          }
+        }
         for (int64_t ox = 0; ox < g.Wo; ++ox) {
+          if (ox == ox0 && ox1 > ox0) ox = ox1;
+          if (ox >= g.Wo) break;
           TapSum sum(h + ox * C, 1, x.stride(3), C);
           for (int64_t kx = 0; kx < p.kw; ++kx) {
             const int64_t ix = source_index(ox, kx, p.down_x, p.up_x, p.pad_x0, g.W);
@@ -280,6 +302,7 @@ void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, cons
           if (iy >= 0) sum.add(hrow(n, iy), fy[ky]);
         }
         sum.finish();
+        if (ep.on) bias_act_rows(dst, ep.scale ? ep.scale + n * ep.scale_n : nullptr, ep.bias, C, g.Wo, ep.gpos, ep.gneg);
       } else {
         // Fill the ring first (at most `ring` distinct rows, so none is evicted below).
         for (int64_t ky = 0; ky < p.kh; ++ky) {
@@ -317,10 +340,41 @@ void upfirdn2d(const UpFirDn2dParams& p, const TensorView& x, const TensorView& 
   const Plan pl = make_plan(p, g);
   float* base = detail::align_ptr(workspace);
   if (pl.separable) {
-    run_separable(p, g, pl, x, y, base);
+    run_separable(p, g, pl, x, y, base, RowEpilogue{});
   } else {
     run_direct(p, g, pl, x, y, base);
   }
+}
+
+void upfirdn2d_act(const UpFirDn2dParams& p, const TensorView& x, const TensorView* out_scale, const TensorView* bias,
+                   const TensorView& y, void* workspace) {
+  const bool any = p.has_out_scale || p.has_bias || !p.act.is_identity();
+  bool fuse = any && x.dtype == DType::f32 && y.dtype == DType::f32 && x.rank() == 4 && y.rank() == 4 &&
+              y.stride(3) == 1 && y.stride(2) == y.dim(3) && p.has_out_scale == (out_scale != nullptr) &&
+              p.has_bias == (bias != nullptr) && workspace != nullptr;
+  const int64_t N = y.rank() == 4 ? y.dim(0) : 0, C = y.rank() == 4 ? y.dim(3) : 0;
+  if (fuse && out_scale)
+    fuse = out_scale->dtype == DType::f32 && out_scale->rank() == 2 && out_scale->dim(0) == N &&
+           out_scale->dim(1) == C && out_scale->stride(1) == 1;
+  if (fuse && bias) fuse = bias->dtype == DType::f32 && bias->numel() == C && bias->stride(bias->rank() - 1) == 1;
+  if (fuse) {
+    const Geom g = make_geom(p, x.shape, y.shape);
+    const Plan pl = make_plan(p, g);
+    fuse = pl.separable && y.numel() > 0;
+    if (fuse) {
+      RowEpilogue ep;
+      ep.on = true;
+      ep.scale = out_scale ? out_scale->f32() : nullptr;
+      ep.scale_n = out_scale ? out_scale->stride(0) : 0;
+      ep.bias = bias ? bias->f32() : nullptr;
+      ep.gpos = p.act.gain, ep.gneg = p.act.gain * p.act.slope;
+      run_separable(p, g, pl, x, y, detail::align_ptr(workspace), ep);
+      return;
+    }
+  }
+  // Anything else (and every bad input, for its message): the two passes.
+  upfirdn2d(p, x, y, workspace);
+  if (any) upfirdn2d_epilogue(p, out_scale, bias, y);
 }
 
 }  // namespace gpen::cpu

@@ -88,6 +88,17 @@ int winograd_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, i
   return H >= 48 && W >= 48 && C >= 32 && Co >= 32 ? 4 : 0;
 }
 
+int modconv_winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co) {
+  const int m = winograd_tile(p, N, H, W, C, Co);
+  if (m != 0 || mode() != Mode::automatic || p.k != 3 || p.up || p.split_rows > 0) return m;
+  // Below 48 px F(4x4, 3x3) still pays where the channels are many: GPEN-256's 32x32 StyledConv
+  // (512 -> 256 with the noise concat) 1.3-1.6x faster than the direct path, its 16x16 one even;
+  // GPEN-512's 32x32 one (1024 -> 512) only at parity, its weight transform per call four times
+  // larger, so it stays direct (bench/bench_cpu_gpen256.cpp, docs/benchmarks.md).
+  const bool rich = C >= 256 && Co >= 128 && C * Co <= 512 * 256;
+  return H >= kSmallWinoMinPixels && W >= kSmallWinoMinPixels && rich ? 4 : 0;
+}
+
 WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads,
                         int64_t u_budget) {
   GPEN_CHECK(m == 2 || m == 4, "winograd: tile " + std::to_string(m) + " is not 2 or 4");
@@ -107,7 +118,11 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
   // Transformed-weight groups of at most the direct path's packed weight of this layer (9 C Co
   // floats) or kUFloorFloats, whichever is more, balanced; a task covers a whole group where it
   // can (each chunk of a group transforms the inputs again).
-  const int64_t budget = u_budget > 0 ? u_budget : std::max(9 * C * round_up(Co, 16), kUFloorFloats);
+  // Below 48 px (modconv_winograd_tile) no floor: the groups stay within the direct path's packed
+  // weight, so choosing Winograd there never grows the workspace (peak RSS).
+  const bool small = H < 48 || W < 48;
+  const int64_t budget =
+      u_budget > 0 ? u_budget : small ? 9 * C * round_up(Co, 16) : std::max(9 * C * round_up(Co, 16), kUFloorFloats);
   pl.ngroup = std::max<int64_t>(1, cdiv(pl.nxi * C * round_up(Co, 16), budget));
   pl.group_co = round_up(cdiv(Co, pl.ngroup), 16);
   pl.ngroup = cdiv(Co, pl.group_co);

@@ -35,6 +35,13 @@ constexpr int64_t kUFloorFloats = int64_t{4} << 20;  // a transformed-weight gro
 // workspace query and the run agree.
 int winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
 
+// The modconv's choice: winograd_tile, and in "auto" also F(4x4, 3x3) on stride-1 3x3 layers
+// from kSmallWinoMinPixels up with C >= 256, Co >= 128 and C Co <= 512 x 256 (measured in
+// bench_cpu_gpen256), whose
+// transformed-weight groups stay within the direct path's packed weight (make_wino_plan).
+constexpr int64_t kSmallWinoMinPixels = 32;
+int modconv_winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
+
 // "auto", "direct", "winograd4" or "winograd2": GPEN_CPU_CONV as this process reads it (for the
 // profile and --version).
 const char* conv_mode_name();
