@@ -13,7 +13,7 @@ using namespace gpen;
 
 namespace {
 
-// Args: H, W (output), Cin, Cout, k, stride; same padding (k / 2), bias + relu, and with
+// Args: H, W (output), Cin, Cout, k, stride, res, threads; same padding (k / 2), bias + relu, and with
 // `res` the residual of the bottleneck's last 1x1 conv.
 void BM_R50Conv(benchmark::State& state) {
   const int64_t Ho = state.range(0), Wo = state.range(1), C = state.range(2), Co = state.range(3);
@@ -35,8 +35,9 @@ void BM_R50Conv(benchmark::State& state) {
   for (float& v : w) v = 0.05f * d(rng);
   for (float& v : b) v = d(rng);
   std::vector<float> y(static_cast<size_t>(ys.numel())), r(res ? y.size() : 0, 0.5f);
-  cpu::set_num_threads(2);
-  std::vector<unsigned char> ws(cpu::conv2d_workspace_bytes(p, xs, ys, 2));
+  const int threads = static_cast<int>(state.range(7));
+  cpu::set_num_threads(threads);
+  std::vector<unsigned char> ws(cpu::conv2d_workspace_bytes(p, xs, ys, threads));
   const TensorView xv = make_view(x.data(), DType::f32, xs), wv = make_view(w.data(), DType::f32, wsh);
   const TensorView bv = make_view(b.data(), DType::f32, {Co}), yv = make_view(y.data(), DType::f32, ys);
   const TensorView rv = res ? make_view(r.data(), DType::f32, ys) : TensorView{};
@@ -51,24 +52,26 @@ void BM_R50Conv(benchmark::State& state) {
 }
 
 void R50Args(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"Ho", "Wo", "Cin", "Cout", "k", "s", "res"});
-  b->Args({384, 512, 3, 64, 7, 2, 0});      // stem
-  b->Args({192, 256, 256, 64, 1, 1, 0});    // layer1 conv1
-  b->Args({192, 256, 64, 64, 3, 1, 0});     // layer1 conv2
-  b->Args({192, 256, 64, 256, 1, 1, 1});    // layer1 conv3 + residual
-  b->Args({96, 128, 512, 128, 1, 1, 0});    // layer2 conv1
-  b->Args({96, 128, 128, 128, 3, 1, 0});    // layer2 conv2
-  b->Args({96, 128, 128, 512, 1, 1, 1});    // layer2 conv3 + residual
-  b->Args({48, 64, 1024, 256, 1, 1, 0});    // layer3 conv1
-  b->Args({48, 64, 256, 256, 3, 1, 0});     // layer3 conv2
-  b->Args({48, 64, 256, 1024, 1, 1, 1});    // layer3 conv3 + residual
-  b->Args({24, 32, 2048, 512, 1, 1, 0});    // layer4 conv1
-  b->Args({24, 32, 512, 512, 3, 1, 0});     // layer4 conv2
-  b->Args({24, 32, 512, 2048, 1, 1, 1});    // layer4 conv3 + residual
-  b->Args({24, 32, 256, 64, 3, 1, 0});      // SSH at stride 32
-  b->Args({24, 32, 64, 64, 3, 1, 0});       // SSH at stride 32, the 5x5 / 7x7 branches
-  b->Args({12, 16, 512, 512, 3, 1, 0});     // layer4 conv2 of a 512x384 photo
-  b->Args({12, 16, 64, 64, 3, 1, 0});       // its SSH branches
+  b->ArgNames({"Ho", "Wo", "Cin", "Cout", "k", "s", "res", "thr"});
+  for (int t : {2, 1}) {
+    b->Args({384, 512, 3, 64, 7, 2, 0, t});      // stem
+    b->Args({192, 256, 256, 64, 1, 1, 0, t});    // layer1 conv1
+    b->Args({192, 256, 64, 64, 3, 1, 0, t});     // layer1 conv2
+    b->Args({192, 256, 64, 256, 1, 1, 1, t});    // layer1 conv3 + residual
+    b->Args({96, 128, 512, 128, 1, 1, 0, t});    // layer2 conv1
+    b->Args({96, 128, 128, 128, 3, 1, 0, t});    // layer2 conv2
+    b->Args({96, 128, 128, 512, 1, 1, 1, t});    // layer2 conv3 + residual
+    b->Args({48, 64, 1024, 256, 1, 1, 0, t});    // layer3 conv1
+    b->Args({48, 64, 256, 256, 3, 1, 0, t});     // layer3 conv2
+    b->Args({48, 64, 256, 1024, 1, 1, 1, t});    // layer3 conv3 + residual
+    b->Args({24, 32, 2048, 512, 1, 1, 0, t});    // layer4 conv1
+    b->Args({24, 32, 512, 512, 3, 1, 0, t});     // layer4 conv2
+    b->Args({24, 32, 512, 2048, 1, 1, 1, t});    // layer4 conv3 + residual
+    b->Args({24, 32, 256, 64, 3, 1, 0, t});      // SSH at stride 32
+    b->Args({24, 32, 64, 64, 3, 1, 0, t});       // SSH at stride 32, the 5x5 / 7x7 branches
+    b->Args({12, 16, 512, 512, 3, 1, 0, t});     // layer4 conv2 of a 512x384 photo
+    b->Args({12, 16, 64, 64, 3, 1, 0, t});       // its SSH branches
+  }
 }
 
 BENCHMARK(BM_R50Conv)->Apply(R50Args)->Unit(benchmark::kMillisecond)->UseRealTime();
