@@ -49,7 +49,9 @@ std::string path_of(const Graph& g, const Node& n) {
   const int m = cpu::winograd_detail::conv2d_winograd_tile(*c, x, y);
   if (m) return "winograd" + std::to_string(m);
   if (c->groups > 1 && c->groups == x[3]) return "depthwise";
-  if (y[3] <= 32 || x[3] / c->groups <= 4) return "direct";
+  // kernels/cpu/conv2d_direct.cpp's rule: ungrouped, <= 32 outputs or <= 4 inputs, packed weight <= 64 Ki floats.
+  const int64_t depth = int64_t{c->kh} * c->kw * x[3] / c->groups;
+  if (c->groups == 1 && (y[3] <= 32 || x[3] <= 4) && depth * ((y[3] + 7) / 8 * 8) <= (int64_t{1} << 16)) return "direct";
   return "gemm";
 }
 
