@@ -10,6 +10,7 @@
 #include "engine/core/error.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/winograd.h"
+#include "kernels/cpu/winograd_up.h"
 
 namespace gpen::cli {
 
@@ -75,6 +76,16 @@ void add_cpu_peak(nlohmann::json& s, int threads) {
     if (line.rfind("cpu MHz", 0) == 0 && line.find(':') != std::string::npos) mhz = std::atof(line.c_str() + line.find(':') + 1);
   s["cpu_isa"] = cpu::isa_name(isa);
   s["cpu_conv"] = cpu::winograd_detail::conv_mode_name();
+  {  // what the transposed convs run in this mode (the same for every 3x3 one: winograd_up.h)
+    ModConvParams up;
+    up.up = true;
+    const int m = cpu::winograd_detail::winograd_up_tile(up, 1, 256, 256, 256, 64);
+    const bool automatic = std::string(cpu::winograd_detail::conv_mode_name()) == "auto";
+    s["cpu_conv_up"] = !m          ? std::string("direct")
+                       : automatic ? "polyphase Winograd F(2, 2) from 128x128 inputs with 32..256 channels, else direct "
+                                     "(kernels/cpu/winograd_up.cpp)"
+                                   : "polyphase Winograd F(" + std::to_string(m) + ", 2) on every one";
+  }
   if (mhz <= 0) return;  // no clock to go by: no peak
   const double peak = threads * cpu::isa_flops_per_cycle(isa) * mhz * 1e-3;
   s["cpu_mhz"] = mhz;
@@ -90,8 +101,9 @@ void print_profile(const nlohmann::json& s, int top) {
                 s["cpu_isa"].get<std::string>().c_str(), s["peak_gflops"].get<double>(), s["cpu_mhz"].get<double>());
   if (s.contains("cpu_conv"))
     std::printf("    CPU 3x3 convs: GPEN_CPU_CONV=%s (Winograd where kernels/cpu/winograd.h says); GFLOP/s count the\n"
-                "    direct conv's FLOPs, so a Winograd conv shows its effective rate (direct FLOPs / time)\n",
-                s["cpu_conv"].get<std::string>().c_str());
+                "    direct conv's FLOPs, so a Winograd conv shows its effective rate (direct FLOPs / time)\n"
+                "    modconv_up (3x3 transposed): %s\n",
+                s["cpu_conv"].get<std::string>().c_str(), s.value("cpu_conv_up", std::string("direct")).c_str());
   std::printf("    %-22s %10s %7s %10s %8s\n", "op", "ms", "share", "GFLOP/s", "of peak");
   for (const auto& e : s["by_op"])
     std::printf("    %-22s %10.3f %6.1f%% %10.1f %7.1f%%\n", e["op"].get<std::string>().c_str(), e["ms"].get<double>(),

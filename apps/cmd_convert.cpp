@@ -55,8 +55,8 @@ gpen::cli::Command reg(
       auto a = std::make_shared<ConvertArgs>();
       sub.add_option("input", a->in, "Checkpoint (.pth zip or legacy format, or .safetensors)")->required();
       sub.add_option("-o,--output", a->out, "Output .gpw file (written atomically)")->required();
-      sub.add_option("--arch", a->arch, "Model: auto, gpen, retinaface or realesrnet")
-          ->check(CLI::IsMember({"auto", "gpen", "retinaface"}));
+      sub.add_option("--arch", a->arch, "Model: auto (recognised from the tensor names), gpen, retinaface, realesrnet or parsenet")
+          ->check(CLI::IsMember({"auto", "gpen", "retinaface", "realesrnet", "parsenet"}));
       sub.add_option("--key", a->key, "Nested dict holding the weights (e.g. g_ema, params_ema, state_dict)");
       sub.add_option("--task", a->task,
                      "GPEN: record the task the weights were trained for (enhance, colorize, inpaint, seg2face) in the "

@@ -47,7 +47,9 @@ static std::string kVersionText() {
     v += std::string("\nCPU kernels: ") + gpen::cpu::isa_name(gpen::cpu::cpu_isa()) +
          (gpen::cpu::cpu_has_avx512() ? " (this CPU has AVX-512 F/BW/DQ/VL)" : " (no AVX-512 on this CPU or build)");
     v += std::string("\nCPU 3x3 convs: ") + gpen::cpu::winograd_detail::conv_mode_name() +
-         " (GPEN_CPU_CONV: auto = Winograd F(4x4,3x3) on the large stride-1 layers, direct, winograd4, winograd2)";
+         " (GPEN_CPU_CONV: auto = Winograd F(4x4,3x3) on the large stride-1 layers, polyphase F(2,2) on the large narrow "
+         "transposed ones, direct, "
+         "winograd4 / winograd2 = on every stride-1 and transposed 3x3 modconv)";
   } catch (const gpen::Error& e) {
     v += std::string("\nCPU kernels: ") + e.what();
   }

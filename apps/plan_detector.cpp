@@ -15,37 +15,15 @@ void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev) {
   RetinaFaceBackbone bb = parse_retinaface_backbone(a.arch == "retinaface-r50" ? "resnet50" : "mobilenet0.25");
   auto [w, h] = parse_input_size(a.input_size);
   RetinaFaceGraph rg = build_retinaface_graph(bb, h, w);
-  const bool all = a.strategy == "all";
   GPEN_CHECK(a.arena_budget.empty() && a.bands == 0,
              "gpen plan --arch " + a.arch + ": --arena-budget and --bands run GPEN in bands, not the detector");
-  Planned pd = plan_with_transforms(rg.graph, dev.ws, plan_options(a, all ? "" : a.strategy));
-  const MemoryPlan& p = pd.plan;
-  std::vector<MemoryPlan> strategies;
-  if (all)
-    for (const auto& name : strategy_names()) strategies.push_back(plan_memory(rg.graph, dev.ws, {name}));
-  if (a.json) {
-    nlohmann::json j = plan_json(p);
-    j.update({{"arch", a.arch},
-              {"config", {{"backbone", retinaface_backbone_name(bb)}}},
-              {"input_size", {w, h}},
-              {"precision", "fp32"},
-              {"device", dev.name},
-              {"ops", rg.graph.nodes().size()},
-              {"tensors", rg.graph.tensors().size()}});
-    if (pd.transformed) j["transform"] = transform_json(pd);
-    if (all) {
-      j["strategies"] = nlohmann::json::array();
-      for (const MemoryPlan& q : strategies) j["strategies"].push_back(strategy_json(q));
-    }
-    emit_json(a, j);
-    return;
-  }
-  std::printf("RetinaFace %s at %dx%d, fp32\n", retinaface_backbone_name(bb), w, h);
-  std::printf("  ops %zu, tensors %zu\n", rg.graph.nodes().size(), rg.graph.tensors().size());
-  // The CPU report names no backend (as before --device existed); another device is named.
-  print_plan(p, dev.name == "cpu" ? nullptr : dev.name.c_str());
-  if (pd.transformed) print_transform(pd);
-  for (const MemoryPlan& q : strategies) print_strategy(q);
+  report_single_plan(a, dev, rg.graph,
+                     {{"arch", a.arch},
+                      {"config", {{"backbone", retinaface_backbone_name(bb)}}},
+                      {"input_size", {w, h}},
+                      {"precision", "fp32"}},
+                     std::string("RetinaFace ") + retinaface_backbone_name(bb) + " at " + std::to_string(w) + "x" +
+                         std::to_string(h) + ", fp32");
 }
 
 // The restore pipeline: the detector runs, then the generator, never both at once, so one arena

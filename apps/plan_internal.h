@@ -93,6 +93,12 @@ void print_plan(const MemoryPlan& p, const char* backend);
 // One entry of the --strategy all comparison.
 nlohmann::json strategy_json(const MemoryPlan& q);
 void print_strategy(const MemoryPlan& q);
+// The report of a model planned alone (RetinaFace, ParseNet): plans `g` with the asked-for
+// transforms and, with --strategy all, under every strategy; the JSON is plan_json's fields, then
+// `fields` (the model's own: arch, sizes, precision), then the graph's op and tensor counts; the
+// text starts with `title`.
+void report_single_plan(const PlanArgs& a, const PlanDevice& dev, Graph& g, const nlohmann::json& fields,
+                        const std::string& title);
 
 struct Row {
   std::string model;

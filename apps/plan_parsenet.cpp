@@ -35,34 +35,12 @@ void run_parsenet_plan(const PlanArgs& a, const PlanDevice& dev) {
   GPEN_CHECK(a.precision == "fp32", "ParseNet runs in fp32 only (--precision " + a.precision + ")");
   ParseNetGraph pg = build_parsenet_graph(h, w, a.batch);
   const double flops = graph_flops(pg.graph);
-  const bool all = a.strategy == "all";
-  Planned pd = plan_with_transforms(pg.graph, dev.ws, plan_options(a, all ? "" : a.strategy));
-  std::vector<MemoryPlan> strategies;
-  if (all)
-    for (const auto& name : strategy_names()) strategies.push_back(plan_memory(pg.graph, dev.ws, {name}));
-  if (a.json) {
-    nlohmann::json j = plan_json(pd.plan);
-    j.update({{"arch", "parsenet"},
-              {"input_size", {w, h}},
-              {"batch", a.batch},
-              {"precision", "fp32"},
-              {"device", dev.name},
-              {"gflop", flops / 1e9},
-              {"ops", pg.graph.nodes().size()},
-              {"tensors", pg.graph.tensors().size()}});
-    if (pd.transformed) j["transform"] = transform_json(pd);
-    if (all) {
-      j["strategies"] = nlohmann::json::array();
-      for (const MemoryPlan& q : strategies) j["strategies"].push_back(strategy_json(q));
-    }
-    emit_json(a, j);
-    return;
-  }
-  std::printf("ParseNet at %dx%d, batch %d, fp32 (%.1f GFLOP per run)\n", w, h, a.batch, flops / 1e9);
-  std::printf("  ops %zu, tensors %zu\n", pg.graph.nodes().size(), pg.graph.tensors().size());
-  print_plan(pd.plan, dev.name == "cpu" ? nullptr : dev.name.c_str());
-  if (pd.transformed) print_transform(pd);
-  for (const MemoryPlan& q : strategies) print_strategy(q);
+  char title[96];
+  std::snprintf(title, sizeof title, "ParseNet at %dx%d, batch %d, fp32 (%.1f GFLOP per run)", w, h, a.batch, flops / 1e9);
+  report_single_plan(a, dev, pg.graph,
+                     {{"arch", "parsenet"}, {"input_size", {w, h}}, {"batch", a.batch}, {"precision", "fp32"},
+                      {"gflop", flops / 1e9}},
+                     title);
 }
 
 }  // namespace gpen::cli::plan_detail

@@ -137,6 +137,33 @@ void emit_json(const PlanArgs& a, const nlohmann::json& j) {
     std::cout << j.dump(2) << "\n";
 }
 
+void report_single_plan(const PlanArgs& a, const PlanDevice& dev, Graph& g, const nlohmann::json& fields,
+                        const std::string& title) {
+  const bool all = a.strategy == "all";
+  Planned pd = plan_with_transforms(g, dev.ws, plan_options(a, all ? "" : a.strategy));
+  std::vector<MemoryPlan> strategies;
+  if (all)
+    for (const auto& name : strategy_names()) strategies.push_back(plan_memory(g, dev.ws, {name}));
+  if (a.json) {
+    nlohmann::json j = plan_json(pd.plan);
+    j.update(fields);
+    j.update({{"device", dev.name}, {"ops", g.nodes().size()}, {"tensors", g.tensors().size()}});
+    if (pd.transformed) j["transform"] = transform_json(pd);
+    if (all) {
+      j["strategies"] = nlohmann::json::array();
+      for (const MemoryPlan& q : strategies) j["strategies"].push_back(strategy_json(q));
+    }
+    emit_json(a, j);
+    return;
+  }
+  std::printf("%s\n", title.c_str());
+  std::printf("  ops %zu, tensors %zu\n", g.nodes().size(), g.tensors().size());
+  // The CPU report names no backend (as before --device existed); another device is named.
+  print_plan(pd.plan, dev.name == "cpu" ? nullptr : dev.name.c_str());
+  if (pd.transformed) print_transform(pd);
+  for (const MemoryPlan& q : strategies) print_strategy(q);
+}
+
 nlohmann::json plan_report(PlanArgs a) {
   nlohmann::json j;
   a.json = true;

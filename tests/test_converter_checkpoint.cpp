@@ -16,33 +16,17 @@
 #include "converter/convert.h"
 #include "engine/core/error.h"
 #include "weights/gpw_format.h"
+#include "tests/converter_fixtures.h"
 
 using namespace gpen;
 using namespace gpen::conv;
+using gpen_test::kCheckpointDir;
+using gpen_test::slurp;
+using gpen_test::manifest;
+using gpen_test::error_of;
+using P = gpen_test::PickleBytes;
 
 namespace {
-
-const std::string kDir = GPEN_FIXTURE_DIR "/checkpoints/";
-
-std::vector<uint8_t> slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  REQUIRE_MESSAGE(f.good(), "missing fixture " << p << " (run tests/reference/make_checkpoint_fixtures.py)");
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-}
-
-nlohmann::json manifest(const std::string& base) {
-  auto b = slurp(kDir + base + ".json");
-  return nlohmann::json::parse(b.begin(), b.end());
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Opens (and, when that works, reads every tensor of) a buffer: the only acceptable failure is a
 // gpen::Error with a single-line message.
@@ -63,31 +47,6 @@ void open_and_read_all(const std::vector<uint8_t>& buf) {
 }
 
 // Builds pickle byte strings opcode by opcode.
-struct P {
-  std::string b;
-  P& op(int c) {
-    b.push_back(static_cast<char>(c));
-    return *this;
-  }
-  P& raw(const std::string& s) {
-    b += s;
-    return *this;
-  }
-  P& u32(uint32_t v) {
-    for (int k = 0; k < 4; ++k) b.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
-    return *this;
-  }
-  P& str(const std::string& s) { return op('X').u32(static_cast<uint32_t>(s.size())).raw(s); }
-  P& k(int v) { return op('K').op(v); }
-  P& i32(int32_t v) { return op('J').u32(static_cast<uint32_t>(v)); }
-  P& i64(uint64_t v) {
-    op(0x8a).op(8);
-    for (int q = 0; q < 8; ++q) b.push_back(static_cast<char>((v >> (8 * q)) & 0xff));
-    return *this;
-  }
-  P& global(const std::string& m, const std::string& n) { return op('c').raw(m + "\n" + n + "\n"); }
-};
-
 std::string le64(uint64_t v) {
   std::string s;
   for (int k = 0; k < 8; ++k) s.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
@@ -121,7 +80,7 @@ std::vector<uint8_t> legacy_file(const std::vector<int32_t>& size, uint64_t nume
 
 TEST_CASE("checkpoint: tiny GPEN in zip, legacy and safetensors reads bit-identical") {
   const auto ref = manifest("gpen_s64.ref");
-  const auto blob = slurp(kDir + "gpen_s64.ref.bin");
+  const auto blob = slurp(kCheckpointDir + "gpen_s64.ref.bin");
   struct Case {
     const char* file;
     const char* format;
@@ -131,7 +90,7 @@ TEST_CASE("checkpoint: tiny GPEN in zip, legacy and safetensors reads bit-identi
                {"gpen_s64.safetensors", "safetensors", ""}};
   for (const auto& c : cases) {
     CAPTURE(c.file);
-    auto ck = Checkpoint::open(kDir + c.file);
+    auto ck = Checkpoint::open(kCheckpointDir + c.file);
     CHECK(ck->format() == c.format);
     CHECK(ck->selected_key() == c.key);
     REQUIRE(ck->tensors().size() == ref.size());
@@ -157,7 +116,7 @@ TEST_CASE("checkpoint: shared-storage RetinaFace fixture (views at storage offse
   const char* files[] = {"mnet.zip.pth", "mnet.legacy.pth", "mnet.safetensors"};
   for (const char* f : files) {
     CAPTURE(f);
-    auto ck = Checkpoint::open(kDir + f);
+    auto ck = Checkpoint::open(kCheckpointDir + f);
     REQUIRE(ck->tensors().size() == ref.size());
     int floats = 0;
     for (const auto& r : ref) {
@@ -218,21 +177,21 @@ TEST_CASE("checkpoint: the real RetinaFace mobilenet0.25 checkpoint (legacy, cud
 TEST_CASE("checkpoint: --key selects a nested dict; errors list what is there") {
   OpenOptions o;
   o.key = "g_ema";
-  CHECK(Checkpoint::open(kDir + "gpen_s64.zip.pth", o)->tensors().size() == 94);
+  CHECK(Checkpoint::open(kCheckpointDir + "gpen_s64.zip.pth", o)->tensors().size() == 94);
   o.key = "iter";
-  CHECK(error_of([&] { Checkpoint::open(kDir + "gpen_s64.zip.pth", o); }).find("does not name a dict of tensors") !=
+  CHECK(error_of([&] { Checkpoint::open(kCheckpointDir + "gpen_s64.zip.pth", o); }).find("does not name a dict of tensors") !=
         std::string::npos);
   o.key = "nope";
-  std::string e = error_of([&] { Checkpoint::open(kDir + "gpen_s64.zip.pth", o); });
+  std::string e = error_of([&] { Checkpoint::open(kCheckpointDir + "gpen_s64.zip.pth", o); });
   CHECK(e.find("no key 'nope'") != std::string::npos);
   CHECK(e.find("g_ema") != std::string::npos);
   CHECK(e.find("gpen_s64.zip.pth") != std::string::npos);
   o.key = "args.size";
-  CHECK(error_of([&] { Checkpoint::open(kDir + "gpen_s64.zip.pth", o); }).find("not name a dict of tensors") !=
+  CHECK(error_of([&] { Checkpoint::open(kCheckpointDir + "gpen_s64.zip.pth", o); }).find("not name a dict of tensors") !=
         std::string::npos);
   // safetensors: the key is a name prefix.
   o.key = "generator.style";
-  auto st = Checkpoint::open(kDir + "gpen_s64.safetensors", o);
+  auto st = Checkpoint::open(kCheckpointDir + "gpen_s64.safetensors", o);
   CHECK(st->tensors().size() == 4);
   CHECK(st->find("1.weight"));
 }
@@ -252,13 +211,13 @@ TEST_CASE("checkpoint: refused inputs name the file and the reason") {
   };
   for (const auto& b : bad) {
     CAPTURE(b.file);
-    std::string e = error_of([&] { Checkpoint::open(kDir + b.file); });
+    std::string e = error_of([&] { Checkpoint::open(kCheckpointDir + b.file); });
     CHECK(e.find(b.msg) != std::string::npos);
     CHECK(e.find(b.file) != std::string::npos);
     CHECK(e.find('\n') == std::string::npos);
   }
-  CHECK(error_of([] { Checkpoint::open(kDir + "does_not_exist.pth"); }).find("cannot open") != std::string::npos);
-  CHECK(error_of([] { Checkpoint::open(kDir); }).find("not a regular file") != std::string::npos);
+  CHECK(error_of([] { Checkpoint::open(kCheckpointDir + "does_not_exist.pth"); }).find("cannot open") != std::string::npos);
+  CHECK(error_of([] { Checkpoint::open(kCheckpointDir); }).find("not a regular file") != std::string::npos);
   std::vector<uint8_t> text = {'h', 'e', 'l', 'l', 'o', ' ', 'w', 'o', 'r', 'l', 'd', '\n'};
   CHECK(error_of([&] { Checkpoint::open_memory(text.data(), text.size(), "t.pth"); }).find("not a PyTorch") !=
         std::string::npos);
@@ -337,7 +296,7 @@ TEST_CASE("checkpoint: every truncation and random corruption is an Error, never
   std::mt19937 rng(1234);
   for (const char* f : files) {
     CAPTURE(f);
-    const auto good = slurp(kDir + f);
+    const auto good = slurp(kCheckpointDir + f);
     for (size_t n = 0; n < good.size(); n += (n < 3000 ? 7 : 4099)) {
       CAPTURE(n);
       open_and_read_all(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n)));
@@ -366,7 +325,7 @@ TEST_CASE("checkpoint: every truncation and random corruption is an Error, never
 TEST_CASE("checkpoint: deflated zip records (re-compressed torch file) read the same values") {
   // Re-pack mnet.zip.pth with every record deflated: tensors at storage offsets then need the
   // non-seeking path.
-  const auto src = slurp(kDir + "mnet.zip.pth");
+  const auto src = slurp(kCheckpointDir + "mnet.zip.pth");
   zip_error_t err;
   zip_error_init(&err);
   zip_source_t* in_src = zip_source_buffer_create(src.data(), src.size(), 0, &err);

@@ -23,39 +23,22 @@
 #include "engine/core/error.h"
 #include "weights/gpw.h"
 #include "weights/half.h"
+#include "tests/converter_fixtures.h"
 
 namespace fs = std::filesystem;
 using namespace gpen;
 using namespace gpen::conv;
+using gpen_test::kCheckpointDir;
+using gpen_test::slurp;
+using gpen_test::manifest;
+using gpen_test::error_of;
 
 namespace {
-
-const std::string kDir = GPEN_FIXTURE_DIR "/checkpoints/";
 
 fs::path temp_dir() {
   fs::path d = fs::temp_directory_path() / ("gpen_test_convert_" + std::to_string(::getpid()));
   fs::create_directories(d);
   return d;
-}
-
-std::vector<uint8_t> slurp(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  REQUIRE_MESSAGE(f.good(), "missing fixture " << p);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
-}
-
-nlohmann::json manifest(const std::string& base) {
-  auto b = slurp(kDir + base + ".json");
-  return nlohmann::json::parse(b.begin(), b.end());
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 std::vector<int64_t> dims(const TensorView& v) { return std::vector<int64_t>(v.shape.d.begin(), v.shape.d.begin() + v.rank()); }
@@ -73,7 +56,7 @@ float value_at(const TensorView& v, size_t i) {
 // Compares every tensor of an expected manifest (float32 blob) with the .gpw, |a-b| <= atol + rtol |b|.
 void check_expected(const GpwFile& f, const std::string& base, double rtol, double atol, bool exact_names) {
   const auto m = manifest(base);
-  const auto blob = slurp(kDir + base + ".bin");
+  const auto blob = slurp(kCheckpointDir + base + ".bin");
   for (const auto& e : m) {
     const std::string name = e["name"];
     CAPTURE(name);
@@ -134,7 +117,7 @@ TEST_CASE("convert: tiny GPEN, every source format, matches the independently co
   for (const char* src : {"gpen_s64.zip.pth", "gpen_s64.legacy.pth", "gpen_s64.safetensors"}) {
     CAPTURE(src);
     fs::path out = d / (std::string(src) + ".gpw");
-    ConvertResult r = convert(kDir + src, out.string());
+    ConvertResult r = convert(kCheckpointDir + src, out.string());
     CHECK(r.arch == Arch::gpen);
     CHECK(r.ignored.empty());
     CHECK(r.bytes == fs::file_size(out));
@@ -178,7 +161,7 @@ TEST_CASE("convert: fp16 / bf16 storage keeps biases, constants and Q tables in 
     ConvertOptions o;
     o.dtype = dt;
     fs::path out = d / (std::string("tiny_") + dtype_name(dt) + ".gpw");
-    convert(kDir + "gpen_s64.zip.pth", out.string(), o);
+    convert(kCheckpointDir + "gpen_s64.zip.pth", out.string(), o);
     GpwFile f = GpwFile::open(out.string());
     CHECK(f.storage_dtype() == dt);
     for (const auto& e : f.tensors()) {
@@ -190,7 +173,7 @@ TEST_CASE("convert: fp16 / bf16 storage keeps biases, constants and Q tables in 
   }
   ConvertOptions bad;
   bad.dtype = DType::i32;
-  CHECK(error_of([&] { convert(kDir + "gpen_s64.zip.pth", (d / "x.gpw").string(), bad); }).find("--dtype") !=
+  CHECK(error_of([&] { convert(kCheckpointDir + "gpen_s64.zip.pth", (d / "x.gpw").string(), bad); }).find("--dtype") !=
         std::string::npos);
 }
 
@@ -199,7 +182,7 @@ TEST_CASE("convert: RetinaFace mobilenet0.25 fixtures fold BatchNorm into HWIO c
   for (const char* src : {"mnet.zip.pth", "mnet.legacy.pth", "mnet.safetensors"}) {
     CAPTURE(src);
     fs::path out = d / (std::string(src) + ".gpw");
-    ConvertResult r = convert(kDir + src, out.string());
+    ConvertResult r = convert(kCheckpointDir + src, out.string());
     CHECK(r.arch == Arch::retinaface);
     GpwFile f = GpwFile::open(out.string());
     CHECK(f.arch() == "retinaface");
@@ -315,7 +298,7 @@ TEST_CASE("convert: wrong or incomplete checkpoints fail, naming the tensor, and
   fs::path d = temp_dir() / "bad";
   fs::remove_all(d);
   fs::create_directories(d);
-  auto ck = Checkpoint::open(kDir + "gpen_s64.safetensors");
+  auto ck = Checkpoint::open(kCheckpointDir + "gpen_s64.safetensors");
   const auto all = read_all(*ck);
   auto variant = [&](const std::string& file, const std::function<void(std::vector<StTensor>&)>& edit) {
     auto ts = all;
@@ -357,9 +340,9 @@ TEST_CASE("convert: wrong or incomplete checkpoints fail, naming the tensor, and
   // Forced to the wrong architecture.
   ConvertOptions o;
   o.arch = Arch::retinaface;
-  CHECK(error_of([&] { convert(kDir + "gpen_s64.safetensors", out, o); }).find("backbone not recognised") !=
+  CHECK(error_of([&] { convert(kCheckpointDir + "gpen_s64.safetensors", out, o); }).find("backbone not recognised") !=
         std::string::npos);
-  CHECK(error_of([&] { convert(kDir + "bad_global.pth", out); }).find("argparse.Namespace") != std::string::npos);
+  CHECK(error_of([&] { convert(kCheckpointDir + "bad_global.pth", out); }).find("argparse.Namespace") != std::string::npos);
   // Nothing but the inputs in the directory: no output, no temporary file.
   for (const auto& entry : fs::directory_iterator(d)) CHECK(entry.path().extension() == ".safetensors");
   // Extra tensors are reported and skipped.
@@ -397,10 +380,10 @@ TEST_CASE("convert: a read failure in the middle of writing leaves no file") {
   fs::path d = temp_dir() / "midway";
   fs::remove_all(d);
   fs::create_directories(d);
-  FailingCheckpoint ck(Checkpoint::open(kDir + "gpen_s64.safetensors"), "ecd3.0.2.bias");
+  FailingCheckpoint ck(Checkpoint::open(kCheckpointDir + "gpen_s64.safetensors"), "ecd3.0.2.bias");
   CHECK(error_of([&] { convert(ck, (d / "out.gpw").string()); }).find("read failed (simulated)") != std::string::npos);
   CHECK(fs::is_empty(d));
-  FailingCheckpoint fine(Checkpoint::open(kDir + "gpen_s64.safetensors"), "no such tensor");
+  FailingCheckpoint fine(Checkpoint::open(kCheckpointDir + "gpen_s64.safetensors"), "no such tensor");
   convert(fine, (d / "out.gpw").string());
   CHECK(GpwFile::open((d / "out.gpw").string()).size() > 0);
 }
@@ -445,7 +428,7 @@ TEST_CASE("cli: gpen info / convert end to end") {
   fs::remove_all(d);
   fs::create_directories(d);
   const std::string out = (d / "tiny.gpw").string();
-  Run c = run(gpen + " convert " + kDir + "gpen_s64.zip.pth -o " + out + " --dtype bf16 --key g_ema");
+  Run c = run(gpen + " convert " + kCheckpointDir + "gpen_s64.zip.pth -o " + out + " --dtype bf16 --key g_ema");
   CHECK(c.status == 0);
   CHECK(c.out.find("gpen") != std::string::npos);
   Run i = run(gpen + " info --json " + out);
@@ -459,13 +442,13 @@ TEST_CASE("cli: gpen info / convert end to end") {
   // Bad input: one line on stderr, exit status 1, no output file.
   for (const char* bad : {"bad_os_system.pth", "no_datapkl.zip", "bad_noncontig.pth"}) {
     CAPTURE(bad);
-    Run b = run(gpen + " convert " + kDir + bad + " -o " + (d / "bad.gpw").string());
+    Run b = run(gpen + " convert " + kCheckpointDir + bad + " -o " + (d / "bad.gpw").string());
     CHECK(b.status == 1);
     CHECK(b.out.rfind("gpen: error: ", 0) == 0);
     CHECK(std::count(b.out.begin(), b.out.end(), '\n') == 1);
     CHECK_FALSE(fs::exists(d / "bad.gpw"));
   }
-  Run b = run(gpen + " info " + kDir + "gpen_s64.ref.json");
+  Run b = run(gpen + " info " + kCheckpointDir + "gpen_s64.ref.json");
   CHECK(b.status == 1);
   CHECK(b.out.find("not a PyTorch checkpoint") != std::string::npos);
 }

@@ -10,9 +10,11 @@
 
 #include "converter/layouts.h"
 #include "engine/core/error.h"
+#include "tests/converter_fixtures.h"
 
 using namespace gpen;
 using namespace gpen::conv;
+using gpen_test::error_of;
 
 namespace {
 
@@ -26,15 +28,6 @@ ShapeMap shapes_of(const std::vector<TensorSpec>& layout) {
   ShapeMap m;
   for (const auto& s : layout) m[s.name] = s.shape;
   return m;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 void check_same(const std::vector<TensorSpec>& mine, const nlohmann::json& tensors) {

@@ -7,44 +7,16 @@
 
 #include "converter/pickle.h"
 #include "engine/core/error.h"
+#include "tests/converter_fixtures.h"
 
 using namespace gpen;
 using namespace gpen::conv;
 using namespace gpen::conv::pickle;
+using P = gpen_test::PickleBytes;
 
 namespace {
 
 // Builds pickle byte strings opcode by opcode.
-struct P {
-  std::string b;
-  P& op(int c) {
-    b.push_back(static_cast<char>(c));
-    return *this;
-  }
-  P& raw(const std::string& s) {
-    b += s;
-    return *this;
-  }
-  P& u32(uint32_t v) {
-    for (int k = 0; k < 4; ++k) b.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
-    return *this;
-  }
-  P& u64(uint64_t v) {
-    for (int k = 0; k < 8; ++k) b.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
-    return *this;
-  }
-  P& proto(int v = 2) { return op(0x80).op(v); }
-  P& str(const std::string& s) { return op('X').u32(static_cast<uint32_t>(s.size())).raw(s); }
-  P& sstr(const std::string& s) { return op(0x8c).op(static_cast<int>(s.size())).raw(s); }
-  P& k(int v) { return op('K').op(v); }
-  P& global(const std::string& m, const std::string& n) { return op('c').raw(m + "\n" + n + "\n"); }
-  P& stop() { return op('.'); }
-  // ('storage', torch.<type>, key, 'cpu', numel) BINPERSID
-  P& storage(const std::string& type, const std::string& key, int numel) {
-    return op('(').str("storage").global("torch", type).str(key).str("cpu").k(numel).op('t').op('Q');
-  }
-};
-
 const Object* load(Unpickler& up, const std::string& bytes) {
   ByteReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "test");
   return up.load(r);

@@ -12,9 +12,11 @@
 #include "converter/fetch_models.h"
 #include "converter/layouts.h"
 #include "engine/core/error.h"
+#include "tests/converter_fixtures.h"
 
 using namespace gpen;
 using namespace gpen::conv;
+using gpen_test::error_of;
 
 namespace {
 
@@ -22,15 +24,6 @@ ShapeMap shapes_of(const std::vector<TensorSpec>& layout) {
   ShapeMap m;
   for (const auto& s : layout) m[s.name] = s.shape;
   return m;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -17,25 +17,15 @@
 #include "engine/photo/npy.h"
 #include "engine/photo/paste.h"
 #include "kernels/cpu/warp.h"
+#include "tests/json_fixture.h"
 
 using namespace gpen;
+using gpen_test::load_json;
+using gpen_test::matrix;
 
 namespace {
 
 const std::string kDir = std::string(GPEN_FIXTURE_DIR) + "/align/";
-
-nlohmann::json load_json(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), path);
-  return nlohmann::json::parse(in);
-}
-
-AffineTransform matrix(const nlohmann::json& m) {
-  AffineTransform t;
-  for (int r = 0; r < 2; ++r)
-    for (int c = 0; c < 3; ++c) t.m[static_cast<size_t>(r * 3 + c)] = m[r][c].get<double>();
-  return t;
-}
 
 Image crop_at(const Image& strip, int index, int size) {
   Image c;

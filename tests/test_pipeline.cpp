@@ -31,8 +31,10 @@
 #include "engine/photo/paste.h"
 #include "engine/photo/pipeline.h"
 #include "kernels/cpu/ops.h"
+#include "tests/json_fixture.h"
 
 using namespace gpen;
+using gpen_test::load_json;
 namespace fs = std::filesystem;
 
 namespace {
@@ -40,12 +42,6 @@ namespace {
 const std::string kFixtures = std::string(GPEN_FIXTURE_DIR) + "/pipeline/";
 const std::string kPython = "/usr/bin/python3";
 const int kSize = 256;
-
-nlohmann::json load_json(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in.good(), path);
-  return nlohmann::json::parse(in);
-}
 
 using gpen_test::run;
 

@@ -19,8 +19,10 @@
 #include "engine/models/retinaface.h"
 #include "engine/photo/npy.h"
 #include "weights/gpw.h"
+#include "tests/json_fixture.h"
 
 using namespace gpen;
+using gpen_test::load_json;
 namespace fs = std::filesystem;
 
 namespace {
@@ -69,12 +71,6 @@ float iou(const std::array<float, 4>& a, const std::vector<float>& b) {
   const float ih = std::max(0.0f, std::min(a[3], b[3]) - std::max(a[1], b[1]));
   const float inter = iw * ih;
   return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter);
-}
-
-nlohmann::json load_json(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE_MESSAGE(in, "missing " << path);
-  return nlohmann::json::parse(in);
 }
 
 struct Agreement {

@@ -32,6 +32,7 @@
 #include "kernels/cpu/weights8.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd.h"
+#include "kernels/cpu/winograd_up.h"
 #include "kernels/modconv_check.h"
 
 #ifndef GPEN_HAVE_AVX512_KERNELS
@@ -72,6 +73,8 @@ size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const
   // Stride-1 3x3 convs may run as Winograd (kernels/cpu/winograd.h), chosen from the shapes alone.
   if (const int m = winograd_detail::winograd_tile(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3]))
     return winograd_detail::modconv_winograd_workspace_bytes(m, x_cat, y, nt);
+  if (const int m = winograd_detail::winograd_up_tile(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3]))
+    return winograd_detail::modconv_winograd_up_workspace_bytes(m, x_cat, y, nt);
   const Plan pl = make_plan(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
   return static_cast<size_t>(pl.shared + pl.per_thread * nt) * sizeof(float) + kAlign;
 }
@@ -80,6 +83,10 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
   validate(p, a, y);
   if (const int m = winograd_detail::winograd_tile(p, y.dim(0), a.x->dim(1), a.x->dim(2), a.w->dim(2), a.w->dim(3))) {
     winograd_detail::modconv_winograd(m, p, a, y, workspace);
+    return;
+  }
+  if (const int m = winograd_detail::winograd_up_tile(p, y.dim(0), a.x->dim(1), a.x->dim(2), a.w->dim(2), a.w->dim(3))) {
+    winograd_detail::modconv_winograd_up(m, p, a, y, workspace);
     return;
   }
   // The workspace holds one slice per thread: it must have been sized with the same thread count.

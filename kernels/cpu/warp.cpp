@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -95,30 +96,33 @@ PixelRect warp_footprint(const AffineTransform& m, int src_w, int src_h, int dst
           static_cast<int>(by1 - by0) + 1};
 }
 
-void warp_affine_roi(const uint8_t* src, int sw, int sh, const AffineTransform& m, PixelRect roi, uint8_t* dst,
-                     WarpInterp interp) {
+namespace {
+
+// The checks and the source map both element types share; the per-type inner loops differ.
+template <class T>
+void warp_roi_any(const T* src, int sw, int sh, const AffineTransform& m, PixelRect roi, T* dst, WarpInterp interp) {
   GPEN_CHECK(src != nullptr, "warp: null source");
   check_src(sw, sh, "source");
   check_roi(roi);
   if (roi.empty()) return;
   const SourceMap s = source_map(m);
-  if (interp == WarpInterp::linear)
-    linear_u8(src, sw, sh, s, roi, dst);
+  const bool linear = interp == WarpInterp::linear;
+  if constexpr (std::is_same_v<T, uint8_t>)
+    linear ? linear_u8(src, sw, sh, s, roi, dst) : cubic_u8(src, sw, sh, s, roi, dst);
   else
-    cubic_u8(src, sw, sh, s, roi, dst);
+    linear ? linear_f32(src, sw, sh, s, roi, dst) : cubic_f32(src, sw, sh, s, roi, dst);
+}
+
+}  // namespace
+
+void warp_affine_roi(const uint8_t* src, int sw, int sh, const AffineTransform& m, PixelRect roi, uint8_t* dst,
+                     WarpInterp interp) {
+  warp_roi_any(src, sw, sh, m, roi, dst, interp);
 }
 
 void warp_affine_roi(const float* src, int sw, int sh, const AffineTransform& m, PixelRect roi, float* dst,
                      WarpInterp interp) {
-  GPEN_CHECK(src != nullptr, "warp: null source");
-  check_src(sw, sh, "source");
-  check_roi(roi);
-  if (roi.empty()) return;
-  const SourceMap s = source_map(m);
-  if (interp == WarpInterp::linear)
-    linear_f32(src, sw, sh, s, roi, dst);
-  else
-    cubic_f32(src, sw, sh, s, roi, dst);
+  warp_roi_any(src, sw, sh, m, roi, dst, interp);
 }
 
 Image warp_affine(ImageView src, const AffineTransform& m, int dst_w, int dst_h, WarpInterp interp) {

@@ -2,6 +2,7 @@
 // in exact integer arithmetic, as the CPU op (PyTorch's 'nearest'). One thread per output
 // element, channels fastest, so reads and writes of a pixel coalesce.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/nhwc_index.cuh"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
@@ -16,17 +17,11 @@ struct ResizeShape {
 
 template <class T>
 __global__ void __launch_bounds__(kThreads) resize_nearest_kernel(const ResizeShape s, const T* x, T* y) {
-  const int64_t total = s.n * s.ho * s.wo * s.c;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t c = i % s.c;
-    int64_t p = i / s.c;
-    const int64_t ox = p % s.wo;
-    p /= s.wo;
-    const int64_t oy = p % s.ho;
-    const int64_t n = p / s.ho;
+  for_each_nhwc(s.n, s.ho, s.wo, s.c, [&](const NhwcIndex e) {
+    const int64_t n = e.n, oy = e.y, ox = e.x, c = e.c;
     const int64_t iy = oy * s.h / s.ho, ix = ox * s.w / s.wo;
     y[n * s.ys.n + oy * s.ys.h + ox * s.ys.w + c * s.ys.c] = x[n * s.xs.n + iy * s.xs.h + ix * s.xs.w + c * s.xs.c];
-  }
+  });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // inserted zeros and are skipped. The taps travel in the kernel's parameters, stored flipped so
 // the loop is a plain correlation. One thread per output element, channels fastest.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/nhwc_index.cuh"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
@@ -27,14 +28,8 @@ struct FirShape {
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     upfirdn2d_kernel(const FirShape s, const T* x, const T* out_scale, const T* bias, T* y) {
-  const int64_t total = s.n * s.ho * s.wo * s.c;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t c = i % s.c;
-    int64_t p = i / s.c;
-    const int64_t ox = p % s.wo;
-    p /= s.wo;
-    const int64_t oy = p % s.ho;
-    const int64_t n = p / s.ho;
+  for_each_nhwc(s.n, s.ho, s.wo, s.c, [&](const NhwcIndex e) {
+    const int64_t n = e.n, oy = e.y, ox = e.x, c = e.c;
     const T* xn = x + n * s.xs.n + c * s.xs.c;
     float acc = 0.0f;
     for (int ky = 0; ky < s.kh; ++ky) {
@@ -50,7 +45,7 @@ __global__ void __launch_bounds__(kThreads)
     if (out_scale) acc *= to_f32(out_scale[n * s.scale_n + c * s.scale_c]);
     if (bias) acc += to_f32(bias[c * s.bias_c]);
     y[n * s.ys.n + oy * s.ys.h + ox * s.ys.w + c * s.ys.c] = from_f32<T>(activate(s.act, acc));
-  }
+  });
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The CPU targets of docs/benchmarks.md in one go: GPEN-BFR-512 and -256 layouts and RetinaFace R50 at
+# 1024x768, engine against ONNX Runtime and OpenVINO in the same invocation, 2 threads each,
+# INVOCATIONS times (default 3), the JSON of each under OUT (default bench/results/cpu-peers-DATE).
+# Prints one table row per invocation and the median ratio against the faster peer per config.
+# Needs build/gpen and the peers' venv (scripts/peers_venv.sh; made here when missing). The R50 weights
+# are random in the official layout (tests/reference/make_retinaface_fixtures.py --r50), made once
+# under build/peers_r50. Run it on an otherwise idle machine: the figures are wall times.
+# Usage: bench/cpu_peers.sh [INVOCATIONS] [OUT] [CONFIGS...]   (CONFIGS: gpen512 gpen256 r50)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-3}
+OUT=${2:-bench/results/cpu-peers-$(date -u +%Y-%m-%d)}
+shift $(( $# > 2 ? 2 : $# )) || true
+CONFIGS=("$@")
+[ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(gpen512 gpen256 r50)
+mkdir -p "$OUT"
+[ -x build/gpen ] || { echo "cpu_peers: build/gpen missing (scripts/build.sh)" >&2; exit 2; }
+[ -x .venv-peers/bin/python ] || [ -n "${GPEN_PEERS_PYTHON:-}" ] || scripts/peers_venv.sh
+R50=build/peers_r50
+if [[ " ${CONFIGS[*]} " == *" r50 "* ]] && [ ! -f $R50/r50.gpw ]; then
+  /usr/bin/python3 tests/reference/make_retinaface_fixtures.py --r50 $R50 >/dev/null
+  build/gpen convert $R50/checkpoint.pth -o $R50/r50.gpw >/dev/null
+fi
+export GOMP_SPINCOUNT=1000
+args_for() {
+  case $1 in
+    gpen512) echo "--device cpu --size 512 --runs 3" ;;
+    gpen256) echo "--device cpu --size 256 --channel-multiplier 1 --narrow 0.5 --runs 5" ;;
+    r50) echo "--device cpu --arch retinaface -d $R50/r50.gpw --image ../shared/images/kids_1024x768.jpg --runs 3 --pytorch-checkpoint $R50/checkpoint.pth" ;;
+  esac
+}
+lscpu | grep -E "Model name|^CPU\(s\)|Flags" | sed 's/Flags:.*\(avx512f\).*/Flags: ... avx512f .../' > "$OUT/cpu.txt"
+build/gpen --version > "$OUT/version.txt"
+for i in $(seq 1 "$N"); do
+  for c in "${CONFIGS[@]}"; do
+    f="$OUT/${c}_peers_$i.json"
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    # shellcheck disable=SC2046
+    build/gpen --threads 2 bench $(args_for "$c") --compare onnxruntime,openvino --json > "$f"
+    python3 - "$f" "$c" "$i" "$load" <<'PY'
+import json, sys
+f, c, i, load = sys.argv[1:]
+d = json.load(open(f))
+eng = d.get("network_median_ms", d["median_ms"])
+peers = {k: v["ms_per_face"] for k, v in d["peers"].items() if "ms_per_face" in v}
+best = min(peers, key=peers.get)
+print(f"{c:8s} #{i} load {load:>5s}  engine {eng:8.1f} ms  " +
+      "  ".join(f"{k} {v:8.1f}" for k, v in sorted(peers.items())) + f"  vs {best}: {peers[best] / eng:.2f}x")
+PY
+  done
+done | tee "$OUT/summary.txt"
+python3 - "$OUT" <<'PY' | tee -a "$OUT/summary.txt"
+import re, statistics, sys
+rows = {}
+for line in open(sys.argv[1] + "/summary.txt"):
+    m = re.match(r"(\S+)\s+#\d+.*: ([\d.]+)x", line)
+    if m: rows.setdefault(m.group(1), []).append(float(m.group(2)))
+for c, r in rows.items():
+    print(f"{c}: median ratio against the faster peer {statistics.median(r):.2f}x over {len(r)} invocations ({', '.join(f'{x:.2f}' for x in r)})")
+PY

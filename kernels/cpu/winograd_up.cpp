@@ -1,0 +1,164 @@
+// The ISA-independent half of the polyphase Winograd transposed modconv (overview:
+// winograd_up.h): the choice, the plan, the workspace and the parallel loop over
+// transformed-weight groups and tasks, which forwards to winograd_up_kernel.cpp for the ISA in use.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "engine/core/error.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/winograd_up.h"
+
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
+
+namespace gpen::cpu::winograd_detail {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// An odd number of cache lines per point's slice (the kernel's vstride / mstride: the same rule).
+int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 16; }
+
+}  // namespace
+
+int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, int64_t C, int64_t Co) {
+  if (!p.up || p.k != 3 || p.split_rows > 0) return 0;  // banded ops stay direct (winograd.cpp says why)
+  const char* mode = conv_mode_name();  // validated there, once per process
+  if (std::strcmp(mode, "direct") == 0) return 0;
+  if (std::strcmp(mode, "winograd4") == 0) return 4;
+  if (std::strcmp(mode, "winograd2") == 0) return 2;
+  // "auto": m = 2 where it measured faster than the direct path on an AVX-512 Xeon, on both ISA
+  // paths (docs/benchmarks.md, "Winograd for the transposed convs"): large inputs with at most
+  // 256 channels (GPEN-512's last up conv, GPEN-256's). m = 4 is slower on every GPEN layer:
+  // its 1.78x fewer multiplies do not pay for transforms over 81 points per tile and a
+  // transformed weight 9x the weight, streamed from L3 once per tile block, against a direct
+  // path at ~87 % of peak; m = 2 (25 points, 2.8x the weight) wins where the weight is small.
+  return H >= 128 && W >= 128 && C >= 32 && C <= 256 && Co >= 16 ? 2 : 0;
+}
+
+WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
+  GPEN_CHECK(m == 2 || m == 4, "winograd up: tile " + std::to_string(m) + " is not 2 or 4");
+  GPEN_CHECK(N >= 1 && H >= 1 && W >= 1 && C >= 1 && Co >= 1, "winograd up: empty tensor");
+  WinoPlan pl;
+  pl.m = m, pl.n = m + 1, pl.nxi = (2 * m + 1) * (2 * m + 1);
+  pl.N = N, pl.H = H, pl.W = W, pl.C = C, pl.Co = Co;
+  // Even outputs exist at H + 1 positions per axis (rows 0, 2, .., 2H), odd ones at H.
+  pl.th = cdiv(H + 1, m), pl.tw = cdiv(W + 1, m), pl.ntiles = N * pl.th * pl.tw;
+  pl.nblock = cdiv(pl.ntiles, kUpMaxTileBlock);
+  pl.T = round_up(cdiv(pl.ntiles, pl.nblock), 6);
+  pl.nblock = cdiv(pl.ntiles, pl.T);
+  pl.nkb = cdiv(C, kKcMax);
+  pl.kc = cdiv(C, pl.nkb);
+  pl.kcs = round_up(pl.kc, 16);
+  if (pl.kcs % 64 == 0) pl.kcs += 16;  // rows at a multiple of 1 KB would share L1 sets
+  // Groups of whole panels within the direct path's packed weight (9 C Co floats) or
+  // kUFloorFloats, whichever is more, balanced; one panel at least.
+  pl.pstride = pl.nxi * C * 16;
+  const int64_t npanel = cdiv(Co, 16);
+  const int64_t budget = std::max(9 * C * npanel * 16, kUFloorFloats);
+  // Whole pairs of panels where more than one fits: AVX-512 runs the GEMM two panels at a time.
+  int64_t per_group = std::max<int64_t>(1, budget / pl.pstride);
+  if (per_group > 1) per_group &= ~int64_t{1};
+  pl.ngroup = cdiv(npanel, per_group);
+  int64_t pp = cdiv(npanel, pl.ngroup);
+  if (pp % 2 == 1 && pp < per_group) ++pp;
+  pl.group_co = pp * 16;
+  pl.ngroup = cdiv(Co, pl.group_co);
+  pl.cc = round_up(cdiv(pl.group_co, cdiv(pl.group_co, kUpCoChunkMax)), 16);
+  const int64_t want = 2 * std::max(1, threads);
+  while (pl.nblock * cdiv(pl.group_co, pl.cc) < want && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
+  pl.u_floats = pl.group_co / 16 * pl.pstride;
+  int64_t off = 0;
+  auto take = [&](int64_t floats) {
+    const int64_t o = off;
+    off += round_up(floats, 16);
+    return o;
+  };
+  pl.off_v = take(pl.nxi * odd_lines(pl.T * pl.kcs));
+  pl.off_m = take(pl.nxi * odd_lines(pl.T * pl.cc));
+  pl.off_sv = take(C);
+  pl.off_b2v = take(C);
+  pl.off_gs2 = take(C);
+  pl.off_tmp = take(16);
+  pl.per_thread = off;
+  return pl;
+}
+
+size_t modconv_winograd_up_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads) {
+  const int nt = threads > 0 ? threads : std::max(1, num_threads());
+  const WinoPlan pl = make_wino_up_plan(m, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
+  return static_cast<size_t>(pl.u_floats + pl.per_thread * nt) * sizeof(float) + kAlign;
+}
+
+void modconv_winograd_up(int m, const ModConvParams& p, const ModConvArgs& args, const TensorView& y, void* workspace) {
+  GPEN_CHECK(workspace != nullptr, "modconv: missing workspace");
+  const TensorView& x = *args.x;
+  const TensorView& w = *args.w;
+  const int nt_req = std::max(1, num_threads());
+  WinoPlan pl = make_wino_up_plan(m, y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
+  pl.C1 = x.dim(3);
+  pl.C2 = pl.C - pl.C1;
+
+  WinoArgs a;
+  a.x = x.f32();
+  a.xs0 = x.dim(0) == 1 ? 0 : x.stride(0), a.xs1 = x.stride(1), a.xs2 = x.stride(2), a.xs3 = x.stride(3);
+  if (args.x2) {
+    const TensorView& x2 = *args.x2;
+    a.x2 = x2.f32();
+    a.x2s0 = x2.stride(0), a.x2s1 = x2.stride(1), a.x2s2 = x2.stride(2), a.x2s3 = x2.stride(3);
+    a.x2_scale = args.x2_scale->f32()[0];
+    a.x2_bias = args.x2_bias->f32();
+    a.x2bs = args.x2_bias->stride(args.x2_bias->rank() - 1);
+    a.x2_slope = p.x2_act.slope, a.x2_gain = p.x2_act.gain;
+  }
+  a.s = args.s->f32(), a.ss0 = args.s->stride(0), a.ss1 = args.s->stride(1);
+  a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
+  a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
+  if (dtype_is_8bit_weight(w.dtype)) {
+    a.w8 = w.as<const uint8_t>();
+    a.wscale = w.qscale;
+    a.fp8 = w.dtype == DType::f8e4m3;
+  } else {
+    a.w = w.f32();
+  }
+
+  const auto v = reinterpret_cast<uintptr_t>(workspace);
+  float* const u = reinterpret_cast<float*>((v + kAlign - 1) / kAlign * kAlign);
+  float* const thread_base = u + pl.u_floats;
+  const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
+  auto transform = wide ? isa_avx512::up_transform_weight : isa_base::up_transform_weight;
+  auto task = wide ? isa_avx512::up_run_task : isa_base::up_run_task;
+  constexpr int64_t kCPiece = 64;  // input channels per weight-transform piece
+  const int64_t npiece_c = cdiv(pl.C, kCPiece);
+
+  // The groups one after the other: the group's weight transform split between the threads,
+  // then its tasks (tile block x output-channel chunk).
+#pragma omp parallel num_threads(nt_req)
+  {
+    float* ws = thread_base + static_cast<int64_t>(omp_get_thread_num()) * pl.per_thread;
+    for (int64_t g = 0; g < pl.ngroup; ++g) {
+      const int64_t g0 = g * pl.group_co, g1 = std::min(pl.Co, g0 + pl.group_co);
+      const int64_t npanel = cdiv(g1 - g0, 16);
+#pragma omp for schedule(static)
+      for (int64_t piece = 0; piece < npanel * npiece_c; ++piece) {
+        const int64_t jp = piece / npiece_c, c0 = piece % npiece_c * kCPiece;
+        transform(pl, a, g0 / 16 + jp, c0, std::min(pl.C, c0 + kCPiece), u + jp * pl.pstride);
+      }  // implicit barrier: the group's transformed weight is whole before any task reads it
+      const int64_t nchunk = cdiv(g1 - g0, pl.cc);
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < pl.nblock * nchunk; ++t) {
+        const int64_t block = t / nchunk, o0 = g0 + t % nchunk * pl.cc;
+        task(pl, a, block, o0, std::min(pl.cc, g1 - o0), u, g0, ws);
+      }  // implicit barrier: no task still reads the group when the next overwrites it
+    }
+  }
+}
+
+}  // namespace gpen::cpu::winograd_detail

@@ -1,0 +1,67 @@
+#pragma once
+// Winograd for the 3x3 stride-2 transposed modulated conv (modconv with up, GPEN's decoder
+// upsampling convs) by polyphase decomposition (kernels/cpu/winograd_up*.cpp).
+//
+// y[2a + ky, 2b + kx] += x[a, b] W[ky, kx] splits by output phase into four stride-1 convs on
+// the same input: even rows see the taps ky = 0, 2 (x[a] W0 + x[a - 1] W2: a 2-tap correlation
+// over x padded by one), odd rows the tap ky = 1 (x[a] W1), and the same along the columns. A
+// tile of m input-grid positions thus gives 2m outputs along an axis from m + 1 inputs: the even
+// ones by Winograd F(m, 2) (m + 1 transformed points), the odd ones by a copy (m points). The
+// 1-D transform is the stack of both, 2m + 1 points, and its 2-D product holds all four phases:
+// for m = 4, 81 = 25 (2x2 kernel, F(4x4, 2x2)) + 2 x 20 (2x1 and 1x2) + 16 (1x1) products per
+// 8 x 8 outputs where the direct form takes 144 (9 taps per 4 outputs): 1.78x fewer multiplies,
+// 1.44x for m = 2 (25 per 4 x 4). Transforms (points 0, 1, -1, 2, infinity for F(4, 2)):
+// integer B^T, A^T up to 8, G up to 1/2; the odd-phase rows are exact copies.
+//
+// As for the stride-1 Winograd (winograd.h, whose WinoPlan / WinoArgs this reuses): the
+// (2m + 1)^2 GEMMs [tiles x C] x [C x Cout] run on the modconv micro-kernel; the transformed
+// weight ((2m + 1)^2 / 9 times the weight: 9x for m = 4) is made per call into the workspace in
+// groups of output channels, each at most the direct path's packed weight of the layer or
+// kUFloorFloats, whichever is more (so the op's workspace stays at or below what the graph's
+// largest conv already plans); per thread, one tile block's transformed inputs and accumulators.
+// The up conv has no epilogue (kernels/params.h): the output is the raw conv, 2H + 1 x 2W + 1.
+//
+// Choice: GPEN_CPU_CONV as in winograd.h ("direct": never; "winograd" / "winograd4": m = 4 on
+// every 3x3 up conv; "winograd2": m = 2; "auto": m = 2 on large inputs with few channels, where it
+// measured faster, else direct: winograd_up_tile in winograd_up.cpp says why). Banded ops
+// (split_rows > 0) stay direct, for the reason winograd.cpp gives.
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/winograd.h"
+
+namespace gpen::cpu::winograd_detail {
+
+// Tiles per task (a multiple of 6: the micro-kernel's rows) and output channels per task; the K
+// block is winograd.h's kKcMax. Chosen by the sweep in docs/benchmarks.md (T 24..96, K block
+// 32..128, chunk 32..128): about 2 MB of scratch per thread.
+constexpr int64_t kUpMaxTileBlock = 30;
+constexpr int64_t kUpCoChunkMax = 64;
+
+// 0: the direct path; 2 or 4: the polyphase Winograd with m input positions per tile and axis.
+// From the shapes and GPEN_CPU_CONV only, so the workspace query and the run agree. H, W, C:
+// the conv's input (C with the concat), Co its output channels.
+int winograd_up_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
+
+// The plan in WinoPlan's fields: m (input positions per tile), n = m + 1 (input tile),
+// nxi = (2m + 1)^2 points; H, W the input's size; th x tw tiles cover H + 1 x W + 1 positions.
+WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);
+
+#define GPEN_WINO_UP_ISA_DECLS                                                                               \
+  void up_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1,     \
+                           float* dst);                                                                       \
+  void up_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u, \
+                   int64_t group_o0, float* ws);
+namespace isa_base {
+GPEN_WINO_UP_ISA_DECLS
+}
+namespace isa_avx512 {
+GPEN_WINO_UP_ISA_DECLS
+}
+#undef GPEN_WINO_UP_ISA_DECLS
+
+// The whole op for m = winograd_up_tile(...) != 0 (inputs already validated by modconv).
+size_t modconv_winograd_up_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads);
+void modconv_winograd_up(int m, const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
+
+}  // namespace gpen::cpu::winograd_detail

@@ -1,0 +1,314 @@
+// The per-ISA half of the polyphase Winograd transposed modconv (overview: winograd_up.h),
+// compiled once per ISA (isa_ns.h) like winograd_kernel.cpp, whose layout it follows: the
+// transforms on vectors across channels, the (2m + 1)^2 GEMMs on the modconv micro-kernel.
+// Nothing here calls an inline function of another header (scripts/check_isa_symbols.py): the
+// helpers are file-local copies.
+#include <cstring>
+
+#include "engine/core/quant8.h"
+#include "kernels/cpu/isa_ns.h"
+#include "kernels/cpu/modconv_internal.h"
+#include "kernels/cpu/winograd_up.h"
+
+namespace gpen::cpu::winograd_detail::GPEN_ISA_NS {
+
+namespace {
+
+#if GPEN_ISA_AVX512
+constexpr int L = 16;
+#else
+constexpr int L = 8;
+#endif
+typedef float vf __attribute__((vector_size(L * sizeof(float))));
+
+inline vf vld(const float* p) {
+  vf v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void vst(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+inline vf splat(float s) { return vf{} + s; }
+inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
+// Floats from one point's slice of the transformed inputs (or accumulators) to the next: an odd
+// number of cache lines, or the (2m + 1)^2 slices a tile's transform writes would fall in a few
+// L1 sets (T kcs floats is often 2^k lines apart) and evict each other. make_wino_up_plan sizes
+// the scratch with the same rule.
+inline int64_t vstride(const WinoPlan& pl) { const int64_t f = pl.T * pl.kcs; return f / 16 % 2 ? f : f + 16; }
+inline int64_t mstride(const WinoPlan& pl) { const int64_t f = pl.T * pl.cc; return f / 16 % 2 ? f : f + 16; }
+
+// One axis of the transposed conv for m input positions per tile: NI = m + 1 inputs
+// (x[a0 - 1 .. a0 + m - 1]), P = 2m + 1 points (F(m, 2)'s m + 1, then the m odd-phase copies),
+// MO = 2m outputs (rows 2 a0 .. 2 a0 + 2m - 1, even and odd interleaved). G takes the three
+// taps (W0, W1, W2): the even phase correlates (x[a - 1], x[a]) with (W2, W0).
+template <int M>
+struct TrUp;
+template <>
+struct TrUp<4> {
+  static constexpr int NI = 5, P = 9, MO = 8;
+  static constexpr float BT[9][5] = {{2, -1, -2, 1, 0}, {0, -2, -1, 1, 0}, {0, 2, -3, 1, 0},
+                                     {0, -1, 0, 1, 0},  {0, 2, -1, -2, 1}, {0, 1, 0, 0, 0},
+                                     {0, 0, 1, 0, 0},   {0, 0, 0, 1, 0},   {0, 0, 0, 0, 1}};
+  static constexpr float G[9][3] = {{0, 0, 0.5f},         {-0.5f, 0, -0.5f}, {1.0f / 6, 0, -1.0f / 6},
+                                    {1.0f / 3, 0, 1.0f / 6}, {1, 0, 0},         {0, 1, 0},
+                                    {0, 1, 0},            {0, 1, 0},         {0, 1, 0}};
+  static constexpr float AT[8][9] = {{1, 1, 1, 1, 0, 0, 0, 0, 0},  {0, 0, 0, 0, 0, 1, 0, 0, 0},
+                                     {0, 1, -1, 2, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 1, 0, 0},
+                                     {0, 1, 1, 4, 0, 0, 0, 0, 0},  {0, 0, 0, 0, 0, 0, 0, 1, 0},
+                                     {0, 1, -1, 8, 1, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 1}};
+};
+template <>
+struct TrUp<2> {  // F(2, 2) on the points 0, 1, infinity
+  static constexpr int NI = 3, P = 5, MO = 4;
+  static constexpr float BT[5][3] = {{-1, 1, 0}, {0, 1, 0}, {0, -1, 1}, {0, 1, 0}, {0, 0, 1}};
+  static constexpr float G[5][3] = {{0, 0, -1}, {1, 0, 1}, {1, 0, 0}, {0, 1, 0}, {0, 1, 0}};
+  static constexpr float AT[4][5] = {{1, 1, 0, 0, 0}, {0, 0, 0, 1, 0}, {0, 1, 1, 0, 0}, {0, 0, 0, 0, 1}};
+};
+
+// out[r * os] = sum_k mat[r][k] * in[k * is], unrolled so that zero terms vanish and +-1 ones
+// are plain adds.
+template <int R, int K>
+inline void lincomb(const float (&mat)[R][K], const vf* in, int is, vf* out, int os) {
+#pragma GCC unroll 9
+  for (int r = 0; r < R; ++r) {
+    vf acc = {};
+    bool first = true;
+#pragma GCC unroll 9
+    for (int k = 0; k < K; ++k) {
+      const float c = mat[r][k];
+      if (c == 0.0f) continue;
+      const vf t = c == 1.0f ? in[k * is] : c == -1.0f ? -in[k * is] : c * in[k * is];
+      acc = first ? t : acc + t;
+      first = false;
+    }
+    out[r * os] = acc;
+  }
+}
+
+// Channels [c, c + L) of the conv's input at one pixel with the prologue applied, zero past
+// `cend` (the general case: a vector across the concat boundary, a tail, channel strides).
+inline vf load_input_any(const WinoPlan& pl, const WinoArgs& a, const float* xp, const float* x2p, int64_t c,
+                         int64_t cend, const float* sv, const float* gs2, const float* b2v, float* tmp) {
+  for (int q = 0; q < L; ++q) {
+    const int64_t ch = c + q;
+    if (ch >= cend) {
+      tmp[q] = 0.0f;
+    } else if (ch < pl.C1) {
+      tmp[q] = xp[ch * a.xs3] * sv[ch];
+    } else {
+      const int64_t c2 = ch - pl.C1;
+      const float t = x2p[c2 * a.x2s3] * a.x2_scale + b2v[c2];
+      tmp[q] = t * (t < 0.0f ? a.x2_slope : 1.0f) * gs2[c2];
+    }
+  }
+  return vld(tmp);
+}
+
+struct Scratch {
+  float *v, *m, *sv, *b2v, *gs2, *tmp;
+};
+
+// The transformed inputs of the block's tiles for channels [k0, k1): v[xi][t][c - k0].
+template <int M>
+void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t k0, int64_t k1, const Scratch& s,
+                     int64_t& last_n) {
+  constexpr int NI = TrUp<M>::NI, P = TrUp<M>::P, NN = NI * NI, PP = P * P;
+  const int64_t per_img = pl.th * pl.tw;
+  for (int64_t t = 0; t < pl.T; ++t) {
+    const int64_t tile = t0 + t;
+    if (tile >= pl.ntiles) {  // rows of the last block past the grid: zeros, their outputs unused
+      for (int xi = 0; xi < PP; ++xi) std::memset(s.v + xi * vstride(pl) + t * pl.kcs, 0, sizeof(float) * pl.kcs);
+      continue;
+    }
+    const int64_t nn = tile / per_img, r = tile % per_img;
+    const int64_t y0 = (r / pl.tw) * M - 1, x0 = (r % pl.tw) * M - 1;
+    if (nn != last_n) {
+      for (int64_t c = 0; c < pl.C; ++c) s.sv[c] = a.s[nn * a.ss0 + c * a.ss1];
+      for (int64_t c = 0; c < pl.C2; ++c) s.gs2[c] = s.sv[pl.C1 + c] * a.x2_gain;
+      last_n = nn;
+    }
+    const float* px[NN];
+    const float* px2[NN];
+    for (int i = 0; i < NI; ++i)
+      for (int j = 0; j < NI; ++j) {
+        const int64_t iy = y0 + i, ix = x0 + j;
+        const bool in = iy >= 0 && iy < pl.H && ix >= 0 && ix < pl.W;
+        px[i * NI + j] = in ? a.x + nn * a.xs0 + iy * a.xs1 + ix * a.xs2 : nullptr;
+        px2[i * NI + j] = in && a.x2 ? a.x2 + nn * a.x2s0 + iy * a.x2s1 + ix * a.x2s2 : nullptr;
+      }
+    const vf one = splat(1.0f), slope = splat(a.x2_slope);
+    const int64_t nxt = M * a.xs2, nxt2 = M * a.x2s2;
+    for (int64_t c = k0; c < k1; c += L) {
+      vf d[NN], u[NI * P], v[PP];
+      if (c + L <= k1 && c + L <= pl.C1 && a.xs3 == 1) {
+        const vf sc = vld(s.sv + c);
+        for (int e = 0; e < NN; ++e) {
+          if (!px[e]) {
+            d[e] = vf{};
+            continue;
+          }
+          __builtin_prefetch(px[e] + nxt + c);  // the same channels of the next tile
+          d[e] = vld(px[e] + c) * sc;
+        }
+      } else if (c + L <= k1 && c >= pl.C1 && a.x2s3 == 1) {
+        const int64_t c2 = c - pl.C1;
+        const vf gs = vld(s.gs2 + c2), b2 = vld(s.b2v + c2);
+        for (int e = 0; e < NN; ++e) {
+          if (!px2[e]) {
+            d[e] = vf{};
+            continue;
+          }
+          __builtin_prefetch(px2[e] + nxt2 + c2);
+          const vf tv = vld(px2[e] + c2) * a.x2_scale + b2;
+          d[e] = tv * (tv < vf{} ? slope : one) * gs;
+        }
+      } else {
+        for (int e = 0; e < NN; ++e)
+          d[e] = px[e] ? load_input_any(pl, a, px[e], px2[e], c, k1, s.sv, s.gs2, s.b2v, s.tmp) : vf{};
+      }
+      for (int i = 0; i < NI; ++i) lincomb(TrUp<M>::BT, d + i * NI, 1, u + i * P, 1);  // along x: u[i][p]
+      for (int j = 0; j < P; ++j) lincomb(TrUp<M>::BT, u + j, P, v + j, P);            // along y: v[q][p]
+      float* dst = s.v + t * pl.kcs + (c - k0);
+      const int64_t vs = vstride(pl);
+      for (int xi = 0; xi < PP; ++xi) vst(dst + xi * vs, v[xi]);
+    }
+  }
+}
+
+// m[xi][t][j] (+)= sum_c v[xi][t][c] * U[xi][k0 + c][o0 + j] for the block's tiles, j < nco.
+void gemms(const WinoPlan& pl, const Scratch& s, const float* u, int64_t jp0, int64_t nco, int64_t k0, int64_t k1) {
+  using modconv_detail::KBlock;
+  using modconv_detail::kMR;
+  KBlock kb;
+  kb.nseg = 1;
+  kb.len = static_cast<int>(k1 - k0);
+  kb.a_off[0] = 0;
+  kb.seg_len[0] = kb.len;
+  int64_t base[kUpMaxTileBlock];
+  for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
+  const bool acc = k0 > 0;
+  const int64_t ldc = pl.cc;
+  for (int xi = 0; xi < pl.nxi; ++xi) {
+    const float* band = s.v + xi * vstride(pl);
+    for (int64_t j = 0; j < nco;) {
+      const float* bseg[1] = {u + (jp0 + j / 16) * pl.pstride + (xi * pl.C + k0) * 16};
+      float* c = s.m + xi * mstride(pl) + j;
+#if GPEN_ISA_AVX512
+      if (j + 16 < nco) {  // two panels per call at 16 lanes
+        for (int64_t mt = 0; mt < pl.T; mt += kMR)
+          modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, pl.pstride, 0, c + mt * ldc, ldc,
+                                                   acc);
+        j += 32;
+        continue;
+      }
+#endif
+      for (int64_t mt = 0; mt < pl.T; mt += kMR)
+        modconv_detail::isa_base::micro_kernel(kb, band, base + mt, bseg, 16, 8, 0, c + mt * ldc, ldc, acc);
+      j += 16;
+    }
+  }
+}
+
+// y = A^T m A for the block's tiles, channels [o0, o0 + nco): the raw transposed conv.
+template <int M>
+void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t o0, int64_t nco, const Scratch& s) {
+  constexpr int P = TrUp<M>::P, MO = TrUp<M>::MO, PP = P * P;
+  const int64_t per_img = pl.th * pl.tw, Ho = 2 * pl.H + 1, Wo = 2 * pl.W + 1;
+  for (int64_t t = 0; t < pl.T && t0 + t < pl.ntiles; ++t) {
+    const int64_t tile = t0 + t, nn = tile / per_img, r = tile % per_img;
+    const int64_t oy0 = (r / pl.tw) * 2 * M, ox0 = (r % pl.tw) * 2 * M;
+    float* py[MO * MO];
+    for (int p = 0; p < MO; ++p)
+      for (int q = 0; q < MO; ++q) {
+        const int64_t oy = oy0 + p, ox = ox0 + q;
+        py[p * MO + q] = oy < Ho && ox < Wo ? a.y + nn * a.ys0 + oy * a.ys1 + ox * a.ys2 + o0 * a.ys3 : nullptr;
+      }
+    for (int64_t o = 0; o < nco; o += L) {
+      vf mv[PP], u[P * MO], yv[MO * MO];
+      for (int xi = 0; xi < PP; ++xi) mv[xi] = vld(s.m + xi * mstride(pl) + t * pl.cc + o);
+      for (int i = 0; i < P; ++i) lincomb(TrUp<M>::AT, mv + i * P, 1, u + i * MO, 1);  // along x
+      for (int q = 0; q < MO; ++q) lincomb(TrUp<M>::AT, u + q, MO, yv + q, MO);         // along y
+      const int64_t lanes = lmin(L, nco - o);
+      for (int e = 0; e < MO * MO; ++e) {
+        if (!py[e]) continue;
+        float* yp = py[e] + o * a.ys3;
+        if (lanes == L && a.ys3 == 1) {
+          vst(yp, yv[e]);
+          continue;
+        }
+        vst(s.tmp, yv[e]);
+        for (int64_t q2 = 0; q2 < lanes; ++q2) yp[q2 * a.ys3] = s.tmp[q2];
+      }
+    }
+  }
+}
+
+template <int M>
+void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,
+                int64_t group_o0, const Scratch& s) {
+  const int64_t t0 = block * pl.T;
+  for (int64_t c = 0; c < pl.C2; ++c) s.b2v[c] = a.x2_bias[c * a.x2bs];
+  int64_t last_n = -1;
+  for (int64_t kb = 0; kb < pl.nkb; ++kb) {
+    const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc);
+    input_transform<M>(pl, a, t0, k0, k1, s, last_n);
+    gemms(pl, s, u, (o0 - group_o0) / 16, nco, k0, k1);
+  }
+  output_transform<M>(pl, a, t0, o0, nco, s);
+}
+
+// The transformed weight Gu W Gu^T of panel `panel` for input channels [c0, c1): dst[xi][C][16].
+template <int M>
+void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
+  constexpr int P = TrUp<M>::P, V = 16 / L;
+  const int64_t o0 = panel * 16;
+  float tmp[16];
+  for (int64_t c = c0; c < c1; ++c) {
+    vf g[9][V], uu[P * P][V];
+    for (int t = 0; t < 9; ++t) {
+      const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
+      if (a.w8) {
+        for (int q = 0; q < 16; ++q)
+          tmp[q] = o0 + q < pl.Co ? q8_dequant(a.w8[off + (o0 + q) * a.ws3], a.fp8, a.wscale[o0 + q]) : 0.0f;
+        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
+        continue;
+      }
+      const float* src = a.w + off;
+      if (a.ws3 == 1 && o0 + 16 <= pl.Co) {
+        __builtin_prefetch(src + 8 * a.ws2 + o0);  // nine streams a weight row apart
+        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + o0 + h2 * L);
+        continue;
+      }
+      for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
+      for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
+    }
+    for (int h2 = 0; h2 < V; ++h2) {
+      vf gi[9], hi[P * 3], ui[P * P];
+      for (int t = 0; t < 9; ++t) gi[t] = g[t][h2];
+      for (int kx = 0; kx < 3; ++kx) lincomb(TrUp<M>::G, gi + kx, 3, hi + kx, 3);  // along ky: hi[i][kx]
+      for (int i = 0; i < P; ++i) lincomb(TrUp<M>::G, hi + i * 3, 1, ui + i * P, 1);  // along kx
+      for (int xi = 0; xi < P * P; ++xi) uu[xi][h2] = ui[xi];
+    }
+    for (int xi = 0; xi < P * P; ++xi)
+      for (int h2 = 0; h2 < V; ++h2) vst(dst + (xi * pl.C + c) * 16 + h2 * L, uu[xi][h2]);
+  }
+}
+
+}  // namespace
+
+void up_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
+  if (pl.m == 4)
+    transform_weight_m<4>(pl, a, panel, c0, c1, dst);
+  else
+    transform_weight_m<2>(pl, a, panel, c0, c1, dst);
+}
+
+void up_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,
+                 int64_t group_o0, float* ws) {
+  const Scratch s{ws + pl.off_v, ws + pl.off_m, ws + pl.off_sv, ws + pl.off_b2v, ws + pl.off_gs2, ws + pl.off_tmp};
+  if (pl.m == 4)
+    run_task_m<4>(pl, a, block, o0, nco, u, group_o0, s);
+  else
+    run_task_m<2>(pl, a, block, o0, nco, u, group_o0, s);
+}
+
+}  // namespace gpen::cpu::winograd_detail::GPEN_ISA_NS
