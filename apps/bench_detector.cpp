@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "apps/bench_detector_profile.h"
 #include "apps/format.h"
 #include "apps/peer.h"
 #include "apps/rss.h"
@@ -83,6 +84,7 @@ void run_detector_bench(const DetectorBenchArgs& a) {
     j["device_used_bytes"] = mem_before.free > mem_after.free ? mem_before.free - mem_after.free : 0;
     j["device_total_bytes"] = mem_after.total;
   }
+  if (a.profile) j["profile"] = detector_profile(det, img, a.runs, dev == nullptr);  // after the timed runs
   if (a.compare_pytorch) {
     // The network where the engine's runs (PyTorch has it on the GPU too, pre- and post-processing on the host).
     nlohmann::json peer = run_pytorch_detector_bench(a.pytorch_pth, a.image, a.runs, a.warmup, cpu::num_threads(),
@@ -149,6 +151,7 @@ void run_detector_bench(const DetectorBenchArgs& a) {
     }
   if (j.contains("speedup_vs_fastest_peer"))
     std::printf("  vs the faster peer: engine is %.2fx faster\n", j["speedup_vs_fastest_peer"].get<double>());
+  if (j.contains("profile")) print_detector_profile(j["profile"], 15);
 }
 
 }  // namespace gpen::cli

@@ -15,6 +15,7 @@ struct DetectorBenchArgs {
   std::string device = "auto";
   int runs = 10, warmup = 2;
   bool json = false, compare_pytorch = false;
+  bool profile = false;  // each node of the network timed alone (apps/bench_detector_profile.h)
   int pytorch_timeout = 0;  // seconds for the PyTorch run; 0: none
   std::vector<std::string> onnx_peers;  // onnxruntime, openvino (CPU, fp32, the network alone)
 };

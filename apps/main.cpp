@@ -49,7 +49,8 @@ static std::string kVersionText() {
          "\nCPU kernels per ISA: GEMM and modconv micro-kernels, Winograd transforms, to_rgb dot products, upfirdn2d rows"
          " (depthwise and the conv gathers and epilogues: AVX2 on both paths)";
     v += std::string("\nCPU 3x3 convs: ") + gpen::cpu::winograd_detail::conv_mode_name() +
-         " (GPEN_CPU_CONV: auto = Winograd F(4x4,3x3) on the stride-1 layers from 48 px, channel-rich modconvs from 32 px,"
+         " (GPEN_CPU_CONV: auto = Winograd F(4x4,3x3) on the stride-1 modconvs from 48 px (channel-rich ones from 32 px) and"
+         " conv2d from 24 px,"
          " polyphase F(2,2) on the large narrow transposed ones; direct; winograd4 / winograd2 = on every stride-1 and"
          " transposed 3x3 modconv)";
   } catch (const gpen::Error& e) {

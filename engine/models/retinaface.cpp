@@ -235,6 +235,14 @@ RetinaFaceDetector::Raw RetinaFaceDetector::run(const float* input, int h, int w
   return r;
 }
 
+std::vector<double> RetinaFaceDetector::run_profiled(const float* input, int h, int w) {
+  Cached& c = executor_for(h, w);
+  c.ex->set_input(c.rg.input, input, c.rg.graph.tensor(c.rg.input).bytes());
+  return c.ex->run_profiled();
+}
+
+const Graph& RetinaFaceDetector::graph_for(int h, int w) { return executor_for(h, w).rg.graph; }
+
 std::vector<Face> RetinaFaceDetector::detect(ImageView img, const DetectOptions& opt) {
   GPEN_CHECK(img.width > 0 && img.height > 0 && img.bgr.size() == img.pixels() * 3, "detect: empty or malformed image");
   int nw = 0, nh = 0;

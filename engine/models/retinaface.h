@@ -71,6 +71,10 @@ class RetinaFaceDetector {
     std::vector<float> loc, conf, landms;
   };
   Raw run(const float* input_hwc, int h, int w);
+  // The same input through the network with every node timed alone (Executor::run_profiled):
+  // milliseconds per node of graph_for(h, w), for `gpen bench --arch retinaface --profile`.
+  std::vector<double> run_profiled(const float* input_hwc, int h, int w);
+  const Graph& graph_for(int h, int w);
   // Arena bytes the plan for an h x w input needs (0 when not cached), and the bytes of the one
   // arena all cached executors share (the largest plan seen since it last grew).
   size_t arena_bytes(int h, int w) const;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/simd8.h"
 #include "kernels/cpu/strided.h"
 
 namespace gpen::cpu {
@@ -37,6 +38,31 @@ void max_pool2d(const MaxPool2dParams& p, const TensorView& x, const TensorView&
         const int64_t x1 = std::min<int64_t>(ox * p.stride_w - p.pad_left + p.kw, W);
         float* d = y.f32() + n * y.stride(0) + oy * y.stride(1) + ox * y.stride(2);
         const float* first = x.f32() + n * x.stride(0) + y0 * x.stride(1) + x0 * x.stride(2);
+        if (xc == 1 && yc == 1) {
+          // Unit channel strides (RetinaFace R50's stem pool): eight channels at a time, the same
+          // comparison lane by lane as the scalar loop below, so the same bits and NaN rule.
+          int64_t c = 0;
+          for (; c + 8 <= C; c += 8) {
+            detail::v8f o = detail::load8(first + c);
+            for (int64_t iy = y0; iy < y1; ++iy)
+              for (int64_t ix = x0; ix < x1; ++ix) {
+                const detail::v8f v = detail::load8(x.f32() + n * x.stride(0) + iy * x.stride(1) + ix * x.stride(2) + c);
+                o = (v > o) | (v != v) ? v : o;
+              }
+            detail::store8(d + c, o);
+          }
+          if (c == C) continue;
+          for (int64_t k = c; k < C; ++k) d[k] = first[k];
+          for (int64_t iy = y0; iy < y1; ++iy)
+            for (int64_t ix = x0; ix < x1; ++ix) {
+              const float* s = x.f32() + n * x.stride(0) + iy * x.stride(1) + ix * x.stride(2);
+              for (int64_t k = c; k < C; ++k) {
+                const float v = s[k];
+                if (v > d[k] || v != v) d[k] = v;
+              }
+            }
+          continue;
+        }
         for (int64_t c = 0; c < C; ++c) d[c * yc] = first[c * xc];
         for (int64_t iy = y0; iy < y1; ++iy)
           for (int64_t ix = x0; ix < x1; ++ix) {

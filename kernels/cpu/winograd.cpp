@@ -236,7 +236,11 @@ int conv2d_winograd_tile(const Conv2dParams& p, const Shape& x, const Shape& y) 
   if (pad > 1 || p.pad_left != pad || p.pad_bottom != pad || p.pad_right != pad) return 0;
   if (x.rank != 4 || y.rank != 4 || x[1] != y[1] + 2 - 2 * pad || x[2] != y[2] + 2 - 2 * pad) return 0;
   ModConvParams mp;  // the same shape rule as the modconv's
-  const int m = winograd_tile(mp, y[0], y[1], y[2], x[3], y[3]);
+  int m = winograd_tile(mp, y[0], y[1], y[2], x[3], y[3]);
+  // The static conv also pays from 24x24 up (RetinaFace R50's layer4 and stride-32 SSH convs of
+  // a 1024x768 photo: 1.3x to 2x in bench/bench_cpu_r50.cpp), not at 12x16, where the per-call
+  // weight transform outweighs the GEMMs it saves.
+  if (m == 0 && mode() == Mode::automatic && y[1] >= 24 && y[2] >= 24 && x[3] >= 32 && y[3] >= 32) m = 4;
   if (m == 0) return 0;
   const WinoPlan pl = make_wino_plan(m, y[0], y[1], y[2], x[3], y[3], 1, kConvUBudgetFloats);
   const bool fits = pl.u_floats <= kConvUBudgetFloats && (pl.group_co >= kConvMinGroup || pl.ngroup == 1);
