@@ -1,7 +1,8 @@
 // The planner's choice of banding under a byte budget: every band resolution, every choice of
 // which encoder features above it to keep whole (the others are recomputed per band), and band
 // counts from 2 to max_bands, each scored by the liveness lower bound of the transformed graph
-// and its extra FLOPs. The cheapest in FLOPs that fits wins; ties go to the smaller bound.
+// and its extra FLOPs, with halos recomputed per band or carried from band to band (line
+// buffers). The cheapest in FLOPs that fits wins; ties go to the smaller bound.
 #include <cmath>
 
 #include "engine/plan/banding.h"
@@ -30,6 +31,12 @@ BandingResult choose_banding(Graph& g, const BandingSearch& s, bool allow_inplac
   };
   std::vector<Candidate> fits;
   size_t smallest = lb0;
+  // Carried halos: the modconvs' step (BandingSpec::stage_rows), every band or at least 16-64 rows.
+  std::vector<std::pair<bool, int>> modes;
+  if (s.try_recompute) modes.push_back({false, 0});
+  if (s.try_carry)
+    for (int step : {0, 16, 32, 64}) modes.push_back({true, step});
+  for (const auto& [carry, step] : modes)
   for (int R : banding_resolutions(g)) {
     for (int keep = R; keep <= S; keep *= 2) {
       for (int n : counts) {
@@ -38,6 +45,8 @@ BandingResult choose_banding(Graph& g, const BandingSearch& s, bool allow_inplac
         spec.band_res = R;
         spec.keep_res = keep;
         spec.bands = n;
+        spec.carry = carry;
+        spec.stage_rows = step;
         BandingResult r = apply_banding(h, spec, allow_inplace);
         smallest = std::min(smallest, r.lower_bound_after);
         // More bands only cost more; a forced count is tried whatever it costs.
