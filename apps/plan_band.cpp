@@ -49,6 +49,7 @@ nlohmann::json bands_json(const Planned& p, size_t budget) {
     for (const auto& [name, rows] : b.carried_rows) stages[name] = rows;
     j["carried_stages"] = stages;
     j["carry_bytes"] = b.carry_bytes;
+    j["modconv_step_rows"] = b.stage_rows;
   }
   return j;
 }

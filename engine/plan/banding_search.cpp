@@ -14,7 +14,7 @@ namespace {
 
 std::vector<int> band_counts(int max_bands, int64_t rows) {
   std::vector<int> c;
-  for (int n : {2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128})
+  for (int n : {2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 96, 128})
     if (n <= max_bands && n <= rows) c.push_back(n);
   return c;
 }
