@@ -14,7 +14,7 @@ namespace {
 
 std::vector<int> band_counts(int max_bands, int64_t rows) {
   std::vector<int> c;
-  for (int n : {2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 96, 128})
+  for (int n : {2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 22, 24, 28, 32, 40, 48, 56, 64, 96, 128})
     if (n <= max_bands && n <= rows) c.push_back(n);
   return c;
 }
@@ -31,11 +31,11 @@ BandingResult choose_banding(Graph& g, const BandingSearch& s, bool allow_inplac
   };
   std::vector<Candidate> fits;
   size_t smallest = lb0;
-  // Carried halos: the modconvs' step (BandingSpec::stage_rows), every band or at least 16-64 rows.
+  // Carried halos with the modconvs running every band: a longer step (BandingSpec::stage_rows)
+  // drags the recomputed encoder features ahead of the decoder and never won on GPEN-512/1024.
   std::vector<std::pair<bool, int>> modes;
   if (s.try_recompute) modes.push_back({false, 0});
-  if (s.try_carry)
-    for (int step : {0, 16, 32, 64}) modes.push_back({true, step});
+  if (s.try_carry) modes.push_back({true, 0});
   for (const auto& [carry, step] : modes)
   for (int R : banding_resolutions(g)) {
     for (int keep = R; keep <= S; keep *= 2) {
