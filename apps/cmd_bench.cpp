@@ -197,7 +197,8 @@ void run_bench(BenchArgs a) {
                   {"band_resolution", x.banding.band_res},
                   {"kept_resolution", x.banding.keep_res},
                   {"max_band_rows", x.banding.max_band_rows},
-                  {"extra_flops_fraction", x.banding.extra_flops_fraction()}};
+                  {"extra_flops_fraction", x.banding.extra_flops_fraction()},
+                  {"halos", x.banding.carried ? "carried" : "recomputed"}};
   if (dev) {
     // Device time: the launches of one run, from cudaEvents on the stream (no copies, no host
     // conversion); the host figures above include both.

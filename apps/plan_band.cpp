@@ -41,7 +41,16 @@ nlohmann::json bands_json(const Planned& p, size_t budget) {
             {"arena_bytes", p.plan.arena_bytes},
             {"flops_before", b.flops_before},
             {"flops_after", b.flops_after},
-            {"extra_flops_fraction", b.extra_flops_fraction()}});
+            {"extra_flops_fraction", b.extra_flops_fraction()},
+            {"halos", b.carried ? "carried" : "recomputed"}});
+  if (b.carried) {
+    // The stages (tensors) that carry rows from one band to the next, and how many at most.
+    nlohmann::json stages = nlohmann::json::object();
+    for (const auto& [name, rows] : b.carried_rows) stages[name] = rows;
+    j["carried_stages"] = stages;
+    j["carry_bytes"] = b.carry_bytes;
+    j["modconv_step_rows"] = b.stage_rows;
+  }
   return j;
 }
 
@@ -57,6 +66,11 @@ void print_bands(const Planned& p, size_t budget) {
               "kept (%s), the rest recomputed per band\n",
               b.bands, static_cast<long long>(b.max_band_rows), b.band_res, b.band_res, b.encoder_bands, b.band_res,
               b.keep_res, human_bytes(double(b.kept_bytes)).c_str());
+  if (b.carried)
+    std::printf("                 halos carried from band to band by %zu stages (%s of carried rows)\n",
+                b.carried_rows.size(), human_bytes(double(b.carry_bytes)).c_str());
+  else
+    std::printf("                 halos recomputed per band\n");
   std::printf("                 lower bound %s -> %s, +%.2f%% FLOPs (%.3f -> %.3f GFLOP)\n",
               human_bytes(double(b.lower_bound_before)).c_str(), human_bytes(double(b.lower_bound_after)).c_str(),
               100.0 * b.extra_flops_fraction(), b.flops_before * 1e-9, b.flops_after * 1e-9);
@@ -78,18 +92,22 @@ void write_band_plot(const PlanArgs& a, const PlanDevice& dev) {
     c.narrow = s.narrow;
     c.batch = a.batch;
     c.act_dtype = c.weight_dtype = parse_dtype(a.precision);
-    Series ser{s.name, {}, {}};
-    for (int n : {2, 4, 8, 16, 32, 64}) {
-      GpenGraph gg = build_gpen_graph(c);
-      BandingSearch bs;
-      bs.forced_bands = n;
-      BandingResult r = choose_banding(gg.graph, bs);
-      if (!r.applied) continue;
-      MemoryPlan plan = plan_memory(gg.graph, dev.ws);
-      ser.x.push_back(double(r.max_band_rows));
-      ser.y.push_back(double(plan.arena_bytes));
+    for (bool carry : {false, true}) {
+      Series ser{std::string(s.name) + (carry ? ", carried halos" : ", recomputed halos"), {}, {}};
+      for (int n : {2, 4, 8, 16, 32, 64}) {
+        GpenGraph gg = build_gpen_graph(c);
+        BandingSearch bs;
+        bs.forced_bands = n;
+        bs.try_carry = carry;
+        bs.try_recompute = !carry;
+        BandingResult r = choose_banding(gg.graph, bs);
+        if (!r.applied) continue;
+        MemoryPlan plan = plan_memory(gg.graph, dev.ws);
+        ser.x.push_back(double(r.max_band_rows));
+        ser.y.push_back(double(plan.arena_bytes));
+      }
+      series.push_back(ser);
     }
-    series.push_back(ser);
   }
   write_text_file(a.plot_bands, svg_line_chart("GPEN arena against band height (lowest bound per height, batch " +
                                                    std::to_string(a.batch) + ", " + a.precision + ")",

@@ -1,7 +1,8 @@
 // Banded execution end to end at the released GPEN-BFR-256 and -512 shapes (full channel counts,
 // synthetic weights) on the CPU in fp32: banded output == unbanded output bit for bit. The small
 // models of tests/test_banding.cpp have 16 channels, which the CPU conv runs on its direct path;
-// these widths take the GEMM paths the real models use. Slow (seconds of CPU per run).
+// these widths take the GEMM paths the real models use. Slow (seconds of CPU per run). Recomputed
+// and carried halos (engine/plan/banding_carry.h) both.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -62,5 +63,29 @@ TEST_CASE("banding e2e: GPEN-BFR-512 shapes, bit-identical in fp32") {
   s.band_res = 128;
   s.keep_res = 128;
   s.boundaries = {0, 75, 150, 299, 512};
+  check_banded(c, s);
+}
+
+TEST_CASE("banding e2e: carried halos at GPEN-BFR-256 shapes, odd band heights, bit-identical in fp32") {
+  GpenConfig c;
+  c.size = 256;
+  c.channel_multiplier = 1;
+  c.narrow = 0.5;
+  BandingSpec s;
+  s.band_res = 16;
+  s.keep_res = 32;
+  s.boundaries = {0, 1, 37, 38, 101, 150, 203, 255, 256};
+  s.carry = true;
+  check_banded(c, s);
+}
+
+TEST_CASE("banding e2e: carried halos at GPEN-BFR-512 shapes, bit-identical in fp32") {
+  GpenConfig c;  // size 512, channel multiplier 2
+  BandingSpec s;
+  s.band_res = 64;
+  s.keep_res = 128;
+  s.bands = 13;  // 39- and 40-row bands
+  s.carry = true;
+  s.stage_rows = 16;
   check_banded(c, s);
 }

@@ -26,15 +26,17 @@ constexpr double MiB = 1024.0 * 1024.0;
 }  // namespace
 
 // Plan level (nothing runs): what the search reaches on the released sizes in fp16 at batch 1.
-// The issue's targets (24 / 48 / 96 MiB within 10 % extra FLOPs) are not reached by banding with
-// recomputed halos and encoder features: the asserted figures are the ones it does reach
-// (docs/memory.md), and the 24 MiB of GPEN-512 is reported as not reachable.
+// The asserted figures are the ones the search reaches (docs/memory.md): with carried halos
+// GPEN-1024 within 48 MiB and GPEN-2048 within 96 MiB at <= 10 % extra FLOPs, GPEN-512 within
+// 27 MiB at <= 10 % and within 24 MiB at <= 20 %; 16 MiB is reported as not reachable.
 TEST_CASE("banding: plan-level arenas of GPEN-512/1024/2048 in fp16 under budgets") {
   struct Case {
     int size;
     double budget_mib, max_extra;  // fits this arena with at most this extra FLOP fraction
   } cases[] = {{512, 52, 0.02}, {512, 36, 0.15}, {512, 28, 0.45}, {1024, 64, 0.10},
-               {1024, 52, 0.30}, {2048, 140, 0.10}, {2048, 104, 0.35}};
+               {1024, 52, 0.30}, {2048, 140, 0.10}, {2048, 104, 0.35},
+               // Carried halos (engine/plan/banding_carry.h): the issue's targets, docs/memory.md.
+               {512, 27, 0.10}, {512, 24, 0.20}, {1024, 48, 0.10}, {2048, 96, 0.10}};
   for (const Case& k : cases) {
     CAPTURE(k.size);
     CAPTURE(k.budget_mib);
@@ -62,7 +64,7 @@ TEST_CASE("banding: plan-level arenas of GPEN-512/1024/2048 in fp16 under budget
   GpenGraph gg = build_gpen_graph(released(512, DType::f16));
   const size_t nodes = gg.graph.nodes().size();
   BandingSearch s;
-  s.budget = 24 << 20;
+  s.budget = 16 << 20;
   size_t smallest = 0;
   BandingResult r = choose_banding(gg.graph, s, true, &smallest);
   CHECK_FALSE(r.applied);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "engine/plan/banding_carry.h"
 #include "engine/plan/banding_rows.h"
 #include "engine/plan/memory_plan.h"
 
@@ -12,22 +13,11 @@ using namespace banding_detail;
 
 namespace {
 
-int64_t rows_of(const Graph& g, int t) { return g.tensor(t).shape[1]; }
-
 std::vector<int64_t> even_boundaries(int64_t h, int n) {
   std::vector<int64_t> b(n + 1);
   for (int i = 0; i <= n; ++i) b[i] = h * i / n;
   return b;
 }
-
-// One banded region: its nodes (original indices, in order), the tensors it writes whole
-// (rows of full buffers) and the band boundaries of the tensor its bands are cut on.
-struct Region {
-  std::vector<int> nodes;
-  std::vector<int> outputs;  // original tensor ids written into their full buffers
-  int main = -1;             // the output whose rows define the bands
-  std::vector<int64_t> bounds;
-};
 
 // The band copies of a region's nodes, appended to `out`. Every tensor the region reads from
 // outside (the graph input, the global part's tensors, kept features) is read as a view of the
@@ -235,8 +225,18 @@ BandingResult apply_banding(Graph& g, const BandingSpec& spec, bool allow_inplac
 
   std::vector<int> unused;
   std::vector<Node> out_nodes, band_a, band_b;
-  emit_region(g, A, unused, band_a, "@a");
-  emit_region(g, B, unused, band_b, "@b");
+  if (spec.carry) {
+    const CarryStats ca = emit_region_carried(g, A, band_a, "@a", spec.stage_rows);
+    const CarryStats cb = emit_region_carried(g, B, band_b, "@b", spec.stage_rows);
+    res.carried = true;
+    res.stage_rows = spec.stage_rows;
+    res.carry_bytes = std::max(ca.max_carry_bytes, cb.max_carry_bytes);
+    res.carried_rows = ca.carried;
+    for (const auto& [name, rows] : cb.carried) res.carried_rows[name] = std::max(res.carried_rows[name], rows);
+  } else {
+    emit_region(g, A, unused, band_a, "@a");
+    emit_region(g, B, unused, band_b, "@b");
+  }
   const std::vector<Node> orig = g.nodes();
   for (int i = 0; i < nn; ++i) {
     if (i == first_a) out_nodes.insert(out_nodes.end(), band_a.begin(), band_a.end());
@@ -259,7 +259,11 @@ BandingResult apply_banding(Graph& g, const BandingSpec& spec, bool allow_inplac
       res.max_computed_rows = std::max(res.max_computed_rows, g.tensor(n.outputs[0]).shape[1]);
   for (size_t t = 0; t < kept.size(); ++t)
     if (kept[t] && rows_of(g, static_cast<int>(t)) > R) res.kept_bytes += g.tensor(static_cast<int>(t)).bytes();
-  res.flops_after = graph_flops(g);
+  // The carry copies move bytes and compute nothing.
+  res.flops_after = 0;
+  for (const Node& n : g.nodes())
+    if (!(std::holds_alternative<BiasActParams>(n.params) && n.name.find("@carry") != std::string::npos))
+      res.flops_after += node_flops(g, n);
   res.lower_bound_after = liveness_lower_bound(g, allow_inplace);
   return res;
 }

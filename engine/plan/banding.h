@@ -18,6 +18,7 @@
 // products in the same order as in the whole graph, so the output is bit-identical (tested on
 // the CPU in fp32 and in the CUDA emulator in fp16). Bands are views of rows of NHWC tensors
 // (Graph::slice_rows): the executor and kernels run them unchanged.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,17 @@ struct BandingSpec {
   // `bands` bands of (nearly) equal height.
   std::vector<int64_t> boundaries;
   int bands = 0;
+  // Halos: false = every band recomputes the rows of its neighbours it needs; true = bands run
+  // top to bottom and each stage carries the rows the next band reads (line buffers,
+  // engine/plan/banding_carry.h): each output row of every op is computed once (only the
+  // same-padded and transposed modconvs compute a row or two more per band), for copies of a few
+  // rows per stage per band.
+  bool carry = false;
+  // With carried halos: a same-padded or transposed modconv (which computes a halo row or two
+  // beyond the rows asked for, its only extra FLOPs) computes at least this many of its own rows
+  // whenever it runs, so at the lower resolutions it runs every few bands; the rows ahead are
+  // carried to the bands that read them. 0: as many rows as the band needs.
+  int stage_rows = 0;
 };
 
 struct BandingResult {
@@ -44,6 +56,10 @@ struct BandingResult {
   double extra_flops_fraction() const { return flops_before > 0 ? flops_after / flops_before - 1.0 : 0.0; }
   size_t lower_bound_before = 0, lower_bound_after = 0;
   size_t kept_bytes = 0;  // encoder features above R kept whole
+  bool carried = false;    // halos carried (BandingSpec::carry)
+  int stage_rows = 0;      // BandingSpec::stage_rows
+  size_t carry_bytes = 0;  // most bytes of carried rows alive across a band boundary
+  std::map<std::string, int64_t> carried_rows;  // tensor (stage) -> most rows it carries
 };
 
 // Rewrites g (a GPEN-shaped graph: encoder, dense style part, decoder) to run banded as
@@ -64,6 +80,8 @@ struct BandingSearch {
   int forced_bands = 0;
   int max_bands = 64;
   double max_extra_flops = 0.5;  // candidates above this are not considered (unless forced_bands)
+  bool try_recompute = true;      // candidates with recomputed halos
+  bool try_carry = true;          // and with carried ones
 };
 BandingResult choose_banding(Graph& g, const BandingSearch& s, bool allow_inplace = true, size_t* best_lb = nullptr);
 

@@ -1,7 +1,8 @@
 // The planner's choice of banding under a byte budget: every band resolution, every choice of
 // which encoder features above it to keep whole (the others are recomputed per band), and band
 // counts from 2 to max_bands, each scored by the liveness lower bound of the transformed graph
-// and its extra FLOPs. The cheapest in FLOPs that fits wins; ties go to the smaller bound.
+// and its extra FLOPs, with halos recomputed per band or carried from band to band (line
+// buffers). The cheapest in FLOPs that fits wins; ties go to the smaller bound.
 #include <cmath>
 
 #include "engine/plan/banding.h"
@@ -13,7 +14,7 @@ namespace {
 
 std::vector<int> band_counts(int max_bands, int64_t rows) {
   std::vector<int> c;
-  for (int n : {2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128})
+  for (int n : {2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 22, 24, 28, 32, 40, 48, 56, 64, 96, 128})
     if (n <= max_bands && n <= rows) c.push_back(n);
   return c;
 }
@@ -30,6 +31,12 @@ BandingResult choose_banding(Graph& g, const BandingSearch& s, bool allow_inplac
   };
   std::vector<Candidate> fits;
   size_t smallest = lb0;
+  // Carried halos with the modconvs running every band: a longer step (BandingSpec::stage_rows)
+  // drags the recomputed encoder features ahead of the decoder and never won on GPEN-512/1024.
+  std::vector<std::pair<bool, int>> modes;
+  if (s.try_recompute) modes.push_back({false, 0});
+  if (s.try_carry) modes.push_back({true, 0});
+  for (const auto& [carry, step] : modes)
   for (int R : banding_resolutions(g)) {
     for (int keep = R; keep <= S; keep *= 2) {
       for (int n : counts) {
@@ -38,6 +45,8 @@ BandingResult choose_banding(Graph& g, const BandingSearch& s, bool allow_inplac
         spec.band_res = R;
         spec.keep_res = keep;
         spec.bands = n;
+        spec.carry = carry;
+        spec.stage_rows = step;
         BandingResult r = apply_banding(h, spec, allow_inplace);
         smallest = std::min(smallest, r.lower_bound_after);
         // More bands only cost more; a forced count is tried whatever it costs.
