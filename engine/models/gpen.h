@@ -23,6 +23,12 @@ struct GpenConfig {
   // plus a `<name>.qscale` f32 weight [Cout]; ToRGB, the first encoder conv and the dense layers
   // keep weight_dtype. f32: no 8-bit weights.
   DType quant8 = DType::f32;
+  // With quant8 set: the dense layers (style MLP, modulation linears, final_linear) as 8-bit codes
+  // too (DType::i8 / f8e4m3; scales per output row), else they keep weight_dtype.
+  DType dense8 = DType::f32;
+  // 8-bit scales per group of about this many consecutive reduction rows (weights/quant8.h
+  // q8_group_for); 0: one scale per output channel (row), the original format.
+  int q8_group = 0;
   std::string describe() const;
   int output_size() const { return out_size > 0 ? out_size : size; }
 };

@@ -77,9 +77,13 @@ GpenConfig gpen_config_from_gpw(const GpwFile& f) {
     c.narrow = j.at("narrow").get<double>();
     c.style_dim = j.value("style_dim", 512);
     c.out_size = j.value("out_size", 0);  // FullGenerator_SR only
+    c.q8_group = j.value("quant8_group", 0);  // 8-bit files with per-group scales only
   } catch (const std::exception& e) {
     throw Error(f.path() + ": GPEN configuration incomplete in the header (" + e.what() + ")");
   }
+  // 8-bit dense layers (gpen convert --dense-dtype): the tensors say so.
+  if (const TensorView* fl = f.find("final_linear.0.weight"); fl && dtype_is_8bit_weight(fl->dtype)) c.dense8 = fl->dtype;
+  GPEN_CHECK(c.q8_group >= 0, f.path() + ": quant8_group must be >= 0, got " + std::to_string(c.q8_group));
   validate_gpen_config(c);
   return c;
 }
