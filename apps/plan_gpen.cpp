@@ -30,6 +30,7 @@ nlohmann::json row_json(const Row& r, bool brief = true) {
             {"weights_dtype", dtype_is_8bit_weight(r.cfg.quant8) ? dtype_name(r.cfg.quant8) : r.precision.c_str()}});
   if (dtype_is_8bit_weight(r.cfg.quant8)) {
     j["dense_dtype"] = dtype_is_8bit_weight(r.cfg.dense8) ? dtype_name(r.cfg.dense8) : r.precision.c_str();
+    if (dtype_is_8bit_weight(r.cfg.dense8)) j["dense_layers"] = r.cfg.dense8_layers;
     j["group_size"] = r.cfg.q8_group;
   }
   if (r.cfg.output_size() != r.cfg.size) {
@@ -112,6 +113,7 @@ GpenBase gpen_base(const PlanArgs& a) {
     GPEN_CHECK(d == DType::f32 || dtype_is_8bit_weight(b.cfg.quant8),
                "--dense-dtype int8|fp8 needs 8-bit conv weights (--weights-dtype int8|fp8 or an 8-bit -m file)");
     b.cfg.dense8 = d;
+    b.cfg.dense8_layers = parse_dense8_layers(a.dense_layers);
   }
   if (a.group_size >= 0) {
     GPEN_CHECK(a.group_size == 0 || dtype_is_8bit_weight(b.cfg.quant8),

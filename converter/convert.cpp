@@ -120,7 +120,10 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, const ConvertOption
   // ToRGB and the first encoder conv keep f32 (docs/weights-format.md, "8-bit weights").
   const DType qdt = opt.dtype;
   const DType wdt = dtype_is_8bit_weight(qdt) ? DType::f32 : qdt;
-  const DType ddt = dtype_is_8bit_weight(opt.dense_dtype) ? opt.dense_dtype : wdt;
+  // The dense layers --dense-layers names (bits as engine/models/gpen.h Dense8Layer).
+  auto ddt = [&](int bit) {
+    return dtype_is_8bit_weight(opt.dense_dtype) && (opt.dense_layers & bit) ? opt.dense_dtype : wdt;
+  };
   const int64_t group = opt.q8_group;
   const GpenConfig& c = rec.gpen;
   const double D = c.style_dim;
@@ -133,7 +136,7 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, const ConvertOption
       // EqualLinear(lr_mul 0.01): W * (1/sqrt(in)) * lr_mul, b * lr_mul.
       if (ends_with(n, ".weight")) {
         float scale = static_cast<float>((1.0 / std::sqrt(D)) * 0.01);
-        add_weight(w, n, ddt, to_shape({sh[0], sh[1]}), group, [ckp, n, scale] {
+        add_weight(w, n, ddt(4), to_shape({sh[0], sh[1]}), group, [ckp, n, scale] {
           auto v = Src{*ckp}.f32(n);
           for (float& x : v) x *= scale;
           return v;
@@ -181,7 +184,7 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, const ConvertOption
       }
     } else if (ends_with(n, ".conv.modulation.weight")) {
       const float scale = static_cast<float>(1.0 / std::sqrt(D));
-      add_weight(w, n, ddt, to_shape({sh[0], sh[1]}), group, [ckp, n, scale] {
+      add_weight(w, n, ddt(1), to_shape({sh[0], sh[1]}), group, [ckp, n, scale] {
         auto v = Src{*ckp}.f32(n);
         for (float& x : v) x *= scale;
         return v;
@@ -199,7 +202,7 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, const ConvertOption
       // Columns from PyTorch's flatten order (c, y, x) to the engine's NHWC order (y, x, c).
       const int64_t O = sh[0], In = sh[1], C = In / 16;
       const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(In)));
-      add_weight(w, n, ddt, to_shape({O, In}), group, [ckp, n, O, In, C, scale] {
+      add_weight(w, n, ddt(2), to_shape({O, In}), group, [ckp, n, O, In, C, scale] {
         auto v = Src{*ckp}.f32(n);
         std::vector<float> r(v.size());
         for (int64_t o = 0; o < O; ++o)

@@ -143,10 +143,11 @@ TEST_CASE("cuda weights8 groups: a small GPEN with grouped int8 convs and int8 d
   std::mt19937 rng(21);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   for (auto& v : in) v = u(rng);
-  auto run = [&](Backend& be, DType precision, DType q, DType dense, int group) {
+  auto run = [&](Backend& be, DType precision, DType q, DType dense, int layers, int group) {
     GpenConfig c = cuda_test::small_gpen(precision);
     c.quant8 = q;
     c.dense8 = dense;
+    c.dense8_layers = layers;
     c.q8_group = group;
     auto m = GpenModel::synthetic(c, be, 9);
     m->prepare(1);
@@ -155,23 +156,34 @@ TEST_CASE("cuda weights8 groups: a small GPEN with grouped int8 convs and int8 d
     return out;
   };
   auto cpu = make_cpu_backend();
-  const std::vector<float> ref = run(*cpu, DType::f32, DType::f32, DType::f32, 0);
+  const std::vector<float> ref = run(*cpu, DType::f32, DType::f32, DType::f32, kDense8All, 0);
   DeviceOptions o;
   o.kind = DeviceKind::cuda;
+  // Measured (emulator; the model, seed and input of test_cuda_weights8, whose per-channel int8
+  // convs give 54.9 dB on CUDA fp16): grouped convs (5 groups of 29 rows here) 56.5 dB; with the
+  // modulation linears int8 too 54.5 dB; with every dense layer int8 49.9 dB (per-row scales:
+  // 48.8 dB), the style MLP's error reaching every layer (docs/memory.md, "8-bit weights"). The
+  // bars leave about 1 dB.
   struct Case {
     DType dense;
-    int group;
-  } cases[] = {{DType::f32, 32}, {DType::i8, 0}, {DType::i8, 32}};
+    int layers, group;
+    double min_psnr;
+  } cases[] = {{DType::f32, kDense8All, 32, 55.5},
+               {DType::i8, kDense8Modulation, 32, 53.5},
+               {DType::i8, kDense8All, 0, 47.8},
+               {DType::i8, kDense8All, 32, 48.9}};
   for (const Case& c : cases) {
     CAPTURE(std::string(dtype_name(c.dense)));
+    CAPTURE(c.layers);
     CAPTURE(c.group);
     auto be = cuda::make_cuda_backend(o);
-    const std::vector<float> gpu = run(*be, DType::f16, DType::i8, c.dense, c.group);
-    const std::vector<float> cpu8 = run(*cpu, DType::f32, DType::i8, c.dense, c.group);
+    const std::vector<float> gpu = run(*be, DType::f16, DType::i8, c.dense, c.layers, c.group);
+    const std::vector<float> cpu8 = run(*cpu, DType::f32, DType::i8, c.dense, c.layers, c.group);
     const OutputDiff dg = compare_outputs(gpu.data(), ref.data(), 1, size);
     const OutputDiff dc = compare_outputs(cpu8.data(), ref.data(), 1, size);
     const OutputDiff dgc = compare_outputs(gpu.data(), cpu8.data(), 1, size);
-    MESSAGE("int8 convs, group " << c.group << ", dense " << dtype_name(c.dense) << ": emulated CUDA fp16 vs fp32 "
+    MESSAGE("int8 convs, group " << c.group << ", dense " << std::string(dtype_name(c.dense)) << " (layers "
+                                 << c.layers << "): emulated CUDA fp16 vs fp32 "
                                  << "weights: max abs " << dg.max_abs << ", PSNR " << dg.psnr_8bit
                                  << " dB; CPU fp32: max abs " << dc.max_abs << ", PSNR " << dc.psnr_8bit
                                  << " dB; CUDA vs CPU on the same weights: max rel " << dgc.max_rel << ", PSNR "
@@ -179,7 +191,7 @@ TEST_CASE("cuda weights8 groups: a small GPEN with grouped int8 convs and int8 d
     CHECK(dg.nonfinite == 0);
     CHECK(dgc.max_rel < 10.0 / 2048);  // test_cuda_accuracy's fp16 bound
     CHECK(dgc.psnr_8bit >= 55.0);
-    CHECK(dg.psnr_8bit >= 53.5);  // the per-channel int8 bar of test_cuda_weights8
-    CHECK(dc.psnr_8bit >= 53.5);
+    CHECK(dg.psnr_8bit >= c.min_psnr);
+    CHECK(dc.psnr_8bit >= c.min_psnr);
   }
 }

@@ -271,10 +271,13 @@ TEST_CASE("weights8 groups: converted models equal an fp32 file of their dequant
   struct Case {
     DType dt, dense;
     int64_t group;
-  } cases[] = {{DType::i8, DType::f32, 0},  // the per-channel format of the first 8-bit files
-               {DType::i8, DType::i8, 32},
-               {DType::f8e4m3, DType::f8e4m3, 16},
-               {DType::i8, DType::i8, 0}};
+    int layers;
+  } cases[] = {{DType::i8, DType::f32, 0, kDense8All},  // the per-channel format of the first 8-bit files
+               {DType::i8, DType::i8, 32, kDense8All},
+               {DType::f8e4m3, DType::f8e4m3, 16, kDense8All},
+               {DType::i8, DType::i8, 0, kDense8All},
+               {DType::i8, DType::i8, 64, kDense8Modulation},
+               {DType::i8, DType::i8, 0, kDense8FinalLinear | kDense8StyleMlp}};
   for (const Case& c : cases) {
     CAPTURE(dtype_name(c.dt));
     CAPTURE(c.group);
@@ -282,6 +285,7 @@ TEST_CASE("weights8 groups: converted models equal an fp32 file of their dequant
     o.dtype = c.dt;
     o.dense_dtype = c.dense;
     o.q8_group = c.group;
+    o.dense_layers = c.layers;
     const std::string q = (d / "q.gpw").string(), f = (d / "deq.gpw").string();
     conv::convert(src, q, o);
     const GpwFile qf = GpwFile::open(q);
@@ -289,17 +293,21 @@ TEST_CASE("weights8 groups: converted models equal an fp32 file of their dequant
     int grouped = 0, dense8 = 0, dense = 0;
     for (const auto& e : qf.tensors()) {
       // The dense weights are exactly the rank-2 `.weight` tensors (demod_q tables end otherwise).
-      dense += e.view.rank() == 2 && e.name.size() > 7 && e.name.compare(e.name.size() - 7, 7, ".weight") == 0;
+      const bool mod = e.name.find(".modulation.") != std::string::npos;
+      const int bit = mod ? kDense8Modulation : e.name.rfind("final_linear", 0) == 0 ? kDense8FinalLinear : kDense8StyleMlp;
+      dense += e.view.rank() == 2 && e.name.size() > 7 && e.name.compare(e.name.size() - 7, 7, ".weight") == 0 &&
+               (c.layers & bit);
       if (!dtype_is_8bit_weight(e.view.dtype)) continue;
       CHECK(e.view.qscale != nullptr);
       grouped += e.view.qgroup > 0;
       dense8 += e.view.rank() == 2;
     }
     CHECK((grouped > 0) == (c.group > 0));
-    CHECK(dense > 10);  // final_linear, the style MLP, the modulations
+    CHECK(dense >= (c.layers == kDense8All ? 10 : 1));  // the dense layers --dense-layers names
     CHECK(dense8 == (c.dense == DType::f32 ? 0 : dense));
     // The plan's weights are the file's tensors (the CPU maps them as they are).
     const GpenConfig cfg = gpen_config_from_gpw(qf);
+    if (c.dense != DType::f32) CHECK(cfg.dense8_layers == c.layers);
     GpenConfig pc = cfg;
     pc.quant8 = c.dt;
     CHECK(build_gpen_graph(pc).graph.weights_bytes() == qf.tensor_bytes());

@@ -81,8 +81,17 @@ GpenConfig gpen_config_from_gpw(const GpwFile& f) {
   } catch (const std::exception& e) {
     throw Error(f.path() + ": GPEN configuration incomplete in the header (" + e.what() + ")");
   }
-  // 8-bit dense layers (gpen convert --dense-dtype): the tensors say so.
-  if (const TensorView* fl = f.find("final_linear.0.weight"); fl && dtype_is_8bit_weight(fl->dtype)) c.dense8 = fl->dtype;
+  // 8-bit dense layers (gpen convert --dense-dtype, --dense-layers): the tensors say which.
+  c.dense8_layers = 0;
+  for (auto [name, bit] : {std::pair{"generator.conv1.conv.modulation.weight", kDense8Modulation},
+                           std::pair{"final_linear.0.weight", kDense8FinalLinear},
+                           std::pair{"generator.style.1.weight", kDense8StyleMlp}}) {
+    const TensorView* v = f.find(name);
+    if (!v || !dtype_is_8bit_weight(v->dtype)) continue;
+    c.dense8 = v->dtype;
+    c.dense8_layers |= bit;
+  }
+  if (!c.dense8_layers) c.dense8_layers = kDense8All;
   GPEN_CHECK(c.q8_group >= 0, f.path() + ": quant8_group must be >= 0, got " + std::to_string(c.q8_group));
   validate_gpen_config(c);
   return c;
