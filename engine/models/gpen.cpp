@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "weights/quant8.h"
 
@@ -94,7 +95,14 @@ std::string GpenConfig::describe() const {
      << batch << ", " << dtype_name(act_dtype);
   if (dtype_is_8bit_weight(quant8)) {
     os << ", " << dtype_name(quant8) << " conv weights";
-    if (dtype_is_8bit_weight(dense8)) os << ", " << dtype_name(dense8) << " dense weights (" << dense8_layers << ")";
+    if (dtype_is_8bit_weight(dense8)) {
+      os << ", " << dtype_name(dense8) << " dense weights (";
+      const char* sep = "";
+      for (auto [bit, name] : {std::pair{kDense8Modulation, "modulation"}, std::pair{kDense8FinalLinear, "final_linear"},
+                               std::pair{kDense8StyleMlp, "style"}})
+        if (dense8_layers & bit) os << sep << name, sep = ", ";
+      os << ")";
+    }
     if (q8_group > 0) os << ", scales per group of " << q8_group;
   }
   return os.str();
