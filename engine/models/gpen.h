@@ -31,7 +31,7 @@ struct GpenConfig {
   DType act_dtype = DType::f32;     // activations in the arena
   DType weight_dtype = DType::f32;  // conv and linear weights (biases, Q tables: act_dtype)
   // DType::i8 / f8e4m3: the big convs (decoder 3x3 modconvs, encoder 3x3 convs) take 8-bit codes
-  // plus a `<name>.qscale` f32 weight [Cout]; ToRGB, the first encoder conv and the dense layers
+  // plus a `<name>.qscale` f32 weight [Cout] ([G, Cout] with q8_group); ToRGB, the first encoder conv and the dense layers
   // keep weight_dtype. f32: no 8-bit weights.
   DType quant8 = DType::f32;
   // With quant8 set: the dense layers (style MLP, modulation linears, final_linear) as 8-bit codes
