@@ -7,12 +7,14 @@
 
 #include "apps/cli.h"
 #include "converter/convert.h"
+#include "engine/models/gpen.h"
 #include "engine/core/error.h"
 
 namespace {
 
 struct ConvertArgs {
-  std::string in, out, arch = "auto", key, dtype = "fp32", task;
+  std::string in, out, arch = "auto", key, dtype = "fp32", task, dense_dtype = "fp32", dense_layers = "modulation";
+  int64_t group_size = 0;
 };
 
 void run_convert(const ConvertArgs& a) {
@@ -22,6 +24,9 @@ void run_convert(const ConvertArgs& a) {
   opt.key = a.key;
   opt.dtype = gpen::parse_dtype(a.dtype);
   opt.task = a.task;
+  opt.dense_dtype = gpen::parse_dtype(a.dense_dtype);
+  opt.q8_group = a.group_size;
+  opt.dense_layers = gpen::parse_dense8_layers(a.dense_layers);
   const bool tty = ::isatty(STDERR_FILENO);
   int last_decile = -1;
   opt.progress = [&](uint64_t done, uint64_t total) {
@@ -64,6 +69,19 @@ gpen::cli::Command reg(
                      "models share the FullGenerator layout, so it cannot be recognised from the tensors");
       sub.add_option("--dtype", a->dtype, "Storage of weight matrices and conv kernels: fp32, fp16, bf16, or (GPEN only) int8 / fp8: the big convs as 8-bit codes with per-output-channel scales, the rest fp32 (docs/weights-format.md)")
           ->check(CLI::IsMember({"fp32", "fp16", "bf16", "f32", "f16", "int8", "fp8"}));
+      sub.add_option("--dense-dtype", a->dense_dtype,
+                     "GPEN with --dtype int8|fp8: store dense layers (those of --dense-layers) as 8-bit too, with "
+                     "per-output-row scales (int8, fp8; fp32 keeps them f32, the default)")
+          ->check(CLI::IsMember({"fp32", "f32", "int8", "fp8"}));
+      sub.add_option("--dense-layers", a->dense_layers,
+                     "With --dense-dtype: which dense layers: modulation (the default: the per-layer style linears, "
+                     "0.8 dB on the GPEN-512 layout), final_linear, style (the mapping MLP, the sensitive one), all, "
+                     "or a comma-separated list (docs/memory.md, \"8-bit weights\")")
+          ->capture_default_str();
+      sub.add_option("--group-size", a->group_size,
+                     "GPEN with --dtype int8|fp8: one scale per output channel and group of about N reduction rows "
+                     "(e.g. 64) instead of one per output channel (0, the default); docs/weights-format.md")
+          ->check(CLI::NonNegativeNumber);
       sub.callback([a] { run_convert(*a); });
     },
     20);

@@ -52,6 +52,15 @@ Command reg(
                      "GPEN conv weights as 8-bit codes: int8 or fp8 (default: as the -m file stores them, else "
                      "the precision)")
           ->check(CLI::IsMember({"int8", "fp8", "fp32"}));
+      sub.add_option("--dense-dtype", g_args.dense_dtype,
+                     "With --weights-dtype int8|fp8: the dense layers as 8-bit codes too (int8, fp8; fp32: float)")
+          ->check(CLI::IsMember({"int8", "fp8", "fp32"}));
+      sub.add_option("--dense-layers", g_args.dense_layers,
+                     "With --dense-dtype: modulation, final_linear, style, all or a list (as gpen convert)")
+          ->capture_default_str();
+      sub.add_option("--group-size", g_args.group_size,
+                     "With --weights-dtype int8|fp8: scales per group of about N reduction rows (0: per channel)")
+          ->check(CLI::NonNegativeNumber);
       sub.add_option("--strategy", g_args.strategy, "Planner strategy, or 'all' to compare them (default: the best)");
       sub.add_flag("--json", g_args.json, "Print JSON");
       sub.add_flag("--csv", g_args.csv, "Print CSV (one row per configuration and strategy)");

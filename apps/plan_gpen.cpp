@@ -28,6 +28,11 @@ nlohmann::json row_json(const Row& r, bool brief = true) {
             {"batch", r.cfg.batch},
             {"precision", r.precision},
             {"weights_dtype", dtype_is_8bit_weight(r.cfg.quant8) ? dtype_name(r.cfg.quant8) : r.precision.c_str()}});
+  if (dtype_is_8bit_weight(r.cfg.quant8)) {
+    j["dense_dtype"] = dtype_is_8bit_weight(r.cfg.dense8) ? dtype_name(r.cfg.dense8) : r.precision.c_str();
+    if (dtype_is_8bit_weight(r.cfg.dense8)) j["dense_layers"] = r.cfg.dense8_layers;
+    j["group_size"] = r.cfg.q8_group;
+  }
   if (r.cfg.output_size() != r.cfg.size) {
     j["config"]["out_size"] = r.cfg.out_size;
     j["noise_inputs"] = 2 * (log2_of(r.cfg.out_size) - log2_of(r.cfg.size));  // FullGenerator_SR
@@ -102,6 +107,18 @@ GpenBase gpen_base(const PlanArgs& a) {
     GPEN_CHECK(q == DType::f32 || dtype_is_8bit_weight(q),
                "--weights-dtype must be int8, fp8 or fp32 (float weights), got '" + a.weights_dtype + "'");
     b.cfg.quant8 = q;
+  }
+  if (!a.dense_dtype.empty()) {
+    const DType d = parse_dtype(a.dense_dtype);
+    GPEN_CHECK(d == DType::f32 || dtype_is_8bit_weight(b.cfg.quant8),
+               "--dense-dtype int8|fp8 needs 8-bit conv weights (--weights-dtype int8|fp8 or an 8-bit -m file)");
+    b.cfg.dense8 = d;
+    b.cfg.dense8_layers = parse_dense8_layers(a.dense_layers);
+  }
+  if (a.group_size >= 0) {
+    GPEN_CHECK(a.group_size == 0 || dtype_is_8bit_weight(b.cfg.quant8),
+               "--group-size needs 8-bit weights (--weights-dtype int8|fp8 or an 8-bit -m file)");
+    b.cfg.q8_group = a.group_size;
   }
   return b;
 }

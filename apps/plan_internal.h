@@ -28,6 +28,9 @@ struct PlanArgs {
   std::string precision = "fp32";
   std::vector<std::string> precisions;
   std::string weights_dtype;  // "int8" / "fp8": 8-bit conv weights (GpenConfig::quant8); "" as the model file says
+  std::string dense_dtype;    // with weights_dtype: "int8" / "fp8" dense layers too (GpenConfig::dense8)
+  std::string dense_layers = "modulation";  // which ones (GpenConfig::dense8_layers)
+  int group_size = -1;        // with weights_dtype: GpenConfig::q8_group; -1 as the model file says (else 0)
   std::string strategy;
   bool json = false;
   bool csv = false;

@@ -92,31 +92,39 @@ void add_computed(GpwWriter& w, const std::string& name, DType dt, const Shape& 
   });
 }
 
-// A conv weight computed by `make` (HWIO, `cout` the last axis): stored as `dt`, or, for the
-// 8-bit dtypes, as its codes plus `<name>.qscale` (f32 [cout]) right after it.
-void add_conv_weight(GpwWriter& w, const std::string& name, DType dt, const Shape& shape, int64_t cout,
-                     std::function<std::vector<float>()> make) {
+// A conv weight (HWIO) or dense weight ([out][in]) computed by `make`: stored as `dt`, or, for
+// the 8-bit dtypes, as its codes plus `<name>.qscale` right after it (f32, [out] per output
+// channel, or [G, out] per group of about `group` reduction rows: weights/quant8.h).
+void add_weight(GpwWriter& w, const std::string& name, DType dt, const Shape& shape, int64_t group,
+                std::function<std::vector<float>()> make) {
   if (!dtype_is_8bit_weight(dt)) {
     add_computed(w, name, dt, shape, std::move(make));
     return;
   }
-  w.add(name, dt, shape, [name, dt, shape, cout, make](void* dst, size_t bytes) {
+  w.add(name, dt, shape, [name, dt, shape, group, make](void* dst, size_t bytes) {
     std::vector<float> v = make();
     if (static_cast<int64_t>(v.size()) != shape.numel() || v.size() != bytes)
       throw Error("internal: size mismatch converting '" + name + "'");
-    Quantized8 q = quantize8(v.data(), shape.numel(), cout, dt);
+    Quantized8Grouped q = quantize8_grouped(v.data(), shape, dt, group);
     std::memcpy(dst, q.codes.data(), bytes);
   });
-  add_computed(w, name + ".qscale", DType::f32, Shape{cout}, [dt, shape, cout, make] {
+  const Shape ss = q8_scale_shape(shape, q8_group_for(q8_axes(shape).k, group));
+  add_computed(w, name + ".qscale", DType::f32, ss, [dt, shape, group, make] {
     std::vector<float> v = make();
-    return quantize8_scales(v.data(), shape.numel(), cout, dt);
+    return quantize8_grouped(v.data(), shape, dt, group).scale;
   });
 }
 
-void plan_gpen(const Checkpoint& ck, const Recognition& rec, DType qdt, GpwWriter& w) {
-  // 8-bit files quantise only the big convs (add_conv_weight); the dense layers, ToRGB and the
-  // first encoder conv keep f32 (docs/weights-format.md, "8-bit weights").
+void plan_gpen(const Checkpoint& ck, const Recognition& rec, const ConvertOptions& opt, GpwWriter& w) {
+  // 8-bit files quantise the big convs (add_weight) and, with --dense-dtype, the dense layers;
+  // ToRGB and the first encoder conv keep f32 (docs/weights-format.md, "8-bit weights").
+  const DType qdt = opt.dtype;
   const DType wdt = dtype_is_8bit_weight(qdt) ? DType::f32 : qdt;
+  // The dense layers --dense-layers names (bits as engine/models/gpen.h Dense8Layer).
+  auto ddt = [&](int bit) {
+    return dtype_is_8bit_weight(opt.dense_dtype) && (opt.dense_layers & bit) ? opt.dense_dtype : wdt;
+  };
+  const int64_t group = opt.q8_group;
   const GpenConfig& c = rec.gpen;
   const double D = c.style_dim;
   const Checkpoint* ckp = &ck;
@@ -128,7 +136,7 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, DType qdt, GpwWrite
       // EqualLinear(lr_mul 0.01): W * (1/sqrt(in)) * lr_mul, b * lr_mul.
       if (ends_with(n, ".weight")) {
         float scale = static_cast<float>((1.0 / std::sqrt(D)) * 0.01);
-        add_computed(w, n, wdt, to_shape({sh[0], sh[1]}), [ckp, n, scale] {
+        add_weight(w, n, ddt(4), to_shape({sh[0], sh[1]}), group, [ckp, n, scale] {
           auto v = Src{*ckp}.f32(n);
           for (float& x : v) x *= scale;
           return v;
@@ -155,7 +163,7 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, DType qdt, GpwWrite
       const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(I * K * K)));
       const std::string prefix0 = n.substr(0, n.size() - std::strlen(".conv.weight"));
       const bool rgb = prefix0.find("to_rgb") != std::string::npos;
-      add_conv_weight(w, n, rgb ? wdt : qdt, to_shape({K, K, I, O}), O, [ckp, n, O, I, K, scale] {
+      add_weight(w, n, rgb ? wdt : qdt, to_shape({K, K, I, O}), group, [ckp, n, O, I, K, scale] {
         return to_hwio(Src{*ckp}.f32(n), O, I, K, scale);
       });
       const std::string prefix = n.substr(0, n.size() - std::strlen(".conv.weight"));
@@ -176,7 +184,7 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, DType qdt, GpwWrite
       }
     } else if (ends_with(n, ".conv.modulation.weight")) {
       const float scale = static_cast<float>(1.0 / std::sqrt(D));
-      add_computed(w, n, wdt, to_shape({sh[0], sh[1]}), [ckp, n, scale] {
+      add_weight(w, n, ddt(1), to_shape({sh[0], sh[1]}), group, [ckp, n, scale] {
         auto v = Src{*ckp}.f32(n);
         for (float& x : v) x *= scale;
         return v;
@@ -187,14 +195,14 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, DType qdt, GpwWrite
       const int64_t O = sh[0], I = sh[1], K = sh[2];
       const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(I * K * K)));
       const bool first = n.rfind("ecd0.", 0) == 0;  // 3 input channels: tiny, and it sees the raw image
-      add_conv_weight(w, n, first ? wdt : qdt, to_shape({K, K, I, O}), O, [ckp, n, O, I, K, scale] {
+      add_weight(w, n, first ? wdt : qdt, to_shape({K, K, I, O}), group, [ckp, n, O, I, K, scale] {
         return to_hwio(Src{*ckp}.f32(n), O, I, K, scale);
       });
     } else if (n == "final_linear.0.weight") {
       // Columns from PyTorch's flatten order (c, y, x) to the engine's NHWC order (y, x, c).
       const int64_t O = sh[0], In = sh[1], C = In / 16;
       const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(In)));
-      add_computed(w, n, wdt, to_shape({O, In}), [ckp, n, O, In, C, scale] {
+      add_weight(w, n, ddt(2), to_shape({O, In}), group, [ckp, n, O, In, C, scale] {
         auto v = Src{*ckp}.f32(n);
         std::vector<float> r(v.size());
         for (int64_t o = 0; o < O; ++o)
@@ -308,6 +316,11 @@ ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) 
   if (dtype_is_8bit_weight(opt.dtype) && rec.arch != Arch::gpen)
     throw Error(ck.name() + ": --dtype " + dtype_name(opt.dtype) + " is for GPEN models only (this is " + describe(rec) +
                 "; use fp32, fp16 or bf16)");
+  if ((dtype_is_8bit_weight(opt.dense_dtype) || opt.q8_group != 0) && !dtype_is_8bit_weight(opt.dtype))
+    throw Error("--dense-dtype and --group-size apply to 8-bit weights only (--dtype int8 or fp8)");
+  if (opt.dense_dtype != DType::f32 && !dtype_is_8bit_weight(opt.dense_dtype))
+    throw Error(std::string("--dense-dtype ") + dtype_name(opt.dense_dtype) + " is not an 8-bit dtype (int8 or fp8)");
+  if (opt.q8_group < 0) throw Error("--group-size must be >= 0 (0: one scale per output channel)");
   ConvertResult info;
   info.arch = rec.arch;
   info.config = rec.config;
@@ -327,9 +340,13 @@ ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) 
     rec.config["task"] = opt.task;
     info.config = rec.config;
   }
+  if (rec.arch == Arch::gpen && opt.q8_group > 0) {
+    rec.config["quant8_group"] = opt.q8_group;  // the graph builder's GpenConfig::q8_group
+    info.config = rec.config;
+  }
   GpwWriter w(arch_name(rec.arch), rec.config);
   w.set_storage_dtype(opt.dtype);
-  if (rec.arch == Arch::gpen) plan_gpen(ck, rec, opt.dtype, w);
+  if (rec.arch == Arch::gpen) plan_gpen(ck, rec, opt, w);
   else if (rec.arch == Arch::realesrnet) plan_realesrnet(ck, rec, opt.dtype, w);
   else if (rec.arch == Arch::parsenet) plan_units(ck, parsenet_units(), opt.dtype, w);
   else plan_units(ck, retinaface_units(rec.backbone), opt.dtype, w);

@@ -23,6 +23,11 @@ struct ConvertOptions {
   // GPEN only: the task the weights were trained for (enhance, colorize, inpaint, seg2face),
   // recorded in the header's config as "task"; the layouts alone never tell it. "": not recorded.
   std::string task;
+  // GPEN with an 8-bit dtype only: the dense layers as 8-bit too (i8 / f8e4m3; f32: they stay
+  // f32), and the scale group size along the reduction axis (0: one scale per output channel).
+  DType dense_dtype = DType::f32;
+  int dense_layers = 7;  // which dense layers dense_dtype applies to: 1 modulation, 2 final_linear, 4 style MLP
+  int64_t q8_group = 0;
   GpwWriter::Progress progress;
 };
 

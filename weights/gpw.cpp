@@ -1,4 +1,5 @@
 #include "weights/gpw.h"
+#include "weights/quant8.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -218,17 +219,23 @@ void GpwFile::parse() {
   index_.clear();
   for (size_t i = 0; i < entries_.size(); ++i) index_.emplace_back(entries_[i].name, i);
   std::sort(index_.begin(), index_.end());
-  // An 8-bit weight is usable only with its per-output-channel scales: `<name>.qscale`, f32, one
-  // per index of the last axis. Its view carries them (TensorView::qscale).
+  // An 8-bit weight is usable only with its scales: `<name>.qscale`, f32, one per output channel
+  // ([O]) or per output channel and group of reduction rows ([G, O]; weights/quant8.h). Its view
+  // carries them (TensorView::qscale, qgroup).
   for (Entry& e : entries_) {
     if (!dtype_is_8bit_weight(e.view.dtype)) continue;
     const std::string sn = e.name + ".qscale";
     const TensorView* sv = find(sn);
-    const int64_t cout = e.view.rank() ? e.view.dim(e.view.rank() - 1) : 1;
-    if (!sv || sv->dtype != DType::f32 || sv->numel() != cout)
+    const int64_t cout = q8_axes(e.view.shape).out;
+    if (!sv)
       fail("tensor '" + e.name + "' is " + dtype_name(e.view.dtype) + " but has no scale tensor '" + sn +
            "' (f32, " + std::to_string(cout) + " values)");
+    int64_t group = 0;
+    if (sv->dtype != DType::f32 || !q8_group_of(e.view.shape, sv->shape, &group))
+      fail("scale tensor '" + sn + "' is " + sv->shape.str() + " " + dtype_name(sv->dtype) + "; weight " +
+           e.view.shape.str() + " needs " + q8_scale_expectation(e.view.shape));
     e.view.qscale = sv->f32();
+    e.view.qgroup = group;
   }
 }
 

@@ -38,4 +38,10 @@ GPEN_Q8_HD float q8_code_value(uint8_t c, bool fp8) { return fp8 ? f8e4m3_to_f32
 // The dequantised weight.
 GPEN_Q8_HD float q8_dequant(uint8_t c, bool fp8, float scale) { return q8_code_value(c, fp8) * scale; }
 
+// Where the scale of reduction row k, output channel o (of `cout`) lies: per channel (group 0) or
+// per channel and group of `group` consecutive rows (the scales then [ceil(K / group)][cout]).
+GPEN_Q8_HD int64_t q8_scale_index(int64_t k, int64_t o, int64_t cout, int64_t group) {
+  return group > 0 ? (k / group) * cout + o : o;
+}
+
 }  // namespace gpen

@@ -47,10 +47,13 @@ struct TensorView {
   DType dtype = DType::f32;
   Shape shape;
   std::array<int64_t, kMaxRank> strides{};
-  // 8-bit weight dtypes only (dtype_is_8bit_weight): one f32 scale per index of the last axis
-  // (the output channel of HWIO / [in][out] weights), in the same memory space as data; the
-  // weight is code * qscale[o]. Null for every other dtype.
+  // 8-bit weight dtypes only (dtype_is_8bit_weight): f32 scales in the same memory space as data;
+  // the weight at reduction row k of output channel o (HWIO: o the last axis, k the flat index of
+  // the first three; dense [out][in]: o = axis 0, k = axis 1) is code * qscale[q8_scale_index(k,
+  // o, O, qgroup)] (engine/core/quant8.h). qgroup 0: one scale per output channel; else one per
+  // output channel and group of qgroup consecutive k. Null / 0 for every other dtype.
   const float* qscale = nullptr;
+  int64_t qgroup = 0;
 
   int rank() const { return shape.rank; }
   int64_t dim(int i) const { return shape.d[i]; }

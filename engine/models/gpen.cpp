@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <sstream>
+#include <utility>
+
+#include "weights/quant8.h"
 
 namespace gpen {
 
@@ -40,12 +43,21 @@ struct Builder {
   // A big conv weight: 8-bit codes and their scales when the model is quantised (c.quant8).
   int conv_weight(const std::string& name, const Shape& s) {
     if (!dtype_is_8bit_weight(c.quant8)) return weight(name, s);
-    const int w = g.weight(name, c.quant8, s);
-    g.weight(name + ".qscale", DType::f32, Shape{s[s.rank - 1]});
+    return weight8(name, c.quant8, s);
+  }
+  // A dense weight [out][in]: 8-bit (scales per output row or row group) when c.dense8 is set.
+  int dense_weight(const std::string& name, const Shape& s, int layer) {
+    if (!dtype_is_8bit_weight(c.quant8) || !dtype_is_8bit_weight(c.dense8) || !(c.dense8_layers & layer))
+      return weight(name, s);
+    return weight8(name, c.dense8, s);
+  }
+  int weight8(const std::string& name, DType dt, const Shape& s) {
+    const int w = g.weight(name, dt, s);
+    g.weight(name + ".qscale", DType::f32, q8_scale_shape(s, q8_group_for(q8_axes(s).k, c.q8_group)));
     return w;
   }
   int style(const std::string& prefix, int cin) {
-    int wm = weight(prefix + ".conv.modulation.weight", Shape{cin, c.style_dim});
+    int wm = dense_weight(prefix + ".conv.modulation.weight", Shape{cin, c.style_dim}, kDense8Modulation);
     int bm = weight(prefix + ".conv.modulation.bias", Shape{cin}, false);
     return g.dense(w_latent, wm, bm, DenseParams{}, prefix + ".style");
   }
@@ -58,13 +70,41 @@ struct Builder {
 
 }  // namespace
 
+int parse_dense8_layers(const std::string& list) {
+  int m = 0;
+  size_t a = 0;
+  while (a <= list.size()) {
+    size_t b = list.find(',', a);
+    if (b == std::string::npos) b = list.size();
+    const std::string item = list.substr(a, b - a);
+    if (item == "modulation") m |= kDense8Modulation;
+    else if (item == "final_linear") m |= kDense8FinalLinear;
+    else if (item == "style") m |= kDense8StyleMlp;
+    else if (item == "all") m |= kDense8All;
+    else throw Error("dense layers: '" + item + "' is not one of modulation, final_linear, style, all");
+    a = b + 1;
+  }
+  return m;
+}
+
 std::string GpenConfig::describe() const {
   std::ostringstream os;
   os << "GPEN size " << size;
   if (output_size() != size) os << " -> " << output_size() << " (FullGenerator_SR)";
   os << ", channel multiplier " << channel_multiplier << ", narrow " << narrow << ", batch "
      << batch << ", " << dtype_name(act_dtype);
-  if (dtype_is_8bit_weight(quant8)) os << ", " << dtype_name(quant8) << " conv weights";
+  if (dtype_is_8bit_weight(quant8)) {
+    os << ", " << dtype_name(quant8) << " conv weights";
+    if (dtype_is_8bit_weight(dense8)) {
+      os << ", " << dtype_name(dense8) << " dense weights (";
+      const char* sep = "";
+      for (auto [bit, name] : {std::pair{kDense8Modulation, "modulation"}, std::pair{kDense8FinalLinear, "final_linear"},
+                               std::pair{kDense8StyleMlp, "style"}})
+        if (dense8_layers & bit) os << sep << name, sep = ", ";
+      os << ")";
+    }
+    if (q8_group > 0) os << ", scales per group of " << q8_group;
+  }
   return os.str();
 }
 
@@ -136,12 +176,13 @@ GpenGraph build_gpen_graph(const GpenConfig& c) {
   DenseParams fl;
   fl.act = Activation::scaled_leaky();
   const int sd = c.style_dim;
-  int z = g.dense(flat, b.weight("final_linear.0.weight", Shape{sd, 16 * c4}),
+  int z = g.dense(flat, b.dense_weight("final_linear.0.weight", Shape{sd, 16 * c4}, kDense8FinalLinear),
                   b.weight("final_linear.0.bias", Shape{sd}, false), fl, "final_linear");
   int w = g.pixel_norm(z, "style.pixel_norm");
   for (int i = 1; i <= 8; ++i) {
     std::string pre = "generator.style." + std::to_string(i);
-    w = g.dense(w, b.weight(pre + ".weight", Shape{sd, sd}), b.weight(pre + ".bias", Shape{sd}, false), fl, pre);
+    w = g.dense(w, b.dense_weight(pre + ".weight", Shape{sd, sd}, kDense8StyleMlp), b.weight(pre + ".bias", Shape{sd}, false),
+                fl, pre);
   }
   b.w_latent = w;
 

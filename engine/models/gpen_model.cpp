@@ -77,9 +77,22 @@ GpenConfig gpen_config_from_gpw(const GpwFile& f) {
     c.narrow = j.at("narrow").get<double>();
     c.style_dim = j.value("style_dim", 512);
     c.out_size = j.value("out_size", 0);  // FullGenerator_SR only
+    c.q8_group = j.value("quant8_group", 0);  // 8-bit files with per-group scales only
   } catch (const std::exception& e) {
     throw Error(f.path() + ": GPEN configuration incomplete in the header (" + e.what() + ")");
   }
+  // 8-bit dense layers (gpen convert --dense-dtype, --dense-layers): the tensors say which.
+  c.dense8_layers = 0;
+  for (auto [name, bit] : {std::pair{"generator.conv1.conv.modulation.weight", kDense8Modulation},
+                           std::pair{"final_linear.0.weight", kDense8FinalLinear},
+                           std::pair{"generator.style.1.weight", kDense8StyleMlp}}) {
+    const TensorView* v = f.find(name);
+    if (!v || !dtype_is_8bit_weight(v->dtype)) continue;
+    c.dense8 = v->dtype;
+    c.dense8_layers |= bit;
+  }
+  if (!c.dense8_layers) c.dense8_layers = kDense8All;
+  GPEN_CHECK(c.q8_group >= 0, f.path() + ": quant8_group must be >= 0, got " + std::to_string(c.q8_group));
   validate_gpen_config(c);
   return c;
 }

@@ -41,6 +41,7 @@ void Executor::bind(const WeightMap& weights) {
                      ", the graph expects " + d.shape.str() + " " + dtype_name(d.dtype));
       v.data = it->second.data;
       v.qscale = it->second.qscale;  // 8-bit weights: their scales
+      v.qgroup = it->second.qgroup;
     } else if (d.kind == TensorKind::View && ts[g_.root_of(static_cast<int>(t))].kind == TensorKind::Weight) {
       // A window of a weight (e.g. one half of a StyledConv's activation bias).
       int root = g_.root_of(static_cast<int>(t));

@@ -157,7 +157,8 @@ void direct_conv(const Conv2dParams& p, const TensorView& x, const TensorView& w
     for (int64_t kx = 0; kx < p.kw; ++kx)
       for (int64_t ci = 0; ci < d.Cin; ++ci) {
         float* row = wp + ((ky * p.kw + kx) * d.Cin + ci) * d.Cp;
-        load_weight_row(row, w, ky * w.stride(0) + kx * w.stride(1) + ci * w.stride(2), w.stride(3), 0, d.Cp, d.Co);
+        load_weight_row(row, w, ky * w.stride(0) + kx * w.stride(1) + ci * w.stride(2), w.stride(3), 0, d.Cp, d.Co,
+                        (ky * p.kw + kx) * d.Cin + ci);
       }
   if (bias) {
     float* bp = wp + K * d.Cp;

@@ -98,7 +98,8 @@ void pack_weight_block(const Args& a, int64_t grp, int64_t kk, int64_t ib, float
     for (int64_t j = 0; j < nc; j += kQ8Cols) {
       const int64_t cw = std::min(kQ8Cols, nc - j), o0 = grp * g.cout_g + c0 + j;
       for (int64_t r = 0; r < kd; ++r)
-        load_weight_row(rows + r * cw, w, base + r * a.wld + j * w.stride(3), w.stride(3), o0, cw, o0 + cw);
+        load_weight_row(rows + r * cw, w, base + r * a.wld + j * w.stride(3), w.stride(3), o0, cw, o0 + cw,
+                        k0 + r);
       detail::gemm_pack_b(dst + j * kd, rows, cw, kd, cw);
     }
     return;

@@ -18,7 +18,8 @@ void pack_weight(const Plan& pl, const TensorView& w, int64_t j, int t0, int t1,
       const int ky = t / pl.k, kx = t % pl.k;
       float* dst = panel + int64_t{t} * pl.C * kNR;
       for (int64_t c = 0; c < pl.C; ++c, dst += kNR)
-        detail::load_weight_row(dst, w, ky * s0 + kx * s1 + c * s2 + o0 * s3, s3, o0, kNR, pl.Co);
+        detail::load_weight_row(dst, w, ky * s0 + kx * s1 + c * s2 + o0 * s3, s3, o0, kNR, pl.Co,
+                                (ky * w.dim(1) + kx) * w.dim(2) + c);
     }
     return;
   }
@@ -51,8 +52,9 @@ int64_t b_rows(const Plan& pl, const KBlock& kb, const TensorView& w, int64_t o0
     for (int s = 0; s < kb.nseg; ++s) {
       bseg[s] = bpack;
       const int64_t base = kb.ky[s] * s0 + kb.kx[s] * s1 + kb.c0[s] * s2 + o0 * s3;
+      const int64_t k0 = (int64_t{kb.ky[s]} * w.dim(1) + kb.kx[s]) * w.dim(2) + kb.c0[s];
       for (int i = 0; i < kb.seg_len[s]; ++i, bpack += kNR)
-        detail::load_weight_row(bpack, w, base + i * s2, s3, o0, kNR, pl.Co);
+        detail::load_weight_row(bpack, w, base + i * s2, s3, o0, kNR, pl.Co, k0 + i);
     }
     return kNR;
   }

@@ -23,15 +23,21 @@ inline void check_weight_f32_or_8bit(const TensorView& w, const char* op) {
              std::string(op) + ": weight must be f32, i8 or f8e4m3 on the CPU, got " + dtype_name(w.dtype));
 }
 
+// The scales of reduction row k (HWIO: (ky * kw + kx) * cin + ci) of an 8-bit conv weight, indexed
+// by output channel: per channel, or that row's group (TensorView::qgroup).
+inline const float* weight8_scales(const TensorView& w, int64_t k) {
+  return w.qscale + q8_scale_index(k, 0, w.dim(w.rank() - 1), w.qgroup);
+}
+
 // dst[q] = weight[o0 + q] for q < n (zero for o0 + q >= cout) from element `base` of w along the
-// output axis with stride s3; f32 or 8-bit.
+// output axis with stride s3, `base` on reduction row k; f32 or 8-bit.
 inline void load_weight_row(float* dst, const TensorView& w, int64_t base, int64_t s3, int64_t o0, int64_t n,
-                            int64_t cout) {
+                            int64_t cout, int64_t k) {
   if (dtype_is_8bit_weight(w.dtype)) {
     const uint8_t* src = w.as<const uint8_t>() + base;
     const bool fp8 = w.dtype == DType::f8e4m3;
-    for (int64_t q = 0; q < n; ++q)
-      dst[q] = o0 + q < cout ? q8_dequant(src[q * s3], fp8, w.qscale[o0 + q]) : 0.0f;
+    const float* sc = weight8_scales(w, k);
+    for (int64_t q = 0; q < n; ++q) dst[q] = o0 + q < cout ? q8_dequant(src[q * s3], fp8, sc[o0 + q]) : 0.0f;
     return;
   }
   const float* src = w.f32() + base;

@@ -93,10 +93,12 @@ struct WinoArgs {
   const float* w = nullptr;        // HWIO
   int64_t ws0 = 0, ws1 = 0, ws2 = 0, ws3 = 1;
   // 8-bit weights (engine/core/quant8.h) instead of w: codes HWIO with the strides above, one scale
-  // per output channel; dequantised as the weight transform reads them, as the direct path does.
+  // per output channel (or per channel and group of wgroup reduction rows); dequantised as the
+  // weight transform reads them, as the direct path does.
   const uint8_t* w8 = nullptr;
   const float* wscale = nullptr;
   bool fp8 = false;
+  int64_t wcin = 0, wgroup = 0;  // per-group scales: reduction row k = tap * wcin + ci (quant8.h)
   // Input geometry: output pixel (oy, ox) reads input rows oy - pad .. oy - pad + 2 (zero outside
   // hin x win). pad 1, hin = H: the "same" conv; pad 0, hin = H + 2: a "valid" conv on an input
   // padded beforehand (ParseNet's reflection pad).

@@ -47,7 +47,7 @@ __device__ __forceinline__ float conv_weight_at(const ConvGeometry& g, const Con
                                                 int co) {
   const int oc = group * g.cout_g + co;
   const int64_t i = int64_t{k} * g.cout + oc;
-  return t.w8.codes ? to_f32(from_f32<T>(weight8_at(t.w8, i, oc))) : to_f32(t.w[i]);
+  return t.w8.codes ? to_f32(from_f32<T>(weight8_at(t.w8, i, k, oc))) : to_f32(t.w[i]);
 }
 
 // y[m, co] = act(acc + bias[co]) + residual[m, co], co counted over all groups.

@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kThreads) conv2d_wmma_kernel(const ConvGeometr
       const int co = n0 + b_col + j, oc = group * g.cout_g + co;
       const int64_t wi = int64_t{kb} * g.cout + oc;
       T v = zero;
-      if (kb < k_end && co < g.cout_g) v = t.w8.codes ? from_f32<T>(weight8_at(t.w8, wi, oc)) : t.w[wi];
+      if (kb < k_end && co < g.cout_g) v = t.w8.codes ? from_f32<T>(weight8_at(t.w8, wi, kb, oc)) : t.w[wi];
       b_tile[b_row][b_col + j] = v;
     }
     __syncthreads();

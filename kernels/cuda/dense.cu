@@ -2,8 +2,12 @@
 // One warp per output element: the lanes walk the input axis in steps of 32 (consecutive lanes
 // read consecutive weights of row o, so loads coalesce), then a butterfly shuffle sums the 32
 // partial dot products. Batches are tiny in this engine (one style vector), so the weight matrix
-// is read once per sample and the kernel is bound by that read.
+// is read once per sample and the kernel is bound by that read. 8-bit weights (weights8.cuh: one
+// scale per output row, or per row and group of inputs) are dequantised as each lane loads its
+// code and rounded once to T, so the kernel computes what it would on a T weight holding the
+// dequantised values.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/weights8.cuh"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
@@ -20,7 +24,7 @@ struct DenseShape {
 
 template <class T>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    dense_kernel(const DenseShape s, const T* x, const T* w, const T* bias, T* y) {
+    dense_kernel(const DenseShape s, const T* x, const T* w, const Weight8 w8, const T* bias, T* y) {
   const int lane = threadIdx.x % 32;
   const int64_t outputs = s.n * s.out;
   // Warp-uniform loop, so the shuffles below always see all 32 lanes.
@@ -28,9 +32,16 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
        e += int64_t{gridDim.x} * kWarpsPerBlock) {
     const int64_t n = e / s.out, o = e % s.out;
     const T* xr = x + n * s.x_row;
-    const T* wr = w + o * s.in;
     float acc = 0.0f;
-    for (int64_t i = lane; i < s.in; i += 32) acc += to_f32(xr[i * s.x_col]) * to_f32(wr[i]);
+    if (w8.codes) {
+      const uint8_t* cr = w8.codes + o * s.in;
+      for (int64_t i = lane; i < s.in; i += 32)
+        acc += to_f32(xr[i * s.x_col]) *
+               to_f32(from_f32<T>(q8_dequant(cr[i], w8.fp8, weight8_scales(w8, static_cast<int>(i))[o])));
+    } else {
+      const T* wr = w + o * s.in;
+      for (int64_t i = lane; i < s.in; i += 32) acc += to_f32(xr[i * s.x_col]) * to_f32(wr[i]);
+    }
     acc = warp_sum(acc);
     if (lane == 0) {
       float v = acc * s.w_scale;
@@ -45,7 +56,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 void dense(const DenseParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
            const TensorView& y, Stream stream) {
   check_view(x, x.dtype, "dense", "input");
-  check_view(w, x.dtype, "dense", "weight");
+  const Weight8 w8 = weight8_of(w, "dense");  // 8-bit weights: any activation dtype
+  if (!w8.codes) check_view(w, x.dtype, "dense", "weight");
   check_view(y, x.dtype, "dense", "output");
   check_rank(x, 2, "dense", "input");
   check_rank(w, 2, "dense", "weight");
@@ -67,7 +79,7 @@ void dense(const DenseParams& p, const TensorView& x, const TensorView& w, const
   dispatch_float(x.dtype, "dense", [&](auto tag) {
     using T = typename decltype(tag)::type;
     GPEN_LAUNCH(grid_for(N * O, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream, dense_kernel<T>)(
-        s, x.as<const T>(), w.as<const T>(), bias ? bias->as<const T>() : nullptr, y.as<T>());
+        s, x.as<const T>(), w8.codes ? nullptr : w.as<const T>(), w8, bias ? bias->as<const T>() : nullptr, y.as<T>());
   });
   check_launch("dense");
 }

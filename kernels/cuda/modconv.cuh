@@ -239,11 +239,8 @@ struct ModConvBStage {
         for (int j = 0; j < kV; ++j) raw[i].v[j] = zero;
         continue;
       }
-      const int tap = k / g.c, ci = k - tap * g.c;
-      const int ty = tap / ph.ntx, tx = tap - ty * ph.ntx;
-      const int ky = ph.ky0 + g.kstep * ty, kx = ph.kx0 + g.kstep * tx;
-      const int64_t wi = (int64_t{ky * g.k + kx} * g.c + ci) * g.cout + co;
-      const T* wr = t.w + wi;
+      int krow = 0;
+      const T* wr = t.w + modconv_b_index(g, ph, k, co, krow);
       if constexpr (kVec) {
         raw[i] = *reinterpret_cast<const Vec16<T>*>(wr);
       } else {

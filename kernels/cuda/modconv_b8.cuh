@@ -1,14 +1,28 @@
 #pragma once
-// Internal to modconv.cuh: the B stager's load for 8-bit weights (weights8.cuh), one depth step
-// of ModConvBStage: each code and its channel's scale, dequantised and rounded to T. kVec (Cout a
-// multiple of kV, codes and scales 16-byte aligned: the host checks) does one load of kV codes and
-// one of kV scales per chunk; kept out of the stager's own loop so that the float path's code
-// (and its registers) stay as they were.
+// Internal to modconv.cuh: the B tile's index walk (both stagers) and the B stager's load for
+// 8-bit weights (weights8.cuh), one depth step of ModConvBStage: each code and its scale (per
+// channel or per channel and group of reduction rows), dequantised and rounded to T. kVec (Cout a
+// multiple of kV, codes and scales 16-byte aligned: the host checks; a scale row is Cout floats)
+// does one load of kV codes and one of kV scales per chunk; kept out of the stager's own loop so
+// that the float path's code (and its registers) stay as they were.
 #include <cstdint>
 
 #include "kernels/cuda/weights8.cuh"
 
 GPEN_CUDA_NAMESPACE_BEGIN
+
+// The B tile's index walk, shared by the float and the 8-bit stagers: GEMM depth row k of phase
+// ph -> its tap t = k / C and input channel ci -> the phase's tap (ty, tx) -> the weight tap
+// (ky, kx). Returns the HWIO element of output channel co; krow is its reduction row (ky * K + kx)
+// * C + ci, which picks the scale group of an 8-bit weight.
+template <class G, class Phase>
+__device__ __forceinline__ int64_t modconv_b_index(const G& g, const Phase& ph, int k, int co, int& krow) {
+  const int tap = k / g.c, ci = k - tap * g.c;
+  const int ty = tap / ph.ntx, tx = tap - ty * ph.ntx;
+  const int ky = ph.ky0 + g.kstep * ty, kx = ph.kx0 + g.kstep * tx;
+  krow = (ky * g.k + kx) * g.c + ci;
+  return int64_t{krow} * g.cout + co;
+}
 
 template <class T, int kRows, int kRowStep, bool kVec, class G, class Tensors, class Phase, class Raw>
 __device__ __forceinline__ void modconv_load_b8(const G& g, const Tensors& t, const Phase& ph, int k0, int n0, int row,
@@ -28,16 +42,16 @@ __device__ __forceinline__ void modconv_load_b8(const G& g, const Tensors& t, co
       for (int j = 0; j < kV; ++j) raw[i].v[j] = zero;
       continue;
     }
-    const int tap = k / g.c, ci = k - tap * g.c;
-    const int ty = tap / ph.ntx, tx = tap - ty * ph.ntx;
-    const int ky = ph.ky0 + g.kstep * ty, kx = ph.kx0 + g.kstep * tx;
-    const int64_t wi = (int64_t{ky * g.k + kx} * g.c + ci) * g.cout + co;
+    int krow = 0;
+    const int64_t wi = modconv_b_index(g, ph, k, co, krow);
+    const float* scales = weight8_scales(t.w8, krow);
     if constexpr (kVec) {
       const Codes c = *reinterpret_cast<const Codes*>(t.w8.codes + wi);
-      const Scales sc = *reinterpret_cast<const Scales*>(t.w8.scale + co);
+      const Scales sc = *reinterpret_cast<const Scales*>(scales + co);  // a scale row is cout floats: aligned
       for (int j = 0; j < kV; ++j) raw[i].v[j] = from_f32<T>(q8_dequant(c.b[j], t.w8.fp8, sc.s[j]));
     } else {
-      for (int j = 0; j < kV; ++j) raw[i].v[j] = co + j < g.cout ? from_f32<T>(weight8_at(t.w8, wi + j, co + j)) : zero;
+      for (int j = 0; j < kV; ++j)
+        raw[i].v[j] = co + j < g.cout ? from_f32<T>(q8_dequant(t.w8.codes[wi + j], t.w8.fp8, scales[co + j])) : zero;
     }
   }
 }
