@@ -211,6 +211,36 @@ TEST_CASE("winograd up: 8-bit weights equal the f32 weights they dequantise to, 
   }
 }
 
+TEST_CASE("winograd up: per-group 8-bit scales equal the f32 weights they dequantise to, bit for bit") {
+  // Grouped scales ([G, O], one per output channel per group of reduction rows (tap, c)): the
+  // transform must pick each row's group, as the direct path and the stride-1 Winograd do.
+  setenv("GPEN_CPU_CONV", "direct", 1);
+  std::mt19937 rng(11);
+  const Case k{2, 2, 7, 9, 40, 24, 35, false};
+  Data d(k, rng);
+  const int64_t C = k.C1 + k.C2;
+  const Shape ws{3, 3, C, k.Co};
+  for (DType dt : {DType::i8, DType::f8e4m3})
+    for (int64_t group : {32, 64}) {
+      CAPTURE(dtype_name(dt));
+      CAPTURE(group);
+      const Quantized8Grouped q = quantize8_grouped(d.w.data(), ws, dt, group);
+      REQUIRE(q.group > 0);
+      const std::vector<float> deq = dequantize8_grouped(q.codes.data(), q.scale.data(), ws, dt, q.group);
+      TensorView w8 = make_view(const_cast<uint8_t*>(q.codes.data()), dt, ws);
+      w8.qscale = q.scale.data();
+      w8.qgroup = q.group;
+      Data f = d;
+      f.w = deq;
+      f.wv = make_view(f.w.data(), DType::f32, ws);
+      for (int m : {2, 4}) {
+        const std::vector<float> got8 = run(d, m, &w8);
+        const std::vector<float> got32 = run(f, m);
+        CHECK(std::memcmp(got8.data(), got32.data(), got8.size() * sizeof(float)) == 0);
+      }
+    }
+}
+
 TEST_CASE("winograd up plan: groups bound the transformed weight, the scratch does not grow with the image") {
   setenv("GPEN_CPU_CONV", "direct", 1);
   // GPEN-512's 64 -> 129 layer (1024 -> 256): the transformed weight (9x the weight for m = 4)

@@ -66,7 +66,7 @@ bool modconv_rgb(const ModConvParams& p, const ModConvArgs& a, const TensorView&
     const int64_t ss = a.s->stride(1);
     float row[kMaxCo];
     for (int64_t c = 0; c < r.C1 + r.C2; ++c) {
-      detail::load_weight_row(row, w, c * w.stride(2), w.stride(3), 0, r.Co, r.Co);
+      detail::load_weight_row(row, w, c * w.stride(2), w.stride(3), 0, r.Co, r.Co, c);
       const bool noise = c >= r.C1;
       const float sc = sp[c * ss] * (noise ? p.x2_act.gain : 1.0f);
       const int64_t col = noise ? r.C1p + (c - r.C1) : c;

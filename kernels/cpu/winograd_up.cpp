@@ -124,6 +124,8 @@ void modconv_winograd_up(int m, const ModConvParams& p, const ModConvArgs& args,
   if (dtype_is_8bit_weight(w.dtype)) {
     a.w8 = w.as<const uint8_t>();
     a.wscale = w.qscale;
+    a.wcin = w.dim(2);
+    a.wgroup = w.qgroup;
     a.fp8 = w.dtype == DType::f8e4m3;
   } else {
     a.w = w.f32();

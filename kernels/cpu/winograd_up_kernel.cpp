@@ -267,8 +267,10 @@ void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, in
     for (int t = 0; t < 9; ++t) {
       const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
       if (a.w8) {
+        // Per-channel or per-group scales of reduction row (tap, c), as the stride-1 transform.
+        const float* sc = a.wscale + q8_scale_index(t * a.wcin + c, 0, pl.Co, a.wgroup);
         for (int q = 0; q < 16; ++q)
-          tmp[q] = o0 + q < pl.Co ? q8_dequant(a.w8[off + (o0 + q) * a.ws3], a.fp8, a.wscale[o0 + q]) : 0.0f;
+          tmp[q] = o0 + q < pl.Co ? q8_dequant(a.w8[off + (o0 + q) * a.ws3], a.fp8, sc[o0 + q]) : 0.0f;
         for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
         continue;
       }
