@@ -6,27 +6,18 @@
 #include <unistd.h>
 
 #include "apps/cli.h"
+#include "apps/convert_args.h"
 #include "converter/convert.h"
 #include "engine/models/gpen.h"
 #include "engine/core/error.h"
 
 namespace {
 
-struct ConvertArgs {
-  std::string in, out, arch = "auto", key, dtype = "fp32", task, dense_dtype = "fp32", dense_layers = "modulation";
-  int64_t group_size = 0;
-};
+using gpen::cli::ConvertArgs;
 
 void run_convert(const ConvertArgs& a) {
   using namespace gpen::conv;
-  ConvertOptions opt;
-  opt.arch = parse_arch(a.arch);
-  opt.key = a.key;
-  opt.dtype = gpen::parse_dtype(a.dtype);
-  opt.task = a.task;
-  opt.dense_dtype = gpen::parse_dtype(a.dense_dtype);
-  opt.q8_group = a.group_size;
-  opt.dense_layers = gpen::parse_dense8_layers(a.dense_layers);
+  ConvertOptions opt = gpen::cli::convert_options(a);
   const bool tty = ::isatty(STDERR_FILENO);
   int last_decile = -1;
   opt.progress = [&](uint64_t done, uint64_t total) {

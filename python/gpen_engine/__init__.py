@@ -47,10 +47,13 @@ def info(path, *, tensors=False):
     return _json.loads(_gpen._info(str(path), tensors))
 
 
-def convert(input, output, *, arch="auto", key=None, dtype="fp32"):
-    """Checkpoint (.pth or .safetensors) -> .gpw, written atomically, as `gpen convert`; returns
-    what was written (architecture, configuration, tensors, bytes)."""
-    return _json.loads(_gpen._convert(str(input), str(output), arch, key, dtype))
+def convert(input, output, *, arch="auto", key=None, dtype="fp32", task=None, dense_dtype="fp32",
+            dense_layers="modulation", group_size=0):
+    """Checkpoint (.pth or .safetensors) -> .gpw, written atomically, as `gpen convert` with the
+    options of the same names (--dtype, --task, --dense-dtype, --dense-layers, --group-size);
+    returns what was written (architecture, configuration, tensors, bytes)."""
+    return _json.loads(_gpen._convert(str(input), str(output), arch, key, dtype, task, dense_dtype, dense_layers,
+                                      int(group_size)))
 
 
 def output_name(relative_path):

@@ -10,6 +10,7 @@
 
 #include "apps/info_report.h"
 #include "apps/plan_internal.h"
+#include "apps/convert_args.h"
 #include "converter/convert.h"
 #include "engine/core/error.h"
 #include "python/src/bindings.h"
@@ -52,12 +53,13 @@ std::string plan_text(std::optional<std::string> model, const std::string& arch,
 }
 
 std::string convert_text(const std::string& in, const std::string& out, const std::string& arch,
-                         std::optional<std::string> key, const std::string& dtype) {
+                         std::optional<std::string> key, const std::string& dtype, std::optional<std::string> task,
+                         const std::string& dense_dtype, const std::string& dense_layers, int64_t group_size) {
   nb::gil_scoped_release unlocked;
-  conv::ConvertOptions opt;
-  opt.arch = conv::parse_arch(arch);
-  opt.key = key.value_or("");
-  opt.dtype = parse_dtype(dtype);
+  cli::ConvertArgs a;
+  a.in = in, a.out = out, a.arch = arch, a.key = key.value_or(""), a.dtype = dtype, a.task = task.value_or("");
+  a.dense_dtype = dense_dtype, a.dense_layers = dense_layers, a.group_size = group_size;
+  const conv::ConvertOptions opt = cli::convert_options(a);
   conv::OpenOptions oo;
   oo.key = opt.key;
   auto ck = conv::Checkpoint::open(in, oo);
@@ -94,7 +96,8 @@ void register_tools(nb::module_& m) {
       },
       nb::arg("path"), nb::arg("tensors") = false);
   m.def("_convert", &convert_text, nb::arg("input"), nb::arg("output"), nb::arg("arch") = "auto",
-        nb::arg("key") = nb::none(), nb::arg("dtype") = "fp32");
+        nb::arg("key") = nb::none(), nb::arg("dtype") = "fp32", nb::arg("task") = nb::none(),
+        nb::arg("dense_dtype") = "fp32", nb::arg("dense_layers") = "modulation", nb::arg("group_size") = 0);
   m.def("cuda_compiled_in", &cuda_compiled_in);
 }
 

@@ -98,6 +98,16 @@ class Package(unittest.TestCase):
         r = ge.convert(os.path.join(common.ROOT, "tests", "fixtures", "gpen", "s32", "checkpoint.pth"), out)
         self.assertEqual(r["arch"], "gpen")
         self.assertEqual(common.read(out), common.read(self.model))
+        # The 8-bit options read as the CLI reads them: the same file byte for byte.
+        ck = os.path.join(common.ROOT, "tests", "fixtures", "gpen", "s32", "checkpoint.pth")
+        q_py, q_cli = os.path.join(self.out, "q_py.gpw"), os.path.join(self.out, "q_cli.gpw")
+        ge.convert(ck, q_py, dtype="int8", group_size=32, dense_dtype="int8", dense_layers="modulation,final_linear")
+        common.gpen("convert", ck, "-o", q_cli, "--dtype", "int8", "--group-size", "32", "--dense-dtype", "int8",
+                    "--dense-layers", "modulation,final_linear")
+        self.assertEqual(common.read(q_py), common.read(q_cli))
+        with self.assertRaises(ge.Error) as e:
+            ge.convert(ck, q_py + ".bad", dtype="int8", dense_dtype="int8", dense_layers="stlye")
+        self.assertIn("stlye", str(e.exception))
 
     def test_errors_carry_the_engine_message(self):
         with self.assertRaises(ge.Error) as e:
