@@ -5,25 +5,15 @@
 #include <cstring>
 
 #include "kernels/cpu/isa_ns.h"
+#include "kernels/cpu/isa_vec.h"
 #include "kernels/cpu/modconv_rgb.h"
 
 namespace gpen::cpu::modconv_rgb::GPEN_ISA_NS {
 
 namespace {
 
-#if GPEN_ISA_AVX512
-constexpr int L = 16;
-#else
-constexpr int L = 8;
-#endif
-typedef float vf __attribute__((vector_size(L * sizeof(float))));
+using namespace gpen::cpu::GPEN_ISA_NS::simd;
 typedef float v4 __attribute__((vector_size(4 * sizeof(float))));
-
-inline vf vld(const float* p) {
-  vf v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // Sum of the lanes by halving (log2 L dependent adds, not L).
 inline float hsum(vf v) {

@@ -1,27 +1,16 @@
 // The per-ISA weighted row sum of upfirdn2d (overview: upfirdn2d_kernel.h). Nothing here calls
-// an inline function of another header (scripts/check_isa_symbols.py).
+// an inline function of another header but the per-ISA ones of isa_vec.h (scripts/check_isa_symbols.py).
 #include <cstring>
 
 #include "kernels/cpu/isa_ns.h"
+#include "kernels/cpu/isa_vec.h"
 #include "kernels/cpu/upfirdn2d_kernel.h"
 
 namespace gpen::cpu::upfirdn2d_detail::GPEN_ISA_NS {
 
 namespace {
 
-#if GPEN_ISA_AVX512
-constexpr int L = 16;
-#else
-constexpr int L = 8;
-#endif
-typedef float vf __attribute__((vector_size(L * sizeof(float))));
-
-inline vf vld(const float* p) {
-  vf v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void vst(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+using namespace gpen::cpu::GPEN_ISA_NS::simd;
 
 }  // namespace
 

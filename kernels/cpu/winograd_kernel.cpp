@@ -2,33 +2,19 @@
 // (isa_ns.h): the transforms run on vectors of the ISA's width across channels (NHWC keeps a
 // pixel's channels contiguous, so every transform is a few vector adds per point), the
 // (m + 2)^2 GEMMs on the modconv micro-kernel. Nothing here calls an inline function of another
-// header (scripts/check_isa_symbols.py): the helpers are file-local.
+// header but the per-ISA ones of isa_vec.h and winograd_isa.h (scripts/check_isa_symbols.py).
 #include <cstring>
 
 #include "kernels/cpu/isa_ns.h"
 #include "kernels/cpu/modconv_internal.h"
 #include "engine/core/quant8.h"
 #include "kernels/cpu/winograd.h"
+#include "kernels/cpu/winograd_isa.h"
 
 namespace gpen::cpu::winograd_detail::GPEN_ISA_NS {
 
 namespace {
 
-#if GPEN_ISA_AVX512
-constexpr int L = 16;
-#else
-constexpr int L = 8;
-#endif
-typedef float vf __attribute__((vector_size(L * sizeof(float))));
-
-inline vf vld(const float* p) {
-  vf v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void vst(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
-inline vf splat(float s) { return vf{} + s; }
-inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // The transform matrices (points 0, +-1, +-2, infinity for m = 4; 0, +-1, infinity for m = 2).
 // B^T maps an input tile to the transformed points, G a 3-tap filter, A^T the points back to
@@ -55,47 +41,6 @@ struct Tr<2> {
   static constexpr float G[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
   static constexpr float AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
 };
-
-// out[r * os] = sum_k mat[r][k] * in[k * is]. Fully unrolled, the coefficients are constants, so
-// the zero terms vanish and the +-1 ones are plain adds.
-template <int R, int K>
-inline void lincomb(const float (&mat)[R][K], const vf* in, int is, vf* out, int os) {
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    vf acc = {};
-    bool first = true;
-#pragma GCC unroll 8
-    for (int k = 0; k < K; ++k) {
-      const float c = mat[r][k];
-      if (c == 0.0f) continue;
-      const vf t = c == 1.0f ? in[k * is] : c == -1.0f ? -in[k * is] : c * in[k * is];
-      acc = first ? t : acc + t;
-      first = false;
-    }
-    out[r * os] = acc;
-  }
-}
-
-// Channels [c, c + L) of the conv's input at one pixel (xp, x2p: its rows in x and x2) with the
-// prologue applied, zero past `cend`: x * s for c < C1, act2(x2 * scale + bias2) * s * gain2
-// above. The general case (a vector across the concat boundary, a K-block tail, channel strides);
-// input_transform has the fast paths.
-inline vf load_input_any(const WinoPlan& pl, const WinoArgs& a, const float* xp, const float* x2p, int64_t c,
-                         int64_t cend, const float* sv, const float* gs2, const float* b2v, float* tmp) {
-  for (int q = 0; q < L; ++q) {
-    const int64_t ch = c + q;
-    if (ch >= cend) {
-      tmp[q] = 0.0f;
-    } else if (ch < pl.C1) {
-      tmp[q] = xp[ch * a.xs3] * sv[ch];
-    } else {
-      const int64_t c2 = ch - pl.C1;
-      const float t = x2p[c2 * a.x2s3] * a.x2_scale + b2v[c2];
-      tmp[q] = t * (t < 0.0f ? a.x2_slope : 1.0f) * gs2[c2];
-    }
-  }
-  return vld(tmp);
-}
 
 // Per-thread scratch of one task (offsets: make_wino_plan).
 struct Scratch {

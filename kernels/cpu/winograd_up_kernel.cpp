@@ -1,34 +1,20 @@
 // The per-ISA half of the polyphase Winograd transposed modconv (overview: winograd_up.h),
 // compiled once per ISA (isa_ns.h) like winograd_kernel.cpp, whose layout it follows: the
 // transforms on vectors across channels, the (2m + 1)^2 GEMMs on the modconv micro-kernel.
-// Nothing here calls an inline function of another header (scripts/check_isa_symbols.py): the
-// helpers are file-local copies.
+// Nothing here calls an inline function of another header but the per-ISA ones of isa_vec.h and
+// winograd_isa.h (scripts/check_isa_symbols.py).
 #include <cstring>
 
 #include "engine/core/quant8.h"
 #include "kernels/cpu/isa_ns.h"
 #include "kernels/cpu/modconv_internal.h"
 #include "kernels/cpu/winograd_up.h"
+#include "kernels/cpu/winograd_isa.h"
 
 namespace gpen::cpu::winograd_detail::GPEN_ISA_NS {
 
 namespace {
 
-#if GPEN_ISA_AVX512
-constexpr int L = 16;
-#else
-constexpr int L = 8;
-#endif
-typedef float vf __attribute__((vector_size(L * sizeof(float))));
-
-inline vf vld(const float* p) {
-  vf v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void vst(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
-inline vf splat(float s) { return vf{} + s; }
-inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
 // Floats from one point's slice of the transformed inputs (or accumulators) to the next: an odd
 // number of cache lines, or the (2m + 1)^2 slices a tile's transform writes would fall in a few
 // L1 sets (T kcs floats is often 2^k lines apart) and evict each other. make_wino_up_plan sizes
@@ -63,45 +49,6 @@ struct TrUp<2> {  // F(2, 2) on the points 0, 1, infinity
   static constexpr float G[5][3] = {{0, 0, -1}, {1, 0, 1}, {1, 0, 0}, {0, 1, 0}, {0, 1, 0}};
   static constexpr float AT[4][5] = {{1, 1, 0, 0, 0}, {0, 0, 0, 1, 0}, {0, 1, 1, 0, 0}, {0, 0, 0, 0, 1}};
 };
-
-// out[r * os] = sum_k mat[r][k] * in[k * is], unrolled so that zero terms vanish and +-1 ones
-// are plain adds.
-template <int R, int K>
-inline void lincomb(const float (&mat)[R][K], const vf* in, int is, vf* out, int os) {
-#pragma GCC unroll 9
-  for (int r = 0; r < R; ++r) {
-    vf acc = {};
-    bool first = true;
-#pragma GCC unroll 9
-    for (int k = 0; k < K; ++k) {
-      const float c = mat[r][k];
-      if (c == 0.0f) continue;
-      const vf t = c == 1.0f ? in[k * is] : c == -1.0f ? -in[k * is] : c * in[k * is];
-      acc = first ? t : acc + t;
-      first = false;
-    }
-    out[r * os] = acc;
-  }
-}
-
-// Channels [c, c + L) of the conv's input at one pixel with the prologue applied, zero past
-// `cend` (the general case: a vector across the concat boundary, a tail, channel strides).
-inline vf load_input_any(const WinoPlan& pl, const WinoArgs& a, const float* xp, const float* x2p, int64_t c,
-                         int64_t cend, const float* sv, const float* gs2, const float* b2v, float* tmp) {
-  for (int q = 0; q < L; ++q) {
-    const int64_t ch = c + q;
-    if (ch >= cend) {
-      tmp[q] = 0.0f;
-    } else if (ch < pl.C1) {
-      tmp[q] = xp[ch * a.xs3] * sv[ch];
-    } else {
-      const int64_t c2 = ch - pl.C1;
-      const float t = x2p[c2 * a.x2s3] * a.x2_scale + b2v[c2];
-      tmp[q] = t * (t < 0.0f ? a.x2_slope : 1.0f) * gs2[c2];
-    }
-  }
-  return vld(tmp);
-}
 
 struct Scratch {
   float *v, *m, *sv, *b2v, *gs2, *tmp;

@@ -1,0 +1,32 @@
+#pragma once
+// The vector type and its loads for the sources compiled once per ISA (CMakeLists.txt:
+// GPEN_ISA_SOURCES): L floats wide, 16 in the AVX-512 copy and 8 in the baseline. Everything has
+// internal linkage (an unnamed namespace inside the ISA's own one, isa_ns.h), so each copy keeps
+// its own and no weak symbol crosses the ISAs (scripts/check_isa_symbols.py).
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/isa_ns.h"
+
+namespace gpen::cpu::GPEN_ISA_NS::simd {
+namespace {
+
+#if GPEN_ISA_AVX512
+constexpr int L = 16;
+#else
+constexpr int L = 8;
+#endif
+typedef float vf __attribute__((vector_size(L * sizeof(float))));
+
+// Unaligned: the tensors are views with arbitrary offsets.
+inline vf vld(const float* p) {
+  vf v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void vst(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+inline vf splat(float s) { return vf{} + s; }
+inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+}  // namespace
+}  // namespace gpen::cpu::GPEN_ISA_NS::simd
