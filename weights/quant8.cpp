@@ -43,6 +43,14 @@ uint8_t e4m3_of(double v) {
   if (c == 0) return 0;  // no negative zero: the codes of zero weights are all 0
   return static_cast<uint8_t>(sign | c);
 }
+// The 8-bit code of w under scale s: int8 rounded to nearest (ties to even) and clamped to
+// +-127 (symmetric), or e4m3 of w / s; a zero scale (an all-zero channel) codes 0.
+uint8_t code_of(float w, float s, DType dt) {
+  const double r = s > 0.0f ? static_cast<double>(w) / s : 0.0;
+  if (dt == DType::i8) return static_cast<uint8_t>(static_cast<int8_t>(std::clamp(std::nearbyint(r), -127.0, 127.0)));
+  return e4m3_of(r);
+}
+
 }  // namespace
 
 uint8_t f32_to_f8e4m3(float v) { return e4m3_of(v); }
@@ -64,14 +72,7 @@ Quantized8 quantize8(const float* w, int64_t n, int64_t cout, DType dt) {
   q.scale = quantize8_scales(w, n, cout, dt);
   q.codes.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    const float s = q.scale[static_cast<size_t>(i % cout)];
-    const double r = s > 0.0f ? static_cast<double>(w[i]) / s : 0.0;
-    if (dt == DType::i8) {
-      const double c = std::clamp(std::nearbyint(r), -127.0, 127.0);  // default rounding: ties to even
-      q.codes[static_cast<size_t>(i)] = static_cast<uint8_t>(static_cast<int8_t>(c));
-    } else {
-      q.codes[static_cast<size_t>(i)] = e4m3_of(r);
-    }
+    q.codes[static_cast<size_t>(i)] = code_of(w[i], q.scale[static_cast<size_t>(i % cout)], dt);
   }
   return q;
 }
@@ -167,14 +168,8 @@ Quantized8Grouped quantize8_grouped(const float* w, const Shape& shape, DType dt
   for (int64_t i = 0; i < n; ++i) {
     int64_t k, o;
     q8_coords(a, i, k, o);
-    const float s = q.scale[static_cast<size_t>(q8_scale_index(k, o, a.out, q.group))];
-    const double r = s > 0.0f ? static_cast<double>(w[i]) / s : 0.0;
-    if (dt == DType::i8) {
-      const double c = std::clamp(std::nearbyint(r), -127.0, 127.0);  // default rounding: ties to even
-      q.codes[static_cast<size_t>(i)] = static_cast<uint8_t>(static_cast<int8_t>(c));
-    } else {
-      q.codes[static_cast<size_t>(i)] = e4m3_of(r);
-    }
+    q.codes[static_cast<size_t>(i)] =
+        code_of(w[i], q.scale[static_cast<size_t>(q8_scale_index(k, o, a.out, q.group))], dt);
   }
   return q;
 }
