@@ -46,8 +46,9 @@ static std::string kVersionText() {
   try {
     v += std::string("\nCPU kernels: ") + gpen::cpu::isa_name(gpen::cpu::cpu_isa()) +
          (gpen::cpu::cpu_has_avx512() ? " (this CPU has AVX-512 F/BW/DQ/VL)" : " (no AVX-512 on this CPU or build)") +
-         "\nCPU kernels per ISA: GEMM and modconv micro-kernels, Winograd transforms, to_rgb dot products, upfirdn2d rows"
-         " (depthwise and the conv gathers and epilogues: AVX2 on both paths)";
+         "\nCPU kernels per ISA: GEMM and modconv micro-kernels, Winograd transforms, to_rgb dot products, upfirdn2d rows,"
+         " conv2d epilogues, direct conv and depthwise 3x3 tiles (the im2col gather and the other depthwise: AVX2 on both"
+         " paths)";
     v += std::string("\nCPU 3x3 convs: ") + gpen::cpu::winograd_detail::conv_mode_name() +
          " (GPEN_CPU_CONV: auto = Winograd F(4x4,3x3) on the stride-1 modconvs from 48 px (channel-rich ones from 32 px) and"
          " conv2d from 24 px,"

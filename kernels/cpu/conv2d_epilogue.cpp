@@ -1,25 +1,21 @@
 // The epilogue of conv2d's generic paths: act(acc + bias) + residual from the accumulator tile into
-// the output, through its strides (the residual may be the output itself).
+// the output, through its strides (the residual may be the output itself). Unit-stride rows go to
+// the per-ISA epilogue_row (conv2d_isa.h).
+#include "kernels/cpu/conv2d_isa.h"
 #include "kernels/cpu/conv2d_paths.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/strided.h"
+
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
 
 namespace gpen::cpu::detail {
 
-namespace {
-
-template <bool kBias, bool kRes>
-void epilogue_row(float* __restrict dst, const float* __restrict src, const float* __restrict bias,
-                  const float* __restrict res, int64_t nc, float slope, float gain) {
-  for (int64_t c = 0; c < nc; ++c) {
-    float v = src[c];
-    if constexpr (kBias) v += bias[c];
-    v = act_branchless(v, slope, gain);
-    if constexpr (kRes) v += res[c];
-    dst[c] = v;
-  }
+bool conv2d_wide() {
+  static const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
+  return wide;
 }
-
-}  // namespace
 
 void epilogue(const Args& a, int64_t p0, int64_t m, int64_t co0, int64_t nc, const float* acc) {
   const Activation act = a.p->act;
@@ -27,6 +23,12 @@ void epilogue(const Args& a, int64_t p0, int64_t m, int64_t co0, int64_t nc, con
   const float* bias = a.bias ? a.bias->f32() + co0 * a.bias->stride(0) : nullptr;
   const int64_t bs = a.bias ? a.bias->stride(0) : 0;
   const bool unit = y.stride(3) == 1 && (!a.bias || bs == 1) && (!a.res || a.res->stride(3) == 1);
+  // The rows run on the ISA's vectors (conv2d_epilogue_kernel.cpp); the result is the same on both.
+#if GPEN_HAVE_AVX512_KERNELS
+  auto row_fn = conv2d_wide() ? isa_avx512::epilogue_row : isa_base::epilogue_row;
+#else
+  auto row_fn = isa_base::epilogue_row;
+#endif
   PixelCursor cur(p0, a.g.Ho, a.g.Wo);
   for (int64_t i = 0; i < m; ++i, cur.next()) {
     const float* src = acc + i * nc;
@@ -35,17 +37,7 @@ void epilogue(const Args& a, int64_t p0, int64_t m, int64_t co0, int64_t nc, con
                                  cur.ox * a.res->stride(2) + co0 * a.res->stride(3)
                            : nullptr;
     if (unit) {
-      // The residual may be the output itself (y += conv(x)): element c is read before written,
-      // but then the two must not be declared __restrict; route that case to the strided loop.
-      if (r == dst) {
-        for (int64_t c = 0; c < nc; ++c) dst[c] = act_branchless(src[c] + (bias ? bias[c] : 0.0f), act.slope, act.gain) + r[c];
-      } else if (bias) {
-        r ? epilogue_row<true, true>(dst, src, bias, r, nc, act.slope, act.gain)
-          : epilogue_row<true, false>(dst, src, bias, r, nc, act.slope, act.gain);
-      } else {
-        r ? epilogue_row<false, true>(dst, src, bias, r, nc, act.slope, act.gain)
-          : epilogue_row<false, false>(dst, src, bias, r, nc, act.slope, act.gain);
-      }
+      row_fn(dst, src, bias, r, nc, act.slope, act.gain);
     } else {
       const int64_t ys = y.stride(3), rs = a.res ? a.res->stride(3) : 0;
       for (int64_t c = 0; c < nc; ++c) {
