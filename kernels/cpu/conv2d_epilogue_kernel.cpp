@@ -1,28 +1,17 @@
 // The per-ISA rows of conv2d's GEMM epilogue (overview: conv2d_isa.h). Nothing here calls an
-// inline function of another header (scripts/check_isa_symbols.py): the vectors and the
-// activation are spelt out locally.
+// inline function of another header but the per-ISA ones of isa_vec.h
+// (scripts/check_isa_symbols.py): the activation is spelt out locally.
 #include <cstring>
 
 #include "kernels/cpu/conv2d_isa.h"
 #include "kernels/cpu/isa_ns.h"
+#include "kernels/cpu/isa_vec.h"
 
 namespace gpen::cpu::detail::GPEN_ISA_NS {
 
 namespace {
 
-#if GPEN_ISA_AVX512
-constexpr int L = 16;
-#else
-constexpr int L = 8;
-#endif
-typedef float vf __attribute__((vector_size(L * sizeof(float))));
-
-inline vf vld(const float* p) {
-  vf v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void vst(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+using namespace gpen::cpu::GPEN_ISA_NS::simd;
 
 // act_branchless lane-wise: std::max(v, 0) is (v < 0 ? 0 : v), std::min(v, 0) is (0 < v ? 0 : v).
 inline vf vact(vf v, vf slope, vf gain) {
