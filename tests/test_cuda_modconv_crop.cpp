@@ -3,12 +3,13 @@
 // outside the image produces exactly the whole op's rows it covers, bit for bit. The whole op and
 // the bands run on the same kernel with the same depth split (split_rows), so each output sums the
 // same products in the same order: SIMT (f32), mma.sync and WMMA (f16, bf16; vector and element
-// staging), split-K, and 8-bit weights (WMMA's dequantising B stage).
+// staging; f16), split-K, and 8-bit weights (WMMA's dequantising B stage).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/ops_gemm.h"
@@ -98,20 +99,25 @@ void run_case(const Case& c, DType dt) {
   const std::vector<float> full = call(0, c.h);
   const size_t row = static_cast<size_t>(c.w) * c.cout;
   int checked = 0;
-  for (int h = 1; h <= c.h; h += (h < 3 ? 1 : 2))
-    for (int o0 = 0; o0 + h <= c.h; o0 += std::max(1, h - 1)) {
-      const std::vector<float> band = call(o0, o0 + h);
-      size_t bad = 0;
-      for (int n = 0; n < c.n; ++n)
-        for (size_t e = 0; e < row * h; ++e) {
-          const float got = band[n * row * h + e], want = full[(static_cast<size_t>(n) * c.h + o0) * row + e];
-          // Bit for bit (the decoded values are exact; NaN would differ).
-          if (!(got == want)) ++bad;
-        }
-      INFO("band at row " << o0 << ", " << h << " rows: " << bad << " differing outputs");
-      CHECK(bad == 0);
-      ++checked;
-    }
+  // Bands of 1, 2 and 3 rows tiling the image (top, interior and bottom edges, partial pads for
+  // k = 5), and one of all rows but the first and last.
+  std::vector<std::pair<int, int>> bands{{1, c.h - 2}};
+  for (int h = 1; h <= 3; ++h)
+    for (int o0 = 0; o0 + h <= c.h; o0 += h) bands.push_back({o0, h});
+  for (const auto& bh : bands) {
+    const int o0 = bh.first, h = bh.second;
+    const std::vector<float> band = call(o0, o0 + h);
+    size_t bad = 0;
+    for (int n = 0; n < c.n; ++n)
+      for (size_t e = 0; e < row * h; ++e) {
+        const float got = band[n * row * h + e], want = full[(static_cast<size_t>(n) * c.h + o0) * row + e];
+        // Bit for bit (the decoded values are exact; NaN would differ).
+        if (!(got == want)) ++bad;
+      }
+    INFO("band at row " << o0 << ", " << h << " rows: " << bad << " differing outputs");
+    CHECK(bad == 0);
+    ++checked;
+  }
   CHECK(checked > 3);
 }
 
@@ -121,7 +127,7 @@ const Case kCases[] = {
     // Odd channels: element staging, residual.
     {"3x3 odd channels + residual (element)", 1, 6, 4, 5, 3, 11, 3, false, true, true, true},
     // Two pixel tiles per band (W 20 x rows > 128 pixels) and a tail.
-    {"3x3 several tiles", 1, 9, 20, 8, 0, 16, 3, true, false, false, false},
+    {"3x3 several tiles", 1, 7, 20, 8, 0, 16, 3, true, false, false, false},
     // Deep, few tiles: the depth splits (split-K), decided for the whole op's rows.
     {"3x3 split-K", 1, 5, 4, 32, 32, 24, 3, true, true, true, true},
     // k = 5: two halo rows, partial pads at the image edges.
@@ -132,13 +138,13 @@ const Case kCases[] = {
 
 }  // namespace
 
-TEST_CASE("cuda cropped modconv rows equal the whole op's rows bit for bit (f32, f16, bf16; mma and WMMA)") {
+// bf16 takes the same kernels as f16 (only the element type differs): f16 covers the crop.
+TEST_CASE("cuda cropped modconv rows equal the whole op's rows bit for bit (f32, f16; mma and WMMA)") {
   for (const Case& c : kCases) run_case(c, DType::f32);
   for (cuda::GemmFamily f : {cuda::GemmFamily::mma, cuda::GemmFamily::wmma}) {
     cuda::set_gemm_family(f);
     CAPTURE(std::string(cuda::gemm_family_name(f)));
-    for (const Case& c : kCases)
-      for (DType dt : {DType::f16, DType::bf16}) run_case(c, dt);
+    for (const Case& c : kCases) run_case(c, DType::f16);
   }
   cuda::set_gemm_family(cuda::GemmFamily::mma);
 }
