@@ -46,7 +46,14 @@ inline Shape check_modconv_shapes(const ModConvParams& p, const ModConvArgs& a, 
   const int64_t Co = w.dim(3);
   GPEN_CHECK(a.s->rank() == 2 && a.s->dim(0) == N && a.s->dim(1) == C,
              "modconv: style " + a.s->shape.str() + " must be [" + std::to_string(N) + ", " + std::to_string(C) + "]");
-  const int64_t Ho = p.up ? 2 * (H - 1) + p.k : H, Wo = p.up ? 2 * (W - 1) + p.k : W;
+  GPEN_CHECK(p.pad_top >= -1 && p.pad_bottom >= -1 && p.top() < p.k && p.bottom() < p.k,
+             "modconv: row padding " + std::to_string(p.pad_top) + " / " + std::to_string(p.pad_bottom) +
+                 " outside [0, k) for k=" + std::to_string(p.k));
+  GPEN_CHECK(!p.up || !p.cropped(), "modconv: the upsampling conv takes no row padding");
+  const int64_t Ho = p.up ? 2 * (H - 1) + p.k : H + p.top() + p.bottom() - p.k + 1;
+  const int64_t Wo = p.up ? 2 * (W - 1) + p.k : W;
+  GPEN_CHECK(Ho >= 1, "modconv: row padding " + std::to_string(p.top()) + " / " + std::to_string(p.bottom()) +
+                          " leaves no output rows of " + std::to_string(H) + " input rows");
   GPEN_CHECK(y.dim(1) == Ho && y.dim(2) == Wo && y.dim(3) == Co,
              "modconv: output " + y.shape.str() + ", expected [" + std::to_string(N) + ", " + std::to_string(Ho) +
                  ", " + std::to_string(Wo) + ", " + std::to_string(Co) + "]");

@@ -128,7 +128,7 @@ struct DemodParams {};
 //   d      [N, Cout]                 demodulation factors (optional)
 //   bias   [Cout]                    optional
 //   residual NHWC like y             optional, added after the activation (ToRGB's skip)
-// up == false: same-padding conv (k // 2), y has x's spatial size.
+// up == false: same-padding conv (k // 2; pad_top / pad_bottom below crop rows), y has x's size.
 // up == true:  transposed conv, stride 2, padding 0: y is [N, 2H + 1, 2W + 1, Cout] with NO
 //              epilogue (d, bias, act, residual must be absent); the 4x4 blur that follows
 //              (upfirdn2d with its epilogue) brings it to 2H and applies d, bias and act.
@@ -142,6 +142,14 @@ struct ModConvParams {
   bool has_residual = false;
   Activation act;
   int split_rows = 0;  // as in Conv2dParams: the output height the CUDA depth split is decided for
+  // Same-padding conv only (up == false): the zero rows above and below the input, as in
+  // Conv2dParams; y has H + pad_top + pad_bottom - k + 1 rows. -1 is k / 2 (the same padding). A
+  // band of a larger output (engine/plan/banding.h) sets 0 at an edge inside the image, so it
+  // computes exactly its rows from an input band that carries the halo rows.
+  int pad_top = -1, pad_bottom = -1;
+  int top() const { return pad_top < 0 ? k / 2 : pad_top; }
+  int bottom() const { return pad_bottom < 0 ? k / 2 : pad_bottom; }
+  bool cropped() const { return top() != k / 2 || bottom() != k / 2; }
 };
 
 struct TensorView;

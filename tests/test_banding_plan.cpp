@@ -26,9 +26,10 @@ constexpr double MiB = 1024.0 * 1024.0;
 }  // namespace
 
 // Plan level (nothing runs): what the search reaches on the released sizes in fp16 at batch 1.
-// The asserted figures are the ones the search reaches (docs/memory.md): with carried halos
-// GPEN-1024 within 48 MiB and GPEN-2048 within 96 MiB at <= 10 % extra FLOPs, GPEN-512 within
-// 27 MiB at <= 10 % and within 24 MiB at <= 20 %; 16 MiB is reported as not reachable.
+// The asserted figures are the ones the search reaches (docs/memory.md): with carried halos and
+// the modconv row crop, GPEN-1024 within 40 MiB and GPEN-2048 within 94 MiB at <= 10 % extra
+// FLOPs, GPEN-512 within 25.5 MiB at <= 10 % and within 24 MiB at <= 11 %; 16 MiB is reported as
+// not reachable.
 TEST_CASE("banding: plan-level arenas of GPEN-512/1024/2048 in fp16 under budgets") {
   struct Case {
     int size;
@@ -36,7 +37,7 @@ TEST_CASE("banding: plan-level arenas of GPEN-512/1024/2048 in fp16 under budget
   } cases[] = {{512, 52, 0.02}, {512, 36, 0.15}, {512, 28, 0.45}, {1024, 64, 0.10},
                {1024, 52, 0.30}, {2048, 140, 0.10}, {2048, 104, 0.35},
                // Carried halos (engine/plan/banding_carry.h): the issue's targets, docs/memory.md.
-               {512, 27, 0.10}, {512, 24, 0.20}, {1024, 48, 0.10}, {2048, 96, 0.10}};
+               {512, 25.5, 0.10}, {512, 24, 0.11}, {1024, 40, 0.10}, {2048, 94, 0.10}};
   for (const Case& k : cases) {
     CAPTURE(k.size);
     CAPTURE(k.budget_mib);

@@ -305,7 +305,7 @@ int Graph::modconv(const ModConvInputs& in, const ModConvParams& p, int out, con
   if (p.up)
     GPEN_CHECK(!q.has_demod && !q.has_bias && !q.has_residual && p.act.is_identity(),
                nm + ": the upsampling conv has no epilogue (the blur after it applies it)");
-  Shape ys = p.up ? nhwc(n, 2 * xs[1] + 1, 2 * xs[2] + 1, cout) : nhwc(n, xs[1], xs[2], cout);
+  Shape ys = p.up ? nhwc(n, 2 * xs[1] + 1, 2 * xs[2] + 1, cout) : nhwc(n, xs[1] + p.top() + p.bottom() - p.k + 1, xs[2], cout);
   if (q.has_residual) GPEN_CHECK(tensor(in.residual).shape == ys, nm + ": residual must be " + ys.str());
   int y = output_for(out, nm, ys, act_dtype_);
   add_node({nm, q, {in.x, in.x2, in.x2_scale, in.x2_bias, in.w, in.s, in.d, in.bias, in.residual}, {y}});

@@ -12,9 +12,10 @@
 //    output; the encoder features above R that are not kept are recomputed inside the band from
 //    the input rows they depend on (rematerialisation per band).
 // Halos come from each op's footprint: a band computes exactly the rows its consumers need, so
-// ops with explicit padding (conv2d, upfirdn2d) get per-band pads that reproduce the full op's
-// row indexing (negative pads crop), and same-padded modulated convs compute the rows of their
-// input band and hand on the inner rows. Every output pixel is then the same sum of the same
+// ops with explicit padding (conv2d, upfirdn2d, and the same-padded modulated conv through its
+// row pads, ModConvParams::pad_top) get per-band pads that reproduce the full op's row indexing
+// (negative pads crop), and transposed modulated convs compute the rows their input band reaches
+// and hand on the inner rows. Every output pixel is then the same sum of the same
 // products in the same order as in the whole graph, so the output is bit-identical (tested on
 // the CPU in fp32 and in the CUDA emulator in fp16). Bands are views of rows of NHWC tensors
 // (Graph::slice_rows): the executor and kernels run them unchanged.
@@ -36,11 +37,11 @@ struct BandingSpec {
   // Halos: false = every band recomputes the rows of its neighbours it needs; true = bands run
   // top to bottom and each stage carries the rows the next band reads (line buffers,
   // engine/plan/banding_carry.h): each output row of every op is computed once (only the
-  // same-padded and transposed modconvs compute a row or two more per band), for copies of a few
+  // transposed modconvs compute a row or two more per band), for copies of a few
   // rows per stage per band.
   bool carry = false;
-  // With carried halos: a same-padded or transposed modconv (which computes a halo row or two
-  // beyond the rows asked for, its only extra FLOPs) computes at least this many of its own rows
+  // With carried halos: a modconv (the transposed one computes halo rows beyond the rows asked
+  // for, its only extra FLOPs) computes at least this many of its own rows
   // whenever it runs, so at the lower resolutions it runs every few bands; the rows ahead are
   // carried to the bands that read them. 0: as many rows as the band needs.
   int stage_rows = 0;

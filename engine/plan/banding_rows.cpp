@@ -53,8 +53,16 @@ OpBand map_rows(const Node& n, int64_t H, Range o) {
       r.in = clip(ceil_div(o.a - (k - 1), 2), floor_div(o.b - 1, 2) + 1, H);
       r.computed = {2 * r.in.a, 2 * (r.in.b - 1) + k};
     } else {
-      r.in = clip(o.a - k / 2, o.b + k / 2, H);
-      r.computed = r.in;
+      // As conv2d: output row y reads input rows y - top + [0, k); the band pads (its own
+      // pad_top / pad_bottom, ModConvParams) only where those fall outside the image, so it
+      // computes exactly the rows asked for.
+      const int64_t lo = o.a - m->top(), hi = o.b - 1 - m->top() + k;
+      r.in = clip(lo, hi, H);
+      ModConvParams q = *m;
+      q.pad_top = static_cast<int>(std::max<int64_t>(0, -lo));
+      q.pad_bottom = static_cast<int>(std::max<int64_t>(0, hi - H));
+      r.params = q;
+      r.computed = o;
     }
     r.exact = r.computed == o;
   } else {

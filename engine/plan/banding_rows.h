@@ -2,9 +2,10 @@
 // Internal to the banding transform (engine/plan/banding*.cpp): the row footprint of each
 // bandable op. Given the rows [o.a, o.b) of an op's output a band needs (full-tensor row
 // indices), which input rows it reads, which output rows it computes from them, and the op's
-// parameters for the band. Exact ops (explicit padding) compute exactly the rows asked for;
-// same-padded modulated convs compute the rows of their input band, of which the inner ones
-// are exact (the outer ones saw zero padding where the full tensor has neighbours).
+// parameters for the band. Ops with row padding of their own (conv2d, upfirdn2d, the same-padded
+// modconv through ModConvParams::pad_top / pad_bottom) compute exactly the rows asked for; the
+// transposed modconv computes every row its input band reaches, of which the inner ones are
+// exact (the outer ones missed taps from input rows outside the band).
 #include <algorithm>
 #include <cstdint>
 #include <vector>

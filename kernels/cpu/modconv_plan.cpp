@@ -19,13 +19,17 @@ Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t 
   const int k = p.k;
   if (!p.up) {
     pl.stride = 1;
-    pl.Ho = H, pl.Wo = W;
+    // Row padding may crop (ModConvParams::pad_top): output row a reads input rows a - top + ky.
+    const int top = p.top(), pad = k / 2;
+    GPEN_CHECK(top >= 0 && top < k && p.bottom() >= 0 && p.bottom() < k && H + top + p.bottom() - k + 1 >= 1,
+               "modconv: row padding " + std::to_string(p.pad_top) + " / " + std::to_string(p.pad_bottom) +
+                   " invalid for k=" + std::to_string(k) + " and " + std::to_string(H) + " rows");
+    pl.Ho = H + top + p.bottom() - k + 1, pl.Wo = W;
     pl.nphase = 1;
     Phase& ph = pl.phases[0];
-    ph.na = H, ph.nb = W;
-    const int pad = k / 2;
+    ph.na = pl.Ho, ph.nb = W;
     for (int ky = 0; ky < k; ++ky)
-      for (int kx = 0; kx < k; ++kx) ph.taps[ph.ntap++] = Tap{ky, kx, ky - pad, kx - pad};
+      for (int kx = 0; kx < k; ++kx) ph.taps[ph.ntap++] = Tap{ky, kx, ky - top, kx - pad};
   } else {
     pl.stride = 2;
     pl.Ho = 2 * (H - 1) + k, pl.Wo = 2 * (W - 1) + k;

@@ -25,7 +25,9 @@ int64_t per_sample_floats(int64_t C1, int64_t C2) { return kMaxCo * (round16(C1)
 
 }  // namespace
 
-bool rgb_shape(const ModConvParams& p, int64_t Co) { return p.k == 1 && !p.up && Co >= 1 && Co <= kMaxCo; }
+bool rgb_shape(const ModConvParams& p, int64_t Co) {
+  return p.k == 1 && !p.up && !p.cropped() && Co >= 1 && Co <= kMaxCo;
+}
 
 size_t rgb_workspace_bytes(const Shape& x_cat, const Shape& y) {
   // The split of x_cat's channels into x and x2 is not known here: C1p + C2p <= C + 32.

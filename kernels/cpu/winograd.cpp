@@ -74,7 +74,7 @@ int winograd_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, i
   // A band of a banded graph (split_rows: engine/plan/banding.h) stays direct: Winograd's output
   // tiles span rows, so a band would round differently from the whole op at every tile the band
   // edge cuts, and banded execution promises the unbanded direct result bit for bit.
-  if (p.k != 3 || p.up || p.split_rows > 0) return 0;
+  if (p.k != 3 || p.up || p.split_rows > 0 || p.cropped()) return 0;
   switch (mode()) {
     case Mode::direct:
       return 0;
@@ -92,7 +92,7 @@ int winograd_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, i
 
 int modconv_winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co) {
   const int m = winograd_tile(p, N, H, W, C, Co);
-  if (m != 0 || mode() != Mode::automatic || p.k != 3 || p.up || p.split_rows > 0) return m;
+  if (m != 0 || mode() != Mode::automatic || p.k != 3 || p.up || p.split_rows > 0 || p.cropped()) return m;
   // Below 48 px F(4x4, 3x3) still pays where the channels are many: GPEN-256's 32x32 StyledConv
   // (512 -> 256 with the noise concat) 1.3-1.6x faster than the direct path, its 16x16 one even;
   // GPEN-512's 32x32 one (1024 -> 512) only at parity, its weight transform per call four times

@@ -29,7 +29,7 @@ int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 1
 }  // namespace
 
 int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, int64_t C, int64_t Co) {
-  if (!p.up || p.k != 3 || p.split_rows > 0) return 0;  // banded ops stay direct (winograd.cpp says why)
+  if (!p.up || p.k != 3 || p.split_rows > 0 || p.cropped()) return 0;  // banded ops stay direct (winograd.cpp says why)
   const char* mode = conv_mode_name();  // validated there, once per process
   if (std::strcmp(mode, "direct") == 0) return 0;
   if (std::strcmp(mode, "winograd4") == 0) return 4;

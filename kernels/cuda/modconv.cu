@@ -73,7 +73,7 @@ ModConvGeometry make_geometry(const ModConvParams& p, const ModConvArgs& a, cons
   if (!p.up) {
     g.nphase = 1;
     g.ostep = 1, g.kstep = 1, g.dstep = 1;
-    g.dy0 = g.dx0 = -(p.k / 2);
+    g.dy0 = -p.top(), g.dx0 = -(p.k / 2);  // a row crop (ModConvParams::pad_top) shifts the taps
     ModConvPhase& ph = g.ph[0];
     ph.na = ho, ph.nb = wo;
     ph.ntx = p.k;
