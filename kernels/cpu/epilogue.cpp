@@ -4,6 +4,11 @@
 
 #include "kernels/cpu/ops.h"
 
+// The fused blur epilogue (upfirdn2d_act) must give the bits of the separate pass in every build:
+// both spell y * scale + bias as a multiply and an add, never contracted into one FMA (whether
+// GCC contracts depends on the optimisation level, e.g. the sanitizer build's).
+#include "engine/core/no_fp_contract.h"  // NOLINT: must follow the other includes
+
 namespace gpen::cpu {
 
 namespace {

@@ -6,6 +6,11 @@
 #include "kernels/cpu/isa_vec.h"
 #include "kernels/cpu/upfirdn2d_kernel.h"
 
+// The fused blur epilogue (upfirdn2d_act) must give the bits of the separate pass in every build:
+// both spell y * scale + bias as a multiply and an add, never contracted into one FMA (whether
+// GCC contracts depends on the optimisation level, e.g. the sanitizer build's).
+#include "engine/core/no_fp_contract.h"  // NOLINT: must follow the other includes
+
 namespace gpen::cpu::upfirdn2d_detail::GPEN_ISA_NS {
 
 namespace {
