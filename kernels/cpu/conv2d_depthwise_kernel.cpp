@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/conv2d_isa.h"
 #include "kernels/cpu/isa_ns.h"
+#include "kernels/cpu/isa_vec.h"
 
 namespace gpen::cpu::detail::GPEN_ISA_NS {
 
@@ -18,24 +19,11 @@ constexpr int kL = 16;
 constexpr int kL = 8;
 #endif
 
-template <int L>
-struct Vec {
-  typedef float type __attribute__((vector_size(L * sizeof(float))));
-};
-
-template <int L>
-inline typename Vec<L>::type vld(const float* p) {
-  typename Vec<L>::type v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <int L>
-inline void vst(float* p, typename Vec<L>::type v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
-inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t imax(int64_t a, int64_t b) { return a < b ? b : a; }
+using gpen::cpu::GPEN_ISA_NS::simd::imax;
+using gpen::cpu::GPEN_ISA_NS::simd::imin;
+using gpen::cpu::GPEN_ISA_NS::simd::Vec;
+using gpen::cpu::GPEN_ISA_NS::simd::vld;
+using gpen::cpu::GPEN_ISA_NS::simd::vst;
 inline int tap_lo(int64_t v) { return static_cast<int>(v < 0 ? 0 : v > 3 ? 3 : v); }
 
 // finish8 (conv2d_paths.h) on L lanes, all of them stored.

@@ -9,29 +9,17 @@
 
 #include "kernels/cpu/conv2d_isa.h"
 #include "kernels/cpu/isa_ns.h"
+#include "kernels/cpu/isa_vec.h"
 
 namespace gpen::cpu::detail::GPEN_ISA_NS {
 
 namespace {
 
-template <int L>
-struct Vec {
-  typedef float type __attribute__((vector_size(L * sizeof(float))));
-};
-
-template <int L>
-inline typename Vec<L>::type vld(const float* p) {
-  typename Vec<L>::type v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <int L>
-inline void vst(float* p, typename Vec<L>::type v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
-inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t imax(int64_t a, int64_t b) { return a < b ? b : a; }
+using gpen::cpu::GPEN_ISA_NS::simd::imax;
+using gpen::cpu::GPEN_ISA_NS::simd::imin;
+using gpen::cpu::GPEN_ISA_NS::simd::Vec;
+using gpen::cpu::GPEN_ISA_NS::simd::vld;
+using gpen::cpu::GPEN_ISA_NS::simd::vst;
 inline int clamp_tap(int64_t v, int k) { return static_cast<int>(v < 0 ? 0 : v > k ? k : v); }
 
 // act(acc + bias) + residual for channels [c, c + nc) (nc <= L) of pixel (n, oy, ox): finish8's

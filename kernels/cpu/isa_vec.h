@@ -27,6 +27,24 @@ inline vf vld(const float* p) {
 inline void vst(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
 inline vf splat(float s) { return vf{} + s; }
 inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t imax(int64_t a, int64_t b) { return a < b ? b : a; }
+
+// Vectors of any width W, for kernels that mix the ISA's width with narrower tails.
+template <int W>
+struct Vec {
+  typedef float type __attribute__((vector_size(W * sizeof(float))));
+};
+template <int W>
+inline typename Vec<W>::type vld(const float* p) {
+  typename Vec<W>::type v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <int W>
+inline void vst(float* p, typename Vec<W>::type v) {
+  std::memcpy(p, &v, sizeof v);
+}
 
 }  // namespace
 }  // namespace gpen::cpu::GPEN_ISA_NS::simd
