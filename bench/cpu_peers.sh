@@ -7,6 +7,8 @@
 # are random in the official layout (tests/reference/make_retinaface_fixtures.py --r50), made once
 # under build/peers_r50. Run it on an otherwise idle machine: the figures are wall times.
 # Usage: bench/cpu_peers.sh [INVOCATIONS] [OUT] [CONFIGS...]   (CONFIGS: gpen512 gpen256 r50)
+# AVX2_ONLY=1 runs everything (engine and both peers) under bench/avx2_only.c, which hides AVX-512
+# from CPUID, so an AVX-512 machine measures the AVX2 code paths of all three (the AVX2 target).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-3}
@@ -23,6 +25,11 @@ if [[ " ${CONFIGS[*]} " == *" r50 "* ]] && [ ! -f $R50/r50.gpw ]; then
   build/gpen convert $R50/checkpoint.pth -o $R50/r50.gpw >/dev/null
 fi
 export GOMP_SPINCOUNT=1000
+if [ "${AVX2_ONLY:-0}" = 1 ]; then
+  cc -O2 -Wall -shared -fPIC -o build/avx2_only.so bench/avx2_only.c
+  export LD_PRELOAD=$PWD/build/avx2_only.so
+  build/gpen --version | grep -q "CPU kernels: avx2" || { echo "cpu_peers: AVX2_ONLY=1, but gpen still picks AVX-512" >&2; exit 2; }
+fi
 args_for() {
   case $1 in
     gpen512) echo "--device cpu --size 512 --runs 3" ;;
@@ -31,6 +38,7 @@ args_for() {
   esac
 }
 lscpu | grep -E "Model name|^CPU\(s\)|Flags" | sed 's/Flags:.*\(avx512f\).*/Flags: ... avx512f .../' > "$OUT/cpu.txt"
+[ -z "${LD_PRELOAD:-}" ] || echo "AVX2_ONLY=1: AVX-512 hidden from CPUID (bench/avx2_only.c)" >> "$OUT/cpu.txt"
 build/gpen --version > "$OUT/version.txt"
 for i in $(seq 1 "$N"); do
   for c in "${CONFIGS[@]}"; do

@@ -83,7 +83,18 @@ def openvino_runner(onnx_path, threads):
         if len(compiled.outputs) > 1:
             return np.concatenate([req.get_tensor(o).data.copy() for o in compiled.outputs], -1)
         return req.get_tensor(out).data.copy()
-    return run, ov.__version__, {k: str(v) for k, v in cfg.items()}
+    settings = {k: str(v) for k, v in cfg.items()}
+    # Which ISA the compiled kernels use (brgconv_avx512_f32, jit_avx2_f32, ...): under
+    # bench/avx2_only.c this shows the AVX2 path was taken.
+    isa = {}
+    for node in compiled.get_runtime_model().get_ordered_ops():
+        rt = node.get_rt_info()
+        if 'primitiveType' in rt:
+            for tok in str(rt['primitiveType'].astype(str)).split('_'):
+                if tok.startswith(('avx', 'sse', 'amx', 'ref')):
+                    isa[tok] = isa.get(tok, 0) + 1
+    settings['primitive_isa'] = ','.join('%s:%d' % kv for kv in sorted(isa.items()))
+    return run, ov.__version__, settings
 
 
 def main(argv=None):
