@@ -27,6 +27,7 @@
 #include "apps/cli.h"
 #include "apps/format.h"
 #include "apps/peer.h"
+#include "apps/plan_internal.h"
 #include "apps/rss.h"
 #include "engine/runtime/device.h"
 #include "engine/models/gpen_model.h"
@@ -59,6 +60,8 @@ struct BenchArgs {
   bool accuracy = false;
   std::string accuracy_reference;  // --accuracy against this .gpw (e.g. the fp32 file of an 8-bit one)
   std::string weights_dtype;       // synthetic weights: int8 / fp8 conv weights
+  std::string dense_dtype, dense_layers = "modulation";  // synthetic 8-bit weights: 8-bit dense layers
+  int group_size = -1;                                    // synthetic 8-bit weights: scales per group
   bool profile = false;
   std::string detector, image, pytorch_checkpoint;  // --arch retinaface
   int sr_scale = 2, num_block = 23;                  // --arch realesrnet (--size: the input side)
@@ -131,6 +134,9 @@ void run_bench(BenchArgs a) {
   std::unique_ptr<GpenModel> m;
   GpenConfig c;  // synthetic weights (without -m)
   if (!a.model.empty()) {
+    GPEN_CHECK(a.weights_dtype.empty() && a.dense_dtype.empty() && a.group_size < 0,
+               "--weights-dtype, --dense-dtype and --group-size are for synthetic weights; " + a.model +
+                   " keeps the dtype it was converted with (gpen convert --dtype)");
     m = GpenModel::open(a.model, *backend, precision);
   } else {
     GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen, retinaface, parsenet)");
@@ -138,7 +144,7 @@ void run_bench(BenchArgs a) {
     c.channel_multiplier = a.channel_multiplier;
     c.narrow = a.narrow;
     c.act_dtype = precision;
-    if (!a.weights_dtype.empty() && a.weights_dtype != "fp32") c.quant8 = parse_dtype(a.weights_dtype);
+    plan_detail::apply_weights8_args(c, a.weights_dtype, a.dense_dtype, a.dense_layers, a.group_size);
     m = GpenModel::synthetic(c, *backend);
   }
   m->set_device_timing(dev != nullptr);
@@ -192,6 +198,10 @@ void run_bench(BenchArgs a) {
                       {"weights_dtype", dtype_is_8bit_weight(m->config().quant8) ? dtype_name(m->config().quant8)
                                                                                  : precision_name(precision)},
                       {"cpu_isa", cpu::isa_name(cpu::cpu_isa())}};
+  if (dtype_is_8bit_weight(m->config().quant8)) {
+    j["weights_group_size"] = m->config().q8_group;
+    j["dense_dtype"] = dtype_is_8bit_weight(m->config().dense8) ? dtype_name(m->config().dense8) : "fp32";
+  }
   if (const TransformReport& x = m->transform_report(); x.banding_requested && x.banding.applied)
     j["bands"] = {{"count", x.banding.bands},
                   {"band_resolution", x.banding.band_res},
@@ -356,6 +366,15 @@ Command reg(
                      "Synthetic weights: the big convs as int8 or fp8 codes (as `gpen convert --dtype`); --accuracy "
                      "then compares with their fp32 originals")
           ->check(CLI::IsMember({"int8", "fp8", "fp32"}));
+      sub.add_option("--dense-dtype", g_args.dense_dtype,
+                     "Synthetic weights with --weights-dtype int8|fp8: the dense layers of --dense-layers as 8-bit "
+                     "codes too (int8, fp8; fp32: float), as `gpen convert --dense-dtype`");
+      sub.add_option("--dense-layers", g_args.dense_layers,
+                     "With --dense-dtype: modulation, final_linear, style, all or a list (as gpen convert)")
+          ->capture_default_str();
+      sub.add_option("--group-size", g_args.group_size,
+                     "Synthetic weights with --weights-dtype int8|fp8: scales per group of about N reduction rows "
+                     "(0: per channel), as `gpen convert --group-size`");
       sub.add_option("--accuracy-reference", g_args.accuracy_reference,
                      "--accuracy against this .gpw instead of -m itself (e.g. the fp32 file of an int8 one)");
       sub.add_flag("--no-cuda-graphs", g_args.no_cuda_graphs, "CUDA: launch every kernel each run instead of replaying a captured graph");

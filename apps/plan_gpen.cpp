@@ -88,6 +88,30 @@ void print_single(const Row& r, const std::vector<Row>& strategies, const char* 
 }
 }  // namespace
 
+void apply_weights8_args(GpenConfig& c, const std::string& weights_dtype, const std::string& dense_dtype,
+                         const std::string& dense_layers, int group_size) {
+  if (!weights_dtype.empty()) {
+    const DType q = parse_dtype(weights_dtype);
+    GPEN_CHECK(q == DType::f32 || dtype_is_8bit_weight(q),
+               "--weights-dtype must be int8, fp8 or fp32 (float weights), got '" + weights_dtype + "'");
+    c.quant8 = q;
+  }
+  if (!dense_dtype.empty()) {
+    const DType d = parse_dtype(dense_dtype);
+    GPEN_CHECK(d == DType::f32 || dtype_is_8bit_weight(d),
+               "--dense-dtype must be int8, fp8 or fp32 (float dense layers), got '" + dense_dtype + "'");
+    GPEN_CHECK(d == DType::f32 || dtype_is_8bit_weight(c.quant8),
+               "--dense-dtype int8|fp8 needs 8-bit conv weights (--weights-dtype int8|fp8 or an 8-bit -m file)");
+    c.dense8 = d;
+    c.dense8_layers = parse_dense8_layers(dense_layers);
+  }
+  if (group_size >= 0) {
+    GPEN_CHECK(group_size == 0 || dtype_is_8bit_weight(c.quant8),
+               "--group-size needs 8-bit weights (--weights-dtype int8|fp8 or an 8-bit -m file)");
+    c.q8_group = group_size;
+  }
+}
+
 GpenBase gpen_base(const PlanArgs& a) {
   GpenBase b;
   if (!a.model.empty()) {
@@ -102,24 +126,7 @@ GpenBase gpen_base(const PlanArgs& a) {
     b.cfg.out_size = a.out_size;
   }
   b.cfg.batch = a.batch;
-  if (!a.weights_dtype.empty()) {
-    const DType q = parse_dtype(a.weights_dtype);
-    GPEN_CHECK(q == DType::f32 || dtype_is_8bit_weight(q),
-               "--weights-dtype must be int8, fp8 or fp32 (float weights), got '" + a.weights_dtype + "'");
-    b.cfg.quant8 = q;
-  }
-  if (!a.dense_dtype.empty()) {
-    const DType d = parse_dtype(a.dense_dtype);
-    GPEN_CHECK(d == DType::f32 || dtype_is_8bit_weight(b.cfg.quant8),
-               "--dense-dtype int8|fp8 needs 8-bit conv weights (--weights-dtype int8|fp8 or an 8-bit -m file)");
-    b.cfg.dense8 = d;
-    b.cfg.dense8_layers = parse_dense8_layers(a.dense_layers);
-  }
-  if (a.group_size >= 0) {
-    GPEN_CHECK(a.group_size == 0 || dtype_is_8bit_weight(b.cfg.quant8),
-               "--group-size needs 8-bit weights (--weights-dtype int8|fp8 or an 8-bit -m file)");
-    b.cfg.q8_group = a.group_size;
-  }
+  apply_weights8_args(b.cfg, a.weights_dtype, a.dense_dtype, a.dense_layers, a.group_size);
   return b;
 }
 void run_plan(PlanArgs a) {

@@ -139,6 +139,10 @@ struct GpenBase {
   GpenConfig cfg;
 };
 GpenBase gpen_base(const PlanArgs& a);
+// --weights-dtype, --dense-dtype / --dense-layers and --group-size of `gpen plan` and `gpen bench`
+// onto c (quant8 already set from an 8-bit -m file, if any); "" / -1 leave c as it is.
+void apply_weights8_args(GpenConfig& c, const std::string& weights_dtype, const std::string& dense_dtype,
+                         const std::string& dense_layers, int group_size);
 
 // RetinaFace plans: one input size (WxH), the detector's graph, same report fields as GPEN.
 void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev);
