@@ -179,19 +179,25 @@ TEST_CASE("winograd modconv matches the float64 reference and the direct path") 
       {1, 1, 40, 38, 16, 0, 16, false, false, false, false, false},  // many tile blocks
       {1, 1, 6, 6, 256, 0, 256, true, true, true, false, false},   // transformed weight in two groups
   };
-  int i = 0;
-  for (const Case& k : cases) {
-    const Run r = run_case(k, rng);
-    for (size_t v = 0; v < r.got.size(); ++v) {
-      const Variant var = kVariants[v];
-      const double rel = var.m == 4 ? 1e-5 : var.m == 2 ? 2e-6 : 1e-6;
-      const double e = worst(r.got[v], r, rel);
-      MESSAGE("case " << i << (var.m ? " winograd F(" + std::to_string(var.m) + ")" : std::string(" direct"))
-                      << " threads " << var.threads << ": " << e << " of its tolerance");
-      CHECK(e <= 1.0);
+  // Both forms: up to kFusedMaxTiles tiles the fused one (winograd_small.cpp) unless switched off.
+  for (const bool fused : {true, false}) {
+    cpu::winograd_detail::set_fused_enabled(fused);
+    int i = 0;
+    for (const Case& k : cases) {
+      const Run r = run_case(k, rng);
+      for (size_t v = 0; v < r.got.size(); ++v) {
+        const Variant var = kVariants[v];
+        const double rel = var.m == 4 ? 1e-5 : var.m == 2 ? 2e-6 : 1e-6;
+        const double e = worst(r.got[v], r, rel);
+        MESSAGE("case " << i << (var.m ? " winograd F(" + std::to_string(var.m) + ")" : std::string(" direct"))
+                        << std::string(fused ? " fused" : " grouped") << " threads " << var.threads << ": " << e
+                        << " of its tolerance");
+        CHECK(e <= 1.0);
+      }
+      ++i;
     }
-    ++i;
   }
+  cpu::winograd_detail::set_fused_enabled(true);
   cpu::set_num_threads(0);
 }
 
