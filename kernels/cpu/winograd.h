@@ -14,6 +14,10 @@
 // layer (or kUFloorFloats, whichever is more): the plan's workspace, not hidden memory. Per
 // thread: the transformed inputs of one tile block and its (m + 2)^2 accumulator tiles.
 //
+// Small images (at most kFusedMaxTiles tiles, modconv only) run the fused form instead
+// (winograd_small.cpp): the input transformed once for all tiles, the weight per task and K
+// block into L2, so the transformed weight is never written out.
+//
 // Choice (GPEN_CPU_CONV, read once per process; the same for conv2d_winograd below): "auto"
 // (default) runs F(4x4, 3x3) on the shapes
 // where it is faster and within the fidelity targets (winograd_tile below), "direct" never,
