@@ -142,7 +142,9 @@ void BM_blur(benchmark::State& st, int64_t H, int64_t C, int up, int p0, int p1)
 int main(int argc, char** argv) {
   // GPEN-256's 256 channels (512 in with the noise concat) at 8 to 48 px; GPEN-512's 32x32 layer
   // (1024 -> 512) for the same rule at twice the channels.
-  for (auto rc : {std::pair<int64_t, int64_t>{8, 256}, {16, 256}, {32, 256}, {48, 256}, {32, 512}}) {
+  // GPEN-256's larger layers too (64x64 256 -> 128 .. 256x256 64 -> 32), against the direct path.
+  for (auto rc : {std::pair<int64_t, int64_t>{8, 256}, {16, 256}, {32, 256}, {48, 256}, {32, 512}, {64, 128}, {128, 64},
+                  {256, 32}}) {
     const std::string n = "styled_" + std::to_string(rc.first) + (rc.second == 256 ? "" : "_c" + std::to_string(rc.second)) + "/";
     benchmark::RegisterBenchmark((n + "direct").c_str(), BM_styled, rc.first, rc.second, Path::direct)
         ->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/ops.h"
@@ -179,20 +180,72 @@ TEST_CASE("winograd modconv matches the float64 reference and the direct path") 
       {1, 1, 40, 38, 16, 0, 16, false, false, false, false, false},  // many tile blocks
       {1, 1, 6, 6, 256, 0, 256, true, true, true, false, false},   // transformed weight in two groups
   };
-  int i = 0;
-  for (const Case& k : cases) {
-    const Run r = run_case(k, rng);
-    for (size_t v = 0; v < r.got.size(); ++v) {
-      const Variant var = kVariants[v];
-      const double rel = var.m == 4 ? 1e-5 : var.m == 2 ? 2e-6 : 1e-6;
-      const double e = worst(r.got[v], r, rel);
-      MESSAGE("case " << i << (var.m ? " winograd F(" + std::to_string(var.m) + ")" : std::string(" direct"))
-                      << " threads " << var.threads << ": " << e << " of its tolerance");
-      CHECK(e <= 1.0);
+  // Both forms: up to kFusedMaxTiles tiles the fused one (winograd_small.cpp) unless switched off.
+  for (const bool fused : {true, false}) {
+    cpu::winograd_detail::set_fused_enabled(fused);
+    int i = 0;
+    for (const Case& k : cases) {
+      const Run r = run_case(k, rng);
+      for (size_t v = 0; v < r.got.size(); ++v) {
+        const Variant var = kVariants[v];
+        const double rel = var.m == 4 ? 1e-5 : var.m == 2 ? 2e-6 : 1e-6;
+        const double e = worst(r.got[v], r, rel);
+        MESSAGE("case " << i << (var.m ? " winograd F(" + std::to_string(var.m) + ")" : std::string(" direct"))
+                        << std::string(fused ? " fused" : " grouped") << " threads " << var.threads << ": " << e
+                        << " of its tolerance");
+        CHECK(e <= 1.0);
+      }
+      ++i;
     }
-    ++i;
   }
+  cpu::winograd_detail::set_fused_enabled(true);
   cpu::set_num_threads(0);
+}
+
+TEST_CASE("winograd fused form: its plan, its workspace against the direct path's, and where auto takes it") {
+  namespace wd = cpu::winograd_detail;
+  // GPEN-256's 32x32 StyledConv (512 -> 256 with the noise concat): 64 tiles, one block.
+  const wd::WinoPlan f = wd::make_wino_fused_plan(4, 1, 32, 32, 512, 256, 2);
+  REQUIRE(f.fused);
+  CHECK(f.nblock == 1);
+  CHECK(f.T >= f.ntiles);
+  CHECK(f.T % 6 == 0);
+  CHECK(f.T <= wd::kFusedMaxTiles);
+  CHECK(f.cc % 16 == 0);
+  CHECK((256 + f.cc - 1) / f.cc >= 4);  // enough tasks for both threads
+  // Its workspace: for GPEN-512's 32x32 layer (1024 -> 512), which ran direct before, below the
+  // direct path's packed weight (9 C Co floats); for GPEN-256's, within the largest workspace of
+  // that graph (its 64x64 layer, 256 -> 128, grouped), so the plan's workspace does not grow.
+  const wd::WinoPlan g512 = wd::make_wino_fused_plan(4, 1, 32, 32, 1024, 512, 2);
+  CHECK(g512.v_floats + 2 * g512.per_thread <= 9 * 1024 * 512);
+  const size_t conv5 = wd::modconv_winograd_workspace_bytes(4, Shape{1, 32, 32, 512}, Shape{1, 32, 32, 256}, 2);
+  const size_t conv7 = wd::modconv_winograd_workspace_bytes(4, Shape{1, 64, 64, 256}, Shape{1, 64, 64, 128}, 2);
+  MESSAGE("fused 32x32 512 -> 256: " << conv5 << " bytes; grouped 64x64 256 -> 128: " << conv7 << " bytes");
+  CHECK(conv5 <= conv7);
+  // Past kFusedMaxTiles the grouped form.
+  CHECK_FALSE(wd::make_wino_fused_plan(4, 1, 48, 48, 512, 256, 2).fused);
+  CHECK_FALSE(wd::make_wino_fused_plan(4, 2, 32, 32, 512, 256, 2).fused);  // batch 2: 128 tiles
+  wd::set_fused_enabled(false);
+  CHECK_FALSE(wd::make_wino_fused_plan(4, 1, 32, 32, 512, 256, 2).fused);
+  wd::set_fused_enabled(true);
+  // The auto rule (ctest runs each case in its own process; run alone it may see "direct").
+  if (std::string(wd::conv_mode_name()) != "auto") {
+    MESSAGE("GPEN_CPU_CONV is " << wd::conv_mode_name() << " in this process: the auto rule is not checked");
+    return;
+  }
+  ModConvParams p;
+  p.k = 3;
+  CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 512, 256) == 4);    // GPEN-256's convs.3
+  CHECK(wd::modconv_winograd_tile(p, 1, 32, 32, 1024, 512) == 4);   // GPEN-512's 32x32 layer
+  CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 1024, 512) == 4);   // GPEN-512's 16x16 layer
+  CHECK(wd::modconv_winograd_tile(p, 1, 8, 8, 512, 256) == 0);      // parity at 8x8: direct
+  CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 128, 128) == 0);    // few channels: direct
+  CHECK(wd::modconv_winograd_tile(p, 8, 16, 16, 512, 256) == 0);    // 128 tiles: not fused, direct
+  CHECK(wd::modconv_winograd_tile(p, 2, 32, 32, 512, 256) == 4);    // grouped, as before
+  CHECK(wd::modconv_winograd_tile(p, 2, 32, 32, 1024, 512) == 0);   // grouped would not pay
+  wd::set_fused_enabled(false);
+  CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 512, 256) == 0);
+  wd::set_fused_enabled(true);
 }
 
 TEST_CASE("winograd plan: groups bound the transformed weight, the scratch does not grow with the image") {

@@ -278,7 +278,9 @@ TEST_CASE("winograd up: auto runs m = 2 on the large up convs with few channels,
   CHECK(wd::winograd_up_tile(up, 1, 256, 256, 256, 64) == 2);  // GPEN-512's last (convs.12.convT)
   CHECK(wd::winograd_up_tile(up, 1, 128, 128, 64, 32) == 2);   // GPEN-256's last
   CHECK(wd::winograd_up_tile(up, 1, 128, 128, 512, 128) == 0);  // GPEN-512's convs.10: the weight is too big
-  CHECK(wd::winograd_up_tile(up, 1, 64, 64, 128, 64) == 0);     // too few tiles
+  CHECK(wd::winograd_up_tile(up, 1, 64, 64, 128, 64) == 2);     // GPEN-256's convs.8.convT
+  CHECK(wd::winograd_up_tile(up, 1, 32, 32, 512, 128) == 0);    // GPEN-256's convs.6.convT: too few tiles
+  CHECK(wd::winograd_up_tile(up, 1, 64, 64, 512, 256) == 0);    // 64x64 with 512 channels: the weight is too big
   ModConvParams plain;  // stride 1: winograd.h's business
   CHECK(wd::winograd_up_tile(plain, 1, 256, 256, 256, 64) == 0);
   up.split_rows = 16;  // banded: direct, bit for bit

@@ -201,7 +201,8 @@ TEST_CASE("weights8: CPU modconv and conv2d on 8-bit weights equal the f32 paths
              {1, 4, 4, 32, 40, 3, false},    // tiny output: B read in place (direct mode)
              {2, 5, 6, 24, 20, 3, true},     // transposed, by phase
              {1, 7, 5, 48, 3, 1, false},     // ToRGB-like
-             {1, 48, 50, 32, 40, 3, false}};  // Winograd (the default from 48 x 48, >= 32 channels)
+             {1, 48, 50, 32, 40, 3, false},   // Winograd (the default from 48 x 48, >= 32 channels)
+             {1, 16, 16, 256, 136, 3, false}};  // Winograd's fused form (16 x 16, C >= 256, Co >= 128)
   for (DType dt : {DType::i8, DType::f8e4m3}) {
     for (const MC& c : mcs) {
       CAPTURE(dtype_name(dt));

@@ -14,6 +14,10 @@
 // layer (or kUFloorFloats, whichever is more): the plan's workspace, not hidden memory. Per
 // thread: the transformed inputs of one tile block and its (m + 2)^2 accumulator tiles.
 //
+// Small images (at most kFusedMaxTiles tiles, modconv only) run the fused form instead
+// (winograd_small.cpp): the input transformed once for all tiles, the weight per task and K
+// block into L2, so the transformed weight is never written out.
+//
 // Choice (GPEN_CPU_CONV, read once per process; the same for conv2d_winograd below): "auto"
 // (default) runs F(4x4, 3x3) on the shapes
 // where it is faster and within the fidelity targets (winograd_tile below), "direct" never,
@@ -40,6 +44,8 @@ int winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64
 // bench_cpu_gpen256), whose
 // transformed-weight groups stay within the direct path's packed weight (make_wino_plan).
 constexpr int64_t kSmallWinoMinPixels = 32;
+// ... and with the fused form (winograd_small.cpp) from this size at C >= 256, Co >= 128.
+constexpr int64_t kFusedMinPixels = 16;
 int modconv_winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
 
 // "auto", "direct", "winograd4" or "winograd2": GPEN_CPU_CONV as this process reads it (for the
@@ -58,6 +64,11 @@ struct WinoPlan {
   int64_t u_floats = 0;                // one group of the transformed weight
   int64_t off_v = 0, off_m = 0, off_sv = 0, off_b2v = 0, off_gs2 = 0, off_dv = 0, off_bv = 0, off_tmp = 0;
   int64_t per_thread = 0;
+  // The fused small-image form (winograd_small.cpp): all tiles in one block, the transformed input
+  // of the whole image shared (v_floats, kcs floats per row), the weight transformed per task and
+  // K block into the thread's slice at off_v (ust floats per 16-column panel) instead of per group.
+  bool fused = false;
+  int64_t v_floats = 0, ust = 0;
 };
 
 // u_budget: floats a transformed-weight group may take; 0: the modconv's rule (the direct path's
@@ -115,13 +126,34 @@ struct WinoArgs {
                         float* dst);                                                                           \
   void run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u, \
                 int64_t group_o0, float* ws);
+// The fused form's halves (pl.fused): the transformed input of tiles [t0, t1) into the shared
+// v_all, and one task, output channels [o0, o0 + nco) of every tile.
+#define GPEN_WINO_FUSED_DECLS                                                                                  \
+  void fused_input(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t t1, float* v_all, float* ws);     \
+  void fused_task(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, const float* v_all, float* ws);
 namespace isa_base {
 GPEN_WINO_ISA_DECLS
+GPEN_WINO_FUSED_DECLS
 }
 namespace isa_avx512 {
 GPEN_WINO_ISA_DECLS
+GPEN_WINO_FUSED_DECLS
 }
 #undef GPEN_WINO_ISA_DECLS
+#undef GPEN_WINO_FUSED_DECLS
+
+// The fused form applies up to this many tiles (all of them one block: every transformed weight
+// element then serves every tile, and is made in L2 instead of written to memory once per call).
+constexpr int64_t kFusedMaxTiles = 96;
+// The fused plan for F(m x m, 3 x 3), or a plan with fused = false where it does not apply (more
+// tiles, or the fused form switched off).
+WinoPlan make_wino_fused_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);
+// The whole fused op (pl from make_wino_fused_plan, C1 / C2 set), workspace aligned by the caller.
+void run_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace);
+// On by default; GPEN_CPU_WINO_FUSED=0 starts a process with it off (A/B measurements). Tests switch
+// it to cover both forms; a workspace sized before a switch does not fit a run after it.
+void set_fused_enabled(bool on);
+bool fused_enabled();
 
 // The whole op for m = winograd_tile(...) != 0 (inputs already validated by modconv).
 size_t modconv_winograd_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads);

@@ -47,13 +47,13 @@ struct Scratch {
   float *v, *m, *sv, *b2v, *gs2, *dv, *bv, *tmp;
 };
 
-// The transformed inputs of the block's tiles for channels [k0, k1): v[xi][t][c - k0].
+// The transformed inputs of the block's tiles t0 + [tb, te) for channels [k0, k1): v[xi][t][c - k0].
 template <int M>
 void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t k0, int64_t k1, const Scratch& s,
-                     int64_t& last_n) {
+                     int64_t& last_n, int64_t tb, int64_t te) {
   constexpr int n = Tr<M>::n, NN = n * n;
   const int64_t per_img = pl.th * pl.tw;
-  for (int64_t t = 0; t < pl.T; ++t) {
+  for (int64_t t = tb; t < te; ++t) {
     const int64_t tile = t0 + t;
     if (tile >= pl.ntiles) {  // rows of the last block past the grid: zeros, their outputs unused
       for (int xi = 0; xi < NN; ++xi) std::memset(s.v + (xi * pl.T + t) * pl.kcs, 0, sizeof(float) * pl.kcs);
@@ -212,19 +212,21 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
   int64_t last_n = -1;
   for (int64_t kb = 0; kb < pl.nkb; ++kb) {
     const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc);
-    input_transform<M>(pl, a, t0, k0, k1, s, last_n);
+    input_transform<M>(pl, a, t0, k0, k1, s, last_n, 0, pl.T);
     gemms(pl, s, u, (o0 - group_o0) / 16, nco, k0, k1);
   }
   output_transform<M>(pl, a, t0, o0, nco, s);
 }
 
+// Panel `panel` of G W G^T for input channels [c0, c1) at dst + (xi * xi_rows + c - c_base) * 16.
 template <int M>
-void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
+void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst,
+                        int64_t xi_rows, int64_t c_base) {
   constexpr int n = Tr<M>::n, V = 16 / L;
   const int64_t o0 = panel * 16;
   float tmp[16];
   for (int64_t c = c0; c < c1; ++c) {
-    vf g[9][V], uu[n * n][V];  // taps, G g G^T
+    vf g[9][V];  // taps
     for (int t = 0; t < 9; ++t) {
       const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
       if (a.w8) {
@@ -237,7 +239,8 @@ void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, in
       const float* src = a.w + off;
       if (a.ws3 == 1 && o0 + 16 <= pl.Co) {
         // Nine streams a whole weight row (Cout floats) apart per step: prefetch by hand.
-        __builtin_prefetch(src + 8 * a.ws2 + o0);
+        // Into L2 (prefetcht1): nine taps times the panels in flight outnumber L1's fill buffers.
+        __builtin_prefetch(src + 8 * a.ws2 + o0, 0, 2);
         for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + o0 + h2 * L);
         continue;
       }
@@ -249,20 +252,92 @@ void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, in
       for (int t = 0; t < 9; ++t) gi[t] = g[t][h2];
       for (int kx = 0; kx < 3; ++kx) lincomb(Tr<M>::G, gi + kx, 3, hi + kx, 3);  // along ky: hi[i][kx]
       for (int i = 0; i < n; ++i) lincomb(Tr<M>::G, hi + i * 3, 1, ui + i * n, 1);  // along kx
-      for (int xi = 0; xi < n * n; ++xi) uu[xi][h2] = ui[xi];
+      for (int xi = 0; xi < n * n; ++xi) vst(dst + (xi * xi_rows + c - c_base) * 16 + h2 * L, ui[xi]);
     }
-    for (int xi = 0; xi < n * n; ++xi)
-      for (int h2 = 0; h2 < V; ++h2) vst(dst + (xi * pl.C + c) * 16 + h2 * L, uu[xi][h2]);
   }
+}
+
+// The fused form (winograd_small.cpp): m[xi][t][j] (+)= sum over c in [k0, k1) of
+// v_all[xi][t][c] * U[xi][c][o0 + j], U the task's slice ([panel][xi][k1 - k0 + 1][16], made just
+// before; the spare row keeps the 36 rows a transform writes at once off a single L1 set).
+void fused_gemms(const WinoPlan& pl, const Scratch& s, const float* v_all, const float* us, int64_t nco, int64_t k0,
+                 int64_t k1) {
+  using modconv_detail::KBlock;
+  using modconv_detail::kMR;
+  KBlock kb;
+  kb.nseg = 1;
+  kb.len = static_cast<int>(k1 - k0);
+  kb.a_off[0] = 0;
+  kb.seg_len[0] = kb.len;
+  int64_t base[kFusedMaxTiles];
+  for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
+  const bool acc = k0 > 0;
+  const int64_t ldc = pl.cc, rows = k1 - k0 + 1, ust = pl.nxi * rows * 16;
+  for (int xi = 0; xi < pl.nxi; ++xi) {
+    const float* band = v_all + xi * pl.T * pl.kcs + k0;
+    for (int64_t j = 0; j < nco;) {
+      const float* bseg[1] = {us + (j / 16) * ust + xi * rows * 16};
+      float* c = s.m + xi * pl.T * ldc + j;
+#if GPEN_ISA_AVX512
+      if (j + 16 < nco) {
+        for (int64_t mt = 0; mt < pl.T; mt += kMR)
+          modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, ust, 0, c + mt * ldc, ldc, acc);
+        j += 32;
+        continue;
+      }
+#endif
+      for (int64_t mt = 0; mt < pl.T; mt += kMR)
+        modconv_detail::isa_base::micro_kernel(kb, band, base + mt, bseg, 16, 8, 0, c + mt * ldc, ldc, acc);
+      j += 16;
+    }
+  }
+}
+
+template <int M>
+void fused_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, const float* v_all,
+                  const Scratch& s) {
+  for (int64_t kb = 0; kb < pl.nkb; ++kb) {
+    const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc), rows = k1 - k0 + 1, ust = pl.nxi * rows * 16;
+    // Channel by channel across the chunk's panels: the weight row of a tap is then read as whole
+    // consecutive cache lines (one line per panel), which the prefetchers follow.
+    for (int64_t c = k0; c < k1; ++c)
+      for (int64_t jp = 0; jp * 16 < nco; ++jp)
+        transform_weight_m<M>(pl, a, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0);
+    fused_gemms(pl, s, v_all, s.v, nco, k0, k1);
+  }
+  output_transform<M>(pl, a, 0, o0, nco, s);
+}
+
+Scratch scratch(const WinoPlan& pl, float* ws) {
+  return Scratch{ws + pl.off_v,   ws + pl.off_m,  ws + pl.off_sv, ws + pl.off_b2v,
+                 ws + pl.off_gs2, ws + pl.off_dv, ws + pl.off_bv, ws + pl.off_tmp};
 }
 
 }  // namespace
 
+void fused_input(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t t1, float* v_all, float* ws) {
+  Scratch s = scratch(pl, ws);
+  s.v = v_all;
+  for (int64_t c = 0; c < pl.C2; ++c) s.b2v[c] = a.x2_bias[c * a.x2bs];
+  int64_t last_n = -1;
+  if (pl.m == 4)
+    input_transform<4>(pl, a, 0, 0, pl.C, s, last_n, t0, t1);
+  else
+    input_transform<2>(pl, a, 0, 0, pl.C, s, last_n, t0, t1);
+}
+
+void fused_task(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, const float* v_all, float* ws) {
+  if (pl.m == 4)
+    fused_task_m<4>(pl, a, o0, nco, v_all, scratch(pl, ws));
+  else
+    fused_task_m<2>(pl, a, o0, nco, v_all, scratch(pl, ws));
+}
+
 void transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
   if (pl.m == 4)
-    transform_weight_m<4>(pl, a, panel, c0, c1, dst);
+    transform_weight_m<4>(pl, a, panel, c0, c1, dst, pl.C, 0);
   else
-    transform_weight_m<2>(pl, a, panel, c0, c1, dst);
+    transform_weight_m<2>(pl, a, panel, c0, c1, dst, pl.C, 0);
 }
 
 void run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,

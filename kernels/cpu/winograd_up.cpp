@@ -40,7 +40,10 @@ int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W
   // its 1.78x fewer multiplies do not pay for transforms over 81 points per tile and a
   // transformed weight 9x the weight, streamed from L3 once per tile block, against a direct
   // path at ~87 % of peak; m = 2 (25 points, 2.8x the weight) wins where the weight is small.
-  return H >= 128 && W >= 128 && C >= 32 && C <= 256 && Co >= 16 ? 2 : 0;
+  // From 64x64 inputs: GPEN-256's 64 -> 129 layer (128 -> 64 channels) 1.04x (AVX-512) and 1.17x
+  // (AVX2) over direct in CPU time (bench_cpu_winograd_up, 2026-12-01 s7); at 32x32 with 512
+  // channels m = 2 is 0.86x, so the channel bound stays.
+  return H >= 64 && W >= 64 && C >= 32 && C <= 256 && Co >= 16 ? 2 : 0;
 }
 
 WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {

@@ -1,0 +1,115 @@
+// The fused form of the Winograd conv for small images (overview: winograd.h), the ISA-independent
+// half: its plan and its parallel loop.
+//
+// On a 32x32 image F(4x4, 3x3) has 64 tiles. The grouped form (winograd.cpp) writes the whole
+// transformed weight G W G^T (36 C Co floats: 19 MB for GPEN-256's 512 -> 256 layer, four times
+// the weight) to memory once per call, reads it back once per tile block, and transforms the
+// input again for every group: at 1 thread the weight transform, the input transforms and the
+// L3-bound GEMMs took 20 %, 17 % and 57 % of the op (perf). Here every tile is one block: the
+// input is transformed once into a shared buffer (36 x tiles x C, the size of the direct path's
+// packed weight or less), and each task (a chunk of output channels) transforms its slice of the
+// weight one K block at a time into its own L2-sized buffer and runs the 36 GEMMs on it at once,
+// so no transformed weight ever goes to memory and each is made exactly once per call.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "engine/core/error.h"
+
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/winograd.h"
+
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
+
+namespace gpen::cpu::winograd_detail {
+
+namespace {
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int64_t kFusedKc = 128;  // input channels per weight slice: 36 x 129 x 32 floats = 0.6 MB
+constexpr int64_t kFusedCc = 32;   // output channels per task
+
+std::atomic<int>& fused_flag() {
+  static std::atomic<int> on{[] {
+    const char* e = std::getenv("GPEN_CPU_WINO_FUSED");
+    if (!e || !*e || std::string(e) == "1") return 1;
+    if (std::string(e) == "0") return 0;
+    throw Error(std::string("GPEN_CPU_WINO_FUSED='") + e + "' is not 0 or 1");
+  }()};
+  return on;
+}
+}  // namespace
+
+void set_fused_enabled(bool on) { fused_flag().store(on ? 1 : 0); }
+bool fused_enabled() { return fused_flag().load() != 0; }
+
+WinoPlan make_wino_fused_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
+  WinoPlan pl;
+  if (m != 2 && m != 4) return pl;
+  pl.m = m, pl.n = m + 2, pl.nxi = pl.n * pl.n;
+  pl.N = N, pl.H = H, pl.W = W, pl.C = C, pl.Co = Co;
+  pl.th = cdiv(H, m), pl.tw = cdiv(W, m), pl.ntiles = N * pl.th * pl.tw;
+  if (pl.ntiles > kFusedMaxTiles || !fused_enabled()) return pl;
+  pl.fused = true;
+  pl.nblock = 1;
+  pl.T = round_up(pl.ntiles, 6);
+  // Rows of the transformed input at a multiple of 1 KB would share L1 sets (see modconv_plan.cpp).
+  pl.kcs = round_up(C, 16);
+  if (pl.kcs % 64 == 0) pl.kcs += 16;
+  pl.nkb = cdiv(C, kFusedKc);
+  pl.kc = round_up(cdiv(C, pl.nkb), 16);
+  pl.nkb = cdiv(C, pl.kc);
+  // Enough chunks for every thread, in whole 16-column panels.
+  pl.cc = std::min(round_up(Co, 16), kFusedCc);
+  while (cdiv(Co, pl.cc) < 2 * std::max(1, threads) && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
+  pl.group_co = pl.Co, pl.ngroup = 1;
+  pl.v_floats = round_up(pl.nxi * pl.T * pl.kcs, 16);
+  int64_t off = 0;
+  auto take = [&](int64_t floats) {
+    const int64_t o = off;
+    off += round_up(floats, 16);
+    return o;
+  };
+  pl.ust = pl.nxi * (pl.kc + 1) * 16;  // a spare row per point (winograd_kernel.cpp, fused_gemms)
+  pl.off_v = take(pl.cc / 16 * pl.ust);  // the weight slice
+  pl.off_m = take(pl.nxi * pl.T * pl.cc);
+  pl.off_sv = take(C);
+  pl.off_b2v = take(C);
+  pl.off_gs2 = take(C);
+  pl.off_dv = take(pl.cc + 16);
+  pl.off_bv = take(pl.cc + 16);
+  pl.off_tmp = take(16);
+  pl.per_thread = off;
+  return pl;
+}
+
+void run_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace) {
+  const int nt_req = std::max(1, num_threads());
+  float* const v_all = workspace;
+  float* const thread_base = workspace + pl.v_floats;
+  const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
+  auto input = wide ? isa_avx512::fused_input : isa_base::fused_input;
+  auto task = wide ? isa_avx512::fused_task : isa_base::fused_task;
+  constexpr int64_t kTilePiece = 6;  // tiles per input-transform piece
+  const int64_t npiece = cdiv(pl.T, kTilePiece), nchunk = cdiv(pl.Co, pl.cc);
+#pragma omp parallel num_threads(nt_req)
+  {
+    float* ws = thread_base + static_cast<int64_t>(omp_get_thread_num()) * pl.per_thread;
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < npiece; ++p) input(pl, a, p * kTilePiece, std::min(pl.T, (p + 1) * kTilePiece), v_all, ws);
+    // implicit barrier: the transformed input is whole before any task reads it
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < nchunk; ++t) {
+      const int64_t o0 = t * pl.cc;
+      task(pl, a, o0, std::min(pl.cc, pl.Co - o0), v_all, ws);
+    }
+  }
+}
+
+}  // namespace gpen::cpu::winograd_detail
