@@ -49,11 +49,18 @@ inline Shape check_modconv_shapes(const ModConvParams& p, const ModConvArgs& a, 
   GPEN_CHECK(p.pad_top >= -1 && p.pad_bottom >= -1 && p.top() < p.k && p.bottom() < p.k,
              "modconv: row padding " + std::to_string(p.pad_top) + " / " + std::to_string(p.pad_bottom) +
                  " outside [0, k) for k=" + std::to_string(p.k));
-  GPEN_CHECK(!p.up || !p.cropped(), "modconv: the upsampling conv takes no row padding");
-  const int64_t Ho = p.up ? 2 * (H - 1) + p.k : H + p.top() + p.bottom() - p.k + 1;
+  GPEN_CHECK(!p.up || (p.top() == p.k / 2 && p.bottom() == p.k / 2),
+             "modconv: the upsampling conv takes no row padding (crop_top / crop_bottom crop its rows)");
+  GPEN_CHECK(p.up || (p.crop_top == 0 && p.crop_bottom == 0),
+             "modconv: crop_top / crop_bottom are for the upsampling conv (pad_top / pad_bottom crop this one)");
+  GPEN_CHECK(p.crop_top >= 0 && p.crop_bottom >= 0,
+             "modconv: negative row crop " + std::to_string(p.crop_top) + " / " + std::to_string(p.crop_bottom));
+  const int64_t Ho = p.out_rows(H);
   const int64_t Wo = p.up ? 2 * (W - 1) + p.k : W;
-  GPEN_CHECK(Ho >= 1, "modconv: row padding " + std::to_string(p.top()) + " / " + std::to_string(p.bottom()) +
-                          " leaves no output rows of " + std::to_string(H) + " input rows");
+  GPEN_CHECK(Ho >= 1, "modconv: row " + std::string(p.up ? "crop " : "padding ") +
+                          std::to_string(p.up ? p.crop_top : p.top()) + " / " +
+                          std::to_string(p.up ? p.crop_bottom : p.bottom()) + " leaves no output rows of " +
+                          std::to_string(H) + " input rows");
   GPEN_CHECK(y.dim(1) == Ho && y.dim(2) == Wo && y.dim(3) == Co,
              "modconv: output " + y.shape.str() + ", expected [" + std::to_string(N) + ", " + std::to_string(Ho) +
                  ", " + std::to_string(Wo) + ", " + std::to_string(Co) + "]");

@@ -129,7 +129,8 @@ struct DemodParams {};
 //   bias   [Cout]                    optional
 //   residual NHWC like y             optional, added after the activation (ToRGB's skip)
 // up == false: same-padding conv (k // 2; pad_top / pad_bottom below crop rows), y has x's size.
-// up == true:  transposed conv, stride 2, padding 0: y is [N, 2H + 1, 2W + 1, Cout] with NO
+// up == true:  transposed conv, stride 2, padding 0: y is [N, 2H + 1, 2W + 1, Cout] (k = 3;
+//              crop_top / crop_bottom below crop rows) with NO
 //              epilogue (d, bias, act, residual must be absent); the 4x4 blur that follows
 //              (upfirdn2d with its epilogue) brings it to 2H and applies d, bias and act.
 struct ModConvParams {
@@ -147,9 +148,19 @@ struct ModConvParams {
   // band of a larger output (engine/plan/banding.h) sets 0 at an edge inside the image, so it
   // computes exactly its rows from an input band that carries the halo rows.
   int pad_top = -1, pad_bottom = -1;
+  // Transposed conv only (up == true): rows dropped from the top / bottom of its whole output of
+  // 2 (H - 1) + k rows; y has 2 (H - 1) + k - crop_top - crop_bottom rows, y's row j being the
+  // whole output's row crop_top + j (the same sum in the same order). A band (engine/plan/
+  // banding.h) then computes exactly its rows from the input rows they gather from. Columns are
+  // never cropped.
+  int crop_top = 0, crop_bottom = 0;
   int top() const { return pad_top < 0 ? k / 2 : pad_top; }
   int bottom() const { return pad_bottom < 0 ? k / 2 : pad_bottom; }
-  bool cropped() const { return top() != k / 2 || bottom() != k / 2; }
+  bool cropped() const { return top() != k / 2 || bottom() != k / 2 || crop_top != 0 || crop_bottom != 0; }
+  // The output rows for H input rows.
+  int64_t out_rows(int64_t H) const {
+    return up ? 2 * (H - 1) + k - crop_top - crop_bottom : H + top() + bottom() - k + 1;
+  }
 };
 
 struct TensorView;

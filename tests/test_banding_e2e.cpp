@@ -89,3 +89,16 @@ TEST_CASE("banding e2e: carried halos at GPEN-BFR-512 shapes, bit-identical in f
   s.stage_rows = 16;
   check_banded(c, s);
 }
+
+TEST_CASE("banding e2e: the 24 MiB pick at GPEN-BFR-512 shapes (64 carried bands from 16), bit-identical in fp32") {
+  // What `gpen plan --size 512 --precision fp16 --arena-budget 24MiB` picks since the transposed
+  // modconv's row crop (docs/memory.md): 8-row output bands, a transposed conv band of 1-2 rows at
+  // 32, carried halos on every stage, the features above 128 recomputed.
+  GpenConfig c;  // size 512, channel multiplier 2
+  BandingSpec s;
+  s.band_res = 16;
+  s.keep_res = 128;
+  s.bands = 64;
+  s.carry = true;
+  check_banded(c, s);
+}

@@ -27,9 +27,11 @@ constexpr double MiB = 1024.0 * 1024.0;
 
 // Plan level (nothing runs): what the search reaches on the released sizes in fp16 at batch 1.
 // The asserted figures are the ones the search reaches (docs/memory.md): with carried halos and
-// the modconv row crop, GPEN-1024 within 40 MiB and GPEN-2048 within 94 MiB at <= 10 % extra
-// FLOPs, GPEN-512 within 25.5 MiB at <= 10 % and within 24 MiB at <= 11 %; 16 MiB is reported as
-// not reachable.
+// the modconv row crops (same-padded and transposed: every banded row computed once), the
+// issue's targets GPEN-512 <= 24 MiB, GPEN-1024 <= 48 MiB and GPEN-2048 <= 96 MiB at <= 10 % extra
+// FLOPs (reached: 21.9 MiB at +3.7 %, 36.0 MiB at +6.1 %, 92.5 MiB at +5.5 %), and below them
+// GPEN-512 within 18 MiB, GPEN-1024 within 34 MiB and GPEN-2048 within 82 MiB at <= 10 %; 16 MiB is
+// reported as not reachable for GPEN-512.
 TEST_CASE("banding: plan-level arenas of GPEN-512/1024/2048 in fp16 under budgets") {
   struct Case {
     int size;
@@ -37,7 +39,8 @@ TEST_CASE("banding: plan-level arenas of GPEN-512/1024/2048 in fp16 under budget
   } cases[] = {{512, 52, 0.02}, {512, 36, 0.15}, {512, 28, 0.45}, {1024, 64, 0.10},
                {1024, 52, 0.30}, {2048, 140, 0.10}, {2048, 104, 0.35},
                // Carried halos (engine/plan/banding_carry.h): the issue's targets, docs/memory.md.
-               {512, 25.5, 0.10}, {512, 24, 0.11}, {1024, 40, 0.10}, {2048, 94, 0.10}};
+               {512, 24, 0.10}, {1024, 48, 0.10}, {2048, 96, 0.10},
+               {512, 18, 0.10}, {1024, 34, 0.10}, {2048, 82, 0.10}};
   for (const Case& k : cases) {
     CAPTURE(k.size);
     CAPTURE(k.budget_mib);

@@ -139,7 +139,7 @@ const Case kCases[] = {
 }  // namespace
 
 // bf16 takes the same kernels as f16 (only the element type differs): f16 covers the crop.
-TEST_CASE("cuda cropped modconv rows equal the whole op's rows bit for bit (f32, f16; mma and WMMA)") {
+TEST_CASE("cuda cropped modconv rows equal the whole op's rows bit for bit (f32 and f16 on mma and WMMA)") {
   for (const Case& c : kCases) run_case(c, DType::f32);
   for (cuda::GemmFamily f : {cuda::GemmFamily::mma, cuda::GemmFamily::wmma}) {
     cuda::set_gemm_family(f);

@@ -305,7 +305,10 @@ int Graph::modconv(const ModConvInputs& in, const ModConvParams& p, int out, con
   if (p.up)
     GPEN_CHECK(!q.has_demod && !q.has_bias && !q.has_residual && p.act.is_identity(),
                nm + ": the upsampling conv has no epilogue (the blur after it applies it)");
-  Shape ys = p.up ? nhwc(n, 2 * xs[1] + 1, 2 * xs[2] + 1, cout) : nhwc(n, xs[1] + p.top() + p.bottom() - p.k + 1, xs[2], cout);
+  GPEN_CHECK(p.crop_top >= 0 && p.crop_bottom >= 0 && p.out_rows(xs[1]) >= 1,
+             nm + ": row crop " + std::to_string(p.crop_top) + " / " + std::to_string(p.crop_bottom) + " of " +
+                 std::to_string(xs[1]) + " input rows");
+  Shape ys = p.up ? nhwc(n, p.out_rows(xs[1]), 2 * (xs[2] - 1) + p.k, cout) : nhwc(n, p.out_rows(xs[1]), xs[2], cout);
   if (q.has_residual) GPEN_CHECK(tensor(in.residual).shape == ys, nm + ": residual must be " + ys.str());
   int y = output_for(out, nm, ys, act_dtype_);
   add_node({nm, q, {in.x, in.x2, in.x2_scale, in.x2_bias, in.w, in.s, in.d, in.bias, in.residual}, {y}});
@@ -359,9 +362,16 @@ double node_flops(const Graph& g, const Node& n) {
             const Shape& ws = g.tensor(n.inputs[4]).shape;  // [k, k, Cin, Cout]
             const Shape& xs = g.tensor(n.inputs[0]).shape;
             const Shape& os = g.tensor(n.outputs[0]).shape;
-            // The transposed conv scatters every input pixel through k x k taps.
-            double pixels = m.up ? static_cast<double>(os[0]) * xs[1] * xs[2] : static_cast<double>(os[0]) * os[1] * os[2];
-            return 2.0 * pixels * m.k * m.k * static_cast<double>(ws[2]) * static_cast<double>(ws[3]);
+            const double cc = static_cast<double>(ws[2]) * static_cast<double>(ws[3]);
+            if (!m.up) return 2.0 * static_cast<double>(os[0]) * os[1] * os[2] * m.k * m.k * cc;
+            // The transposed conv: every input pixel through k x k taps, H W k k products per
+            // channel pair. Cropped (a band's rows), the (output row, weight row) pairs of the rows
+            // it keeps whose input row exists: the whole op's count summed over its bands.
+            int64_t row_taps = 0;
+            for (int64_t y = m.crop_top; y < m.out_rows(xs[1]) + m.crop_top; ++y)
+              for (int64_t ky = y % 2; ky < m.k; ky += 2)
+                row_taps += (y - ky) >= 0 && (y - ky) / 2 < xs[1];
+            return 2.0 * static_cast<double>(os[0]) * row_taps * xs[2] * m.k * cc;
           },
           [&](const UpFirDn2dParams& u) { return 2.0 * out * u.kh * u.kw / (u.up_x * u.up_y); },
           [&](const MaxPool2dParams& p) { return out * p.kh * p.kw; },

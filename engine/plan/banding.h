@@ -14,8 +14,8 @@
 // Halos come from each op's footprint: a band computes exactly the rows its consumers need, so
 // ops with explicit padding (conv2d, upfirdn2d, and the same-padded modulated conv through its
 // row pads, ModConvParams::pad_top) get per-band pads that reproduce the full op's row indexing
-// (negative pads crop), and transposed modulated convs compute the rows their input band reaches
-// and hand on the inner rows. Every output pixel is then the same sum of the same
+// (negative pads crop), and transposed modulated convs crop their own output to the rows asked
+// for (ModConvParams::crop_top / crop_bottom). Every output pixel is then the same sum of the same
 // products in the same order as in the whole graph, so the output is bit-identical (tested on
 // the CPU in fp32 and in the CUDA emulator in fp16). Bands are views of rows of NHWC tensors
 // (Graph::slice_rows): the executor and kernels run them unchanged.
@@ -36,14 +36,12 @@ struct BandingSpec {
   int bands = 0;
   // Halos: false = every band recomputes the rows of its neighbours it needs; true = bands run
   // top to bottom and each stage carries the rows the next band reads (line buffers,
-  // engine/plan/banding_carry.h): each output row of every op is computed once (only the
-  // transposed modconvs compute a row or two more per band), for copies of a few
-  // rows per stage per band.
+  // engine/plan/banding_carry.h): each output row of every op is computed once, for copies of a
+  // few rows per stage per band.
   bool carry = false;
-  // With carried halos: a modconv (the transposed one computes halo rows beyond the rows asked
-  // for, its only extra FLOPs) computes at least this many of its own rows
-  // whenever it runs, so at the lower resolutions it runs every few bands; the rows ahead are
-  // carried to the bands that read them. 0: as many rows as the band needs.
+  // With carried halos: a modconv computes at least this many of its own rows whenever it runs,
+  // so at the lower resolutions it runs every few bands (fewer, larger calls); the rows ahead
+  // are carried to the bands that read them. 0: as many rows as the band needs.
   int stage_rows = 0;
 };
 

@@ -5,11 +5,9 @@
 // its producer computes in band b exactly the rows between the previous frontier and the new one
 // (map_rows gives the input rows that takes). The rows a consumer reads below the previous
 // frontier were computed by an earlier band: they come from the carry. Pass 2 emits, per band and
-// node: the op writing its rows into a band tensor, the carry-in copy on top of them (after the
-// op: a transposed modconv writes its halo rows too, which the copy then overwrites with the
-// exact ones), and the carry-out copy of the rows later bands still read. A modconv may run in
-// steps of stage_rows of its rows rather than every band (fewer halos for the transposed one,
-// more rows carried).
+// node: the op writing its rows into a band tensor, the carry-in copy of the rows above them,
+// and the carry-out copy of the rows later bands still read. A modconv may run in steps of
+// stage_rows of its rows rather than every band (fewer, larger calls, more rows carried).
 //
 // Bit-identity: every output pixel of every op is computed once, from input rows that are exact
 // (new rows of the band, or carried copies of rows an earlier band computed exactly), with the

@@ -49,9 +49,21 @@ OpBand map_rows(const Node& n, int64_t H, Range o) {
   } else if (auto* m = std::get_if<ModConvParams>(&n.params)) {
     const int64_t k = m->k;
     if (m->up) {
-      // Transposed, stride 2, no padding: output row Y gathers input rows (Y - ky) / 2.
-      r.in = clip(ceil_div(o.a - (k - 1), 2), floor_div(o.b - 1, 2) + 1, H);
-      r.computed = {2 * r.in.a, 2 * (r.in.b - 1) + k};
+      // Transposed, stride 2, no padding: output row Y gathers input rows (Y - ky) / 2, ky < k.
+      // The band reads every input row its rows gather from and crops (ModConvParams::crop_top /
+      // crop_bottom) the rows of its own whole output, 2 in.a + [0, 2 (in.rows - 1) + k), to
+      // exactly o. (k = 1 only: a row without taps may need one more input row so that the crop
+      // stays non-negative; its value, zero, does not depend on it.)
+      const int64_t lo = std::min(ceil_div(o.a - (k - 1), 2), floor_div(o.a, 2));
+      const int64_t hi = std::max(floor_div(o.b - 1, 2), ceil_div(o.b - k, 2)) + 1;
+      r.in = clip(lo, hi, H);
+      ModConvParams q = *m;
+      q.crop_top = static_cast<int>(o.a - 2 * r.in.a);
+      q.crop_bottom = static_cast<int>(2 * (r.in.b - 1) + k - o.b);
+      GPEN_CHECK(q.crop_top >= 0 && q.crop_bottom >= 0 && m->crop_top == 0 && m->crop_bottom == 0,
+                 "banding: " + n.name + " cannot crop rows [" + std::to_string(o.a) + ", " + std::to_string(o.b) + ")");
+      r.params = q;
+      r.computed = o;
     } else {
       // As conv2d: output row y reads input rows y - top + [0, k); the band pads (its own
       // pad_top / pad_bottom, ModConvParams) only where those fall outside the image, so it

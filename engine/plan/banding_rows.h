@@ -2,10 +2,9 @@
 // Internal to the banding transform (engine/plan/banding*.cpp): the row footprint of each
 // bandable op. Given the rows [o.a, o.b) of an op's output a band needs (full-tensor row
 // indices), which input rows it reads, which output rows it computes from them, and the op's
-// parameters for the band. Ops with row padding of their own (conv2d, upfirdn2d, the same-padded
-// modconv through ModConvParams::pad_top / pad_bottom) compute exactly the rows asked for; the
-// transposed modconv computes every row its input band reaches, of which the inner ones are
-// exact (the outer ones missed taps from input rows outside the band).
+// parameters for the band. Every bandable op computes exactly the rows asked for: conv2d and
+// upfirdn2d through their row padding, the same-padded modconv through ModConvParams::pad_top /
+// pad_bottom, the transposed one through its row crop (ModConvParams::crop_top / crop_bottom).
 #include <algorithm>
 #include <cstdint>
 #include <vector>

@@ -15,7 +15,9 @@
 //    the tile's pixels;
 //  - the transposed (up) conv is the same machinery by output phase: output (2a + py, 2b + px)
 //    gathers the taps ky = py (mod 2), kx = px (mod 2) from input (a - (ky - py) / 2, ...), so
-//    every output is written exactly once (no scatter-add, no zero fill, no races).
+//    every output is written exactly once (no scatter-add, no zero fill, no races); a row crop
+//    (ModConvParams::crop_top, a band of a banded graph) only changes each phase's taps and first
+//    input row (modconv_plan.cpp).
 // Workspace: the weight packed once per call into 16-column panels (K x Cout floats, shared by
 // the threads), and per thread a band and an accumulator tile (a few hundred KB). None of it
 // grows with the image.

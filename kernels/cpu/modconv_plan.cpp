@@ -32,15 +32,23 @@ Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t 
       for (int kx = 0; kx < k; ++kx) ph.taps[ph.ntap++] = Tap{ky, kx, ky - top, kx - pad};
   } else {
     pl.stride = 2;
-    pl.Ho = 2 * (H - 1) + k, pl.Wo = 2 * (W - 1) + k;
+    // A row crop (ModConvParams::crop_top) drops the whole output's first rows: output row
+    // 2a + py is the whole op's row 2a + py + crop_top, of parity fy, on its grid row
+    // a + (py + crop_top) / 2; its taps are those of that parity, from the same input rows.
+    const int ct = p.crop_top;
+    GPEN_CHECK(ct >= 0 && p.crop_bottom >= 0 && p.out_rows(H) >= 1,
+               "modconv: row crop " + std::to_string(ct) + " / " + std::to_string(p.crop_bottom) + " invalid for k=" +
+                   std::to_string(k) + " and " + std::to_string(H) + " rows");
+    pl.Ho = p.out_rows(H), pl.Wo = 2 * (W - 1) + k;
     pl.nphase = 4;
     for (int py = 0; py < 2; ++py)
       for (int px = 0; px < 2; ++px) {
         Phase& ph = pl.phases[py * 2 + px];
         ph.py = py, ph.px = px;
         ph.na = (pl.Ho - py + 1) / 2, ph.nb = (pl.Wo - px + 1) / 2;
-        for (int ky = py; ky < k; ky += 2)
-          for (int kx = px; kx < k; kx += 2) ph.taps[ph.ntap++] = Tap{ky, kx, -(ky - py) / 2, -(kx - px) / 2};
+        const int fy = (py + ct) % 2, ay = (py + ct) / 2;
+        for (int ky = fy; ky < k; ky += 2)
+          for (int kx = px; kx < k; kx += 2) ph.taps[ph.ntap++] = Tap{ky, kx, ay - (ky - fy) / 2, -(kx - px) / 2};
       }
   }
   for (int i = 0; i < pl.nphase; ++i) {

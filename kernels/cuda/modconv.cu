@@ -79,17 +79,21 @@ ModConvGeometry make_geometry(const ModConvParams& p, const ModConvArgs& a, cons
     ph.ntx = p.k;
     ph.depth = p.k * p.k * g.c;
   } else {
-    // Phase (py, px): outputs (2a + py, 2b + px), taps ky = py + 2 ty, input row a - ty.
+    // Phase (py, px): outputs (2a + py, 2b + px), taps ky = py + 2 ty, input row a - ty. A row
+    // crop (ModConvParams::crop_top) makes output row 2a + py the whole op's row 2a + py +
+    // crop_top: its taps start at that row's parity fy, from input row a + ay - ty.
     g.nphase = 4;
     g.ostep = 2, g.kstep = 2, g.dstep = -1;
     g.dy0 = g.dx0 = 0;
     for (int py = 0; py < 2; ++py)
       for (int px = 0; px < 2; ++px) {
         ModConvPhase& ph = g.ph[py * 2 + px];
+        const int fy = (py + p.crop_top) % 2;
         ph.py = py, ph.px = px;
+        ph.ay = (py + p.crop_top) / 2;
         ph.na = (ho - py + 1) / 2, ph.nb = (wo - px + 1) / 2;
-        ph.ky0 = py, ph.kx0 = px;
-        const int nty = (p.k - py + 1) / 2;
+        ph.ky0 = fy, ph.kx0 = px;
+        const int nty = (p.k - fy + 1) / 2;
         ph.ntx = (p.k - px + 1) / 2;
         ph.depth = nty * ph.ntx * g.c;
       }

@@ -7,7 +7,7 @@
 //   rows    m = (a, b)        a position on the phase's output grid: y[ostep*a + py, ostep*b + px]
 //   columns co                output channel
 //   depth   k = t * C + ci    t: the phase's tap (ty, tx) = (t / ntx, t % ntx), ci: input channel
-//   A[m][k] = prologue(x_cat[n, a + dy0 + dstep*ty, b + dx0 + dstep*tx, ci])  (0 outside the image)
+//   A[m][k] = prologue(x_cat[n, a + dy0 + ay + dstep*ty, b + dx0 + dstep*tx, ci])  (0 outside the image)
 //   B[k][co] = w[ky0 + kstep*ty][kx0 + kstep*tx][ci][co]
 // with prologue(v) = x * s[n, ci] for ci < C1 and act2(x2 * x2_scale + x2_bias) * s[n, ci] after:
 // the style scaling and GPEN's noise-injection concat happen while A is staged, so neither the
@@ -16,7 +16,8 @@
 //  - up (transposed, stride 2, padding 0): four phases (py, px), ostep 2. Output 2a + py gathers
 //    the weight taps ky = py + 2 ty from input row a - ty (the same gather as the CPU op), so every
 //    output is written exactly once: no scatter, no atomics, no zero fill. A phase may have no
-//    taps (k = 1): its outputs are 0.
+//    taps (k = 1): its outputs are 0. A row crop (ModConvParams::crop_top) shifts a phase's
+//    input rows by ay and its first weight row to the parity of the whole op's row.
 // Epilogue: y = act(acc * d[n, co] + bias[co]) + residual (up: plain acc), through y's strides.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/modconv_b8.cuh"
@@ -29,6 +30,7 @@ struct ModConvPhase {
   int na = 0, nb = 0;    // phase grid: rows a < na, columns b < nb
   int ntx = 1;           // taps per weight row of the phase
   int ky0 = 0, kx0 = 0;  // weight tap of t = 0
+  int ay = 0;            // input row of grid row 0 past g.dy0 (the up conv's row crop)
   int depth = 0;         // GEMM depth: taps * C
 };
 
@@ -113,7 +115,7 @@ struct ModConvAStage {
       const int m = m0 + row + i * kRowStep;
       if (m < ph.na * ph.nb) {
         const int a = m / ph.nb;
-        ia[i] = a + g.dy0;
+        ia[i] = a + g.dy0 + ph.ay;
         ib[i] = m - a * ph.nb + g.dx0;
       } else {
         ia[i] = ib[i] = kFarAway;
