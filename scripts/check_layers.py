@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Fails when a project include points the wrong way between layers (docs/architecture.md), or
 when a source file of the engine, kernels, converter, weights or apps passes MAX_LINES lines
-without saying why at its top (a line "Long on purpose: ..." among its first 12 lines).
+without saying why at its top (a line "Long on purpose: ..." among its first 12 lines), or when a
+test case's name holds a ';' (doctest_discover_tests splits names there, so ctest would run a
+filter matching no case and pass it: the test would silently never run).
 
 Every source folder belongs to one layer, and a layer may include only itself and the layers
 listed for it. The list is the whole rule: a new folder must be added here, so the layering
@@ -34,6 +36,7 @@ EXCEPTIONS = {
 MAX_LINES = 400
 SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+TEST_CASE_WITH_SEMICOLON = re.compile(r'\b(?:TEST_CASE|SUBCASE)\s*\(\s*"([^"]*;[^"]*)"')
 
 
 def layer_of(path):
@@ -75,6 +78,15 @@ def main():
                         continue
                     line = text.count("\n", 0, m.start()) + 1
                     bad.append(f"{rel}:{line}: includes {inc} ({dst}), which {src} may not depend on")
+    for d, _, files in os.walk(os.path.join(root, "tests")):
+        for f in files:
+            if f.endswith(SOURCE_EXT):
+                path = os.path.join(d, f)
+                text = open(path, encoding="utf-8", errors="replace").read()
+                for m in TEST_CASE_WITH_SEMICOLON.finditer(text):
+                    line = text.count("\n", 0, m.start()) + 1
+                    bad.append(f"{os.path.relpath(path, root)}:{line}: test name \"{m.group(1)}\" holds a ';', "
+                               "which ctest splits (the case would never run)")
     for b in bad:
         print("check_layers: " + b)
     print(f"check_layers: {checked} files, {len(bad)} problem(s)")

@@ -55,7 +55,7 @@ TEST_CASE("gpen plan --arena-budget: the cheapest banding that fits, reported un
   CHECK(bounds.back() == 256);
 }
 
-TEST_CASE("gpen plan --bands N forces the band count; an unreachable budget is said so") {
+TEST_CASE("gpen plan --bands N forces the band count, an unreachable budget is said so") {
   CliRun r = gpen_plan(k256 + "--bands 5 --json");
   REQUIRE_MESSAGE(r.status == 0, r.out);
   auto j = nlohmann::json::parse(r.out);

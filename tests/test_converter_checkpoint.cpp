@@ -174,7 +174,7 @@ TEST_CASE("checkpoint: the real RetinaFace mobilenet0.25 checkpoint (legacy, cud
   CHECK(ck->find("body.stage1.0.0.weight")->shape == std::vector<int64_t>{8, 3, 3, 3});
 }
 
-TEST_CASE("checkpoint: --key selects a nested dict; errors list what is there") {
+TEST_CASE("checkpoint: --key selects a nested dict, errors list what is there") {
   OpenOptions o;
   o.key = "g_ema";
   CHECK(Checkpoint::open(kCheckpointDir + "gpen_s64.zip.pth", o)->tensors().size() == 94);

@@ -30,7 +30,7 @@ TEST_CASE("parse_labels: argmax, first maximum on ties, mask of the kept classes
   CHECK(mask[20] == 0);
 }
 
-TEST_CASE("parse_labels: random logits against a naive argmax; strided input; NaN wins") {
+TEST_CASE("parse_labels: random logits against a naive argmax, strided input, NaN wins") {
   std::mt19937 rng(3);
   std::normal_distribution<float> nd;
   const int N = 2, H = 5, W = 6, C = 19, wide = 24;

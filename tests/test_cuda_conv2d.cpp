@@ -113,7 +113,7 @@ const ConvCase kGemmCases[] = {
 
 // Both GEMM families (kernels/cuda/ops_gemm.h): mma.sync (the default; shapes it does not take
 // run on WMMA) and the WMMA reference kernels.
-TEST_CASE("cuda conv2d tensor-core kernels (f16, bf16; mma and WMMA) match the CPU op") {
+TEST_CASE("cuda conv2d tensor-core kernels (f16, bf16, mma and WMMA) match the CPU op") {
   for (cuda::GemmFamily f : {cuda::GemmFamily::mma, cuda::GemmFamily::wmma}) {
     cuda::set_gemm_family(f);
     CAPTURE(std::string(cuda::gemm_family_name(f)));

@@ -96,7 +96,7 @@ TEST_CASE("__syncthreads orders shared-memory writes before reads") {
   }
 }
 
-TEST_CASE("shared memory is private to a block; block reduction through shuffles") {
+TEST_CASE("shared memory is private to a block, block reduction through shuffles") {
   auto run = [] {
     const int blocks = 6, threads = 256;
     DeviceBuffer out(blocks * sizeof(long long));

@@ -165,7 +165,7 @@ const ConvCase kConvCases[] = {
 
 // Every case in both dtypes with the automatic tile; every forced tile on the cases that cover
 // the prologue, the phases and split-K (f16 and bf16 alternately, to stay quick in the emulator).
-TEST_CASE("mma modconv equals the WMMA kernel (f16, bf16; every tile)") {
+TEST_CASE("mma modconv equals the WMMA kernel (f16, bf16, every tile)") {
   Family restore;
   for (const ModCase& c : kModCases)
     for (DType dt : {DType::f16, DType::bf16}) run_modconv(c, dt, {0, 0});
@@ -174,7 +174,7 @@ TEST_CASE("mma modconv equals the WMMA kernel (f16, bf16; every tile)") {
     for (int ci : {0, 3, 5}) run_modconv(kModCases[ci], i++ % 2 ? DType::bf16 : DType::f16, tile);
 }
 
-TEST_CASE("mma conv2d equals the WMMA kernel (f16, bf16; every tile)") {
+TEST_CASE("mma conv2d equals the WMMA kernel (f16, bf16, every tile)") {
   Family restore;
   for (const ConvCase& c : kConvCases)
     for (DType dt : {DType::f16, DType::bf16}) run_conv(c, dt, {0, 0});

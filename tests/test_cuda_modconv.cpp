@@ -223,7 +223,7 @@ const Case kCases[] = {
 
 // f16 / bf16 with both GEMM families (kernels/cuda/ops_gemm.h): mma.sync (the default; the
 // element-path shapes run on WMMA) and the WMMA reference kernel.
-TEST_CASE("cuda modconv matches the CPU op (f32, f16, bf16; mma and WMMA)") {
+TEST_CASE("cuda modconv matches the CPU op (f32, f16, bf16, mma and WMMA)") {
   for (const Case& c : kCases) run_case(c, DType::f32);
   for (cuda::GemmFamily f : {cuda::GemmFamily::mma, cuda::GemmFamily::wmma}) {
     cuda::set_gemm_family(f);

@@ -145,7 +145,7 @@ TEST_CASE("image: damaged, unsupported and missing files are errors naming the p
   CHECK(msg.find("huge.png") != std::string::npos);
 }
 
-TEST_CASE("image: PNG round trip is exact, JPEG close; writes are atomic") {
+TEST_CASE("image: PNG round trip is exact, JPEG close, writes are atomic") {
   TempDir t;
   Image img;
   img.width = 31;
