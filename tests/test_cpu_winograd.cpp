@@ -179,6 +179,8 @@ TEST_CASE("winograd modconv matches the float64 reference and the direct path") 
       {2, 2, 7, 6, 20, 12, 19, true, true, true, true, true},      // strided x, y, residual in place
       {1, 1, 40, 38, 16, 0, 16, false, false, false, false, false},  // many tile blocks
       {1, 1, 6, 6, 256, 0, 256, true, true, true, false, false},   // transformed weight in two groups
+      {3, 3, 32, 30, 24, 8, 20, true, true, true, true, true},     // fused: one image per chunk (F(4): 64 tiles)
+      {3, 1, 14, 13, 16, 8, 17, true, true, true, true, false},    // fused: chunks of 2 images then 1 (F(2))
   };
   // Both forms: up to kFusedMaxTiles tiles the fused one (winograd_small.cpp) unless switched off.
   for (const bool fused : {true, false}) {
@@ -225,6 +227,18 @@ TEST_CASE("winograd fused form: its plan, its workspace against the direct path'
   // Past kFusedMaxTiles the grouped form.
   CHECK_FALSE(wd::make_wino_fused_plan(4, 1, 48, 48, 512, 256, 2).fused);
   CHECK_FALSE(wd::make_wino_fused_plan(4, 2, 32, 32, 512, 256, 2).fused);  // batch 2: 128 tiles
+  // A batch runs the fused form in chunks of images, so its workspace never shrinks as the batch
+  // grows: a short last batch (GpenModel::prepared_for) fits the arena planned for the full one.
+  for (const int64_t hw : {8, 16, 32, 48}) {
+    size_t prev = 0;
+    for (int64_t n = 1; n <= 9; ++n) {
+      const size_t b = wd::modconv_winograd_workspace_bytes(4, Shape{n, hw, hw, 512}, Shape{n, hw, hw, 256}, 2);
+      CAPTURE(hw);
+      CAPTURE(n);
+      CHECK(b >= prev);
+      prev = b;
+    }
+  }
   wd::set_fused_enabled(false);
   CHECK_FALSE(wd::make_wino_fused_plan(4, 1, 32, 32, 512, 256, 2).fused);
   wd::set_fused_enabled(true);
@@ -240,9 +254,11 @@ TEST_CASE("winograd fused form: its plan, its workspace against the direct path'
   CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 1024, 512) == 4);   // GPEN-512's 16x16 layer
   CHECK(wd::modconv_winograd_tile(p, 1, 8, 8, 512, 256) == 0);      // parity at 8x8: direct
   CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 128, 128) == 0);    // few channels: direct
-  CHECK(wd::modconv_winograd_tile(p, 8, 16, 16, 512, 256) == 0);    // 128 tiles: not fused, direct
-  CHECK(wd::modconv_winograd_tile(p, 2, 32, 32, 512, 256) == 4);    // grouped, as before
-  CHECK(wd::modconv_winograd_tile(p, 2, 32, 32, 1024, 512) == 0);   // grouped would not pay
+  // The batch does not change the choice (fused per chunk of images).
+  CHECK(wd::modconv_winograd_tile(p, 8, 16, 16, 512, 256) == 4);
+  CHECK(wd::modconv_winograd_tile(p, 2, 32, 32, 512, 256) == 4);
+  CHECK(wd::modconv_winograd_tile(p, 5, 32, 32, 1024, 512) == 4);
+  CHECK(wd::modconv_winograd_tile(p, 8, 8, 8, 512, 256) == 0);
   wd::set_fused_enabled(false);
   CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 512, 256) == 0);
   wd::set_fused_enabled(true);

@@ -343,7 +343,10 @@ GpenModel::Prepared GpenModel::prepared_for(int n) {
     s.plan = std::make_unique<MemoryPlan>(plan_memory(s.graph->graph, ws, so));
     // Every tensor scales with the batch, so the smaller plan fits; checked all the same.
     GPEN_CHECK(s.plan->arena_bytes <= plan_->arena_bytes && s.plan->workspace_bytes <= plan_->workspace_bytes,
-               "plan for " + std::to_string(n) + " faces does not fit the arena for " + std::to_string(batch_));
+               "plan for " + std::to_string(n) + " faces (arena " + std::to_string(s.plan->arena_bytes) +
+                   " B, workspace " + std::to_string(s.plan->workspace_bytes) + " B) does not fit the one for " +
+                   std::to_string(batch_) + " (" + std::to_string(plan_->arena_bytes) + " B, " +
+                   std::to_string(plan_->workspace_bytes) + " B)");
     s.exec = std::make_unique<Executor>(s.graph->graph, *s.plan, backend_, weights_, exec_->arena(), exec_->workspace());
     it = smaller_.emplace(n, std::move(s)).first;
   }

@@ -104,7 +104,9 @@ int modconv_winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t 
   // CPU time, bench_cpu_gpen256: the 16x16 512 -> 256 layer 1.8x faster than the direct path, the
   // 32x32 1024 -> 512 one 2.1x. Its workspace (the transformed input, 36 / 16 of the input) stays
   // below the direct path's packed weight there. At 8x8 it only draws level, so that stays direct.
-  const bool fused = N * ((H + 3) / 4) * ((W + 3) / 4) <= kFusedMaxTiles && fused_enabled();
+  // Per image, not per batch: a batch runs in chunks of images (fused_images), so the choice and
+  // the workspace never shrink as the batch grows (a short last batch must fit the full one's plan).
+  const bool fused = ((H + 3) / 4) * ((W + 3) / 4) <= kFusedMaxTiles && fused_enabled();
   return fused && H >= kFusedMinPixels && W >= kFusedMinPixels && C >= 256 && Co >= 128 ? 4 : 0;
 }
 
@@ -196,9 +198,17 @@ void run(const WinoPlan& pl, const WinoArgs& a, void* workspace) {
 
 }  // namespace
 
+// Images per run of the fused form: as many as fit kFusedMaxTiles tiles (0: one image does not).
+// Monotone in N, so a smaller batch never needs more workspace than a larger one.
+int64_t fused_images(int m, int64_t N, int64_t H, int64_t W) {
+  const int64_t per_image = ((H + m - 1) / m) * ((W + m - 1) / m);
+  return per_image > kFusedMaxTiles ? 0 : std::min(N, kFusedMaxTiles / per_image);
+}
+
 size_t modconv_winograd_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads) {
   const int nt = threads > 0 ? threads : std::max(1, num_threads());
-  const WinoPlan fused = make_wino_fused_plan(m, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
+  const int64_t chunk = fused_images(m, y[0], x_cat[1], x_cat[2]);
+  const WinoPlan fused = make_wino_fused_plan(m, chunk ? chunk : y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
   if (fused.fused) return static_cast<size_t>(fused.v_floats + fused.per_thread * nt) * sizeof(float) + kAlign;
   const WinoPlan pl = make_wino_plan(m, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
   return static_cast<size_t>(pl.u_floats + pl.per_thread * nt) * sizeof(float) + kAlign;
@@ -209,7 +219,8 @@ void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& args, co
   const TensorView& x = *args.x;
   const TensorView& w = *args.w;
   const int nt_req = std::max(1, num_threads());
-  WinoPlan pl = make_wino_fused_plan(m, y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
+  const int64_t chunk = fused_images(m, y.dim(0), x.dim(1), x.dim(2));
+  WinoPlan pl = make_wino_fused_plan(m, chunk ? chunk : y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
   if (!pl.fused) pl = make_wino_plan(m, y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
   pl.C1 = x.dim(3);
   pl.C2 = pl.C - pl.C1;
@@ -240,7 +251,22 @@ void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& args, co
 
   if (pl.fused) {
     const auto v = reinterpret_cast<uintptr_t>(workspace);
-    run_fused(pl, a, reinterpret_cast<float*>((v + kAlign - 1) / kAlign * kAlign));
+    float* ws = reinterpret_cast<float*>((v + kAlign - 1) / kAlign * kAlign);
+    const int64_t N = y.dim(0);
+    for (int64_t n0 = 0; n0 < N; n0 += chunk) {
+      // Each chunk of images is a batch of its own: the same per-image arithmetic at any batch.
+      const int64_t nc = std::min(chunk, N - n0);
+      WinoPlan pc = nc == pl.N ? pl : make_wino_fused_plan(m, nc, x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
+      pc.C1 = pl.C1, pc.C2 = pl.C2;
+      WinoArgs b = a;
+      b.x += n0 * a.xs0;
+      if (b.x2) b.x2 += n0 * a.x2s0;
+      b.s += n0 * a.ss0;
+      if (b.d) b.d += n0 * a.ds0;
+      if (b.res) b.res += n0 * a.rs0;
+      b.y += n0 * a.ys0;
+      run_fused(pc, b, ws);
+    }
     return;
   }
   run(pl, a, workspace);
