@@ -7,6 +7,8 @@
 //    kernels/cpu/conv2d_depthwise_any.cpp;
 //  - few output channels (<= 32) or few input channels (stems, <= 4): a direct conv with
 //    register tiles over pixels and output channels, kernels/cpu/conv2d_direct.cpp;
+//  - 1x1 convs without padding (one group): a GEMM of our own with the epilogue in its register
+//    tile, kernels/cpu/conv2d_1x1.cpp (the generic GEMM below for views it does not take);
 //  - everything else: an implicit-im2col GEMM. The HWIO weight already is a row-major
 //    [kh*kw*cin/groups][cout] matrix. For a tile of output pixels and a block of that depth, the
 //    rows of the (never materialised) im2col matrix are gathered from the NHWC input straight into
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/conv2d_1x1.h"
 #include "kernels/cpu/conv2d_paths.h"
 #include "kernels/cpu/weights8.h"
 #include "kernels/cpu/gemm.h"
@@ -137,8 +140,12 @@ size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape
     return winograd_detail::conv2d_winograd_workspace_bytes(m, x, y, resolve_threads(threads));
   const Geom g = make_geom(p, x, y);
   const Plan pl = make_plan(g);
-  return (pl.cache_floats + pl.per_thread_floats * static_cast<size_t>(resolve_threads(threads))) * sizeof(float) +
-         detail::kScratchAlign;
+  size_t floats = pl.cache_floats + pl.per_thread_floats * static_cast<size_t>(resolve_threads(threads));
+  // The 1x1 path falls back to the generic GEMM for views it does not take (strides, 8-bit
+  // weights), so the workspace covers both.
+  if (!pl.direct && !pl.depthwise && detail::conv1x1_suits(p, x, y))
+    floats = std::max(floats, detail::conv1x1_workspace_floats(x, y, resolve_threads(threads)));
+  return floats * sizeof(float) + detail::kScratchAlign;
 }
 
 void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
@@ -188,6 +195,9 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     detail::direct_conv(p, x, w, bias, residual, y, base);
     return;
   }
+  if (!pl.depthwise && detail::conv1x1_suits(p, x.shape, y.shape) &&
+      detail::conv1x1(p, x, w, bias, residual, y, base))
+    return;
   if (pl.depthwise && detail::depthwise3x3(p, x, w, bias, residual, y)) return;
 
   Args a{&p, g, pl, &x, &w, wld, bias, residual, &y};

@@ -1,0 +1,199 @@
+// conv2d's 1x1 path (overview and the arithmetic contract: conv2d_1x1.h): the blocking, the
+// weight packing and the work split over OpenMP threads; the register tile is per ISA
+// (conv2d_1x1_kernel.cpp).
+//
+// Blocking (L1 48 KiB, L2 2 MiB per core on the Xeon this was tuned on): a work item is a tile of
+// kTileM output pixels x at most kItemCols output channels. Within it, for each depth block of
+// at most kMaxDepth: each group of mr pixels runs through all the item's weight panels, so the
+// pixels' input rows (mr x depth, <= 24 KiB) stay in L1 while the item's packed weight block
+// (depth x columns, <= 512 KiB) stays in L2 for the whole tile. Sums cross depth blocks through a
+// per-thread tile in the workspace; with a single depth block (Cin <= kMaxDepth) they go from the
+// registers straight into the output.
+#include "kernels/cpu/conv2d_1x1.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "engine/core/error.h"
+#include "kernels/cpu/conv2d_isa.h"
+#include "kernels/cpu/conv2d_paths.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/ops.h"
+
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
+
+namespace gpen::cpu::detail {
+
+namespace {
+
+constexpr int kMaxMR = 12;                 // the widest ISA's tile rows (conv1x1_mr())
+constexpr int kPanelRound = 32;            // the widest ISA's panel (conv1x1_nr()); 16 divides it
+constexpr int64_t kTileM = 96;             // pixels per item: a multiple of both ISAs' mr (12, 6)
+constexpr int64_t kItemCols = 256;         // output channels per item: a multiple of both nr
+constexpr int64_t kMaxDepth = 512;         // depth per block
+constexpr int64_t kPackFloats = 1 << 20;   // packed weight chunk bound (4 MiB)
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t v, int64_t m) { return ceil_div(v, m) * m; }
+
+bool enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("GPEN_CPU_CONV1X1");
+    const std::string v = env ? env : "";
+    if (v.empty() || v == "own") return true;
+    if (v == "eigen") return false;
+    throw Error("GPEN_CPU_CONV1X1='" + v + "' is not a 1x1 conv path: use own or eigen");
+  }();
+  return on;
+}
+
+struct Blocking {
+  int64_t P = 0, K = 0, Co = 0;
+  int64_t kc = 0, nkb = 0;  // depth block, blocks
+  int64_t pcols = 0;        // output channels per packed chunk (a multiple of kItemCols or all)
+  size_t pack_floats = 0, acc_floats = 0;
+};
+
+Blocking blocking(const Shape& x, const Shape& y) {
+  Blocking b;
+  b.P = y[0] * y[1] * y[2];
+  b.K = x[3];
+  b.Co = y[3];
+  const int64_t K = std::max<int64_t>(b.K, 1);
+  const int64_t parts = ceil_div(K, kMaxDepth);
+  b.kc = parts == 1 ? K : round_up(ceil_div(K, parts), 8);
+  b.nkb = ceil_div(K, b.kc);
+  const int64_t all = round_up(std::max<int64_t>(b.Co, 1), kPanelRound);
+  b.pcols = std::min(all, std::max<int64_t>(kItemCols, kPackFloats / K / kItemCols * kItemCols));
+  b.pack_floats = round_floats(static_cast<size_t>(K * b.pcols));
+  b.acc_floats = b.nkb > 1 ? round_floats(static_cast<size_t>(kTileM * kItemCols)) : 0;
+  return b;
+}
+
+}  // namespace
+
+bool conv1x1_suits(const Conv2dParams& p, const Shape& x, const Shape& y) {
+  return p.kh == 1 && p.kw == 1 && p.groups == 1 && p.pad_top == 0 && p.pad_left == 0 && p.pad_bottom == 0 &&
+         p.pad_right == 0 && x.rank == 4 && y.rank == 4 && enabled();
+}
+
+size_t conv1x1_workspace_floats(const Shape& x, const Shape& y, int threads) {
+  const Blocking b = blocking(x, y);
+  return b.pack_floats + b.acc_floats * static_cast<size_t>(std::max(threads, 1));
+}
+
+bool conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+             const TensorView* residual, const TensorView& y, float* ws) {
+  if (!conv1x1_suits(p, x.shape, y.shape) || w.dtype != DType::f32) return false;
+  const int64_t C = x.dim(3), Co = y.dim(3);
+  if ((C > 1 && x.stride(3) != 1) || (Co > 1 && (y.stride(3) != 1 || w.stride(3) != 1))) return false;
+  if (bias && Co > 1 && bias->stride(0) != 1) return false;
+  if (residual && Co > 1 && residual->stride(3) != 1) return false;
+  const Blocking b = blocking(x.shape, y.shape);
+  if (b.P * Co == 0) return true;
+#if GPEN_HAVE_AVX512_KERNELS
+  const bool wide = conv2d_wide();
+  auto tile_fn = wide ? isa_avx512::conv1x1_tile : isa_base::conv1x1_tile;
+  const int mr = wide ? isa_avx512::conv1x1_mr() : isa_base::conv1x1_mr();
+  const int nr = wide ? isa_avx512::conv1x1_nr() : isa_base::conv1x1_nr();
+#else
+  auto tile_fn = isa_base::conv1x1_tile;
+  const int mr = isa_base::conv1x1_mr();
+  const int nr = isa_base::conv1x1_nr();
+#endif
+  const int64_t K = C, wld = C > 1 ? w.stride(2) : 0;
+  const float* wf = w.f32();
+  const float* xf = x.f32();
+  float* yf = y.f32();
+  const float* rf = residual ? residual->f32() : nullptr;
+  const float* bf = bias ? bias->f32() : nullptr;
+  const int64_t Ho = y.dim(1), Wo = y.dim(2), sh = p.stride_h, sw = p.stride_w;
+  const Activation act = p.act;
+  float* pack = ws;
+  float* accs = ws + b.pack_floats;
+
+  const int64_t tiles = ceil_div(b.P, kTileM);
+  const int64_t chunks = ceil_div(Co, b.pcols);
+  const int64_t max_items = tiles * ceil_div(b.pcols, kItemCols);
+  const int T = static_cast<int>(std::min<int64_t>(num_threads(), std::max<int64_t>(max_items, 1)));
+#pragma omp parallel num_threads(T) if (T > 1)
+  {
+    float* acc = accs + static_cast<size_t>(omp_get_thread_num()) * b.acc_floats;
+    const float* arow[kTileM];
+    float* yrow[kTileM];
+    const float* rrow[kTileM];
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      const int64_t cc0 = ch * b.pcols, ccols = std::min(b.pcols, Co - cc0);
+      const int64_t panels = ceil_div(ccols, nr);
+#pragma omp for schedule(static)
+      for (int64_t pn = 0; pn < panels; ++pn) {
+        float* dst = pack + pn * K * nr;
+        const int64_t col0 = cc0 + pn * nr, nv = std::min<int64_t>(nr, Co - col0);
+        for (int64_t k = 0; k < K; ++k, dst += nr) {
+          const float* src = wf + k * wld + col0;
+          for (int64_t j = 0; j < nv; ++j) dst[j] = src[j];
+          for (int64_t j = nv; j < nr; ++j) dst[j] = 0.0f;
+        }
+      }  // implicit barrier: the chunk is packed before any tile reads it
+      const int64_t cblocks = ceil_div(ccols, kItemCols);
+      const int64_t items = tiles * cblocks;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t it = 0; it < items; ++it) {
+        // Consecutive items share their weight block (same channels, next pixel tile).
+        const int64_t tile = it % tiles, cb = it / tiles;
+        const int64_t p0 = tile * kTileM, m = std::min(kTileM, b.P - p0);
+        const int64_t c0 = cb * kItemCols, c1 = std::min(ccols, c0 + kItemCols);  // within the chunk
+        PixelCursor cur(p0, Ho, Wo);
+        for (int64_t i = 0; i < m; ++i, cur.next()) {
+          arow[i] = xf + cur.n * x.stride(0) + cur.oy * sh * x.stride(1) + cur.ox * sw * x.stride(2);
+          const int64_t yo = cur.n * y.stride(0) + cur.oy * y.stride(1) + cur.ox * y.stride(2);
+          yrow[i] = yf + yo + cc0;
+          if (rf)
+            rrow[i] = rf + cur.n * residual->stride(0) + cur.oy * residual->stride(1) +
+                      cur.ox * residual->stride(2) + cc0;
+        }
+        const int64_t ldc = round_up(c1 - c0, nr);
+        for (int64_t kb = 0; kb < b.nkb; ++kb) {
+          const int64_t k0 = kb * b.kc, kd = std::min(b.kc, K - k0);
+          G1Tile t;
+          t.kd = kd;
+          t.ldc = ldc;
+          t.load = kb > 0;
+          t.final = kb == b.nkb - 1;
+          t.slope = act.slope;
+          t.gain = act.gain;
+          const float* ak[kMaxMR];
+          float* yk[kMaxMR];
+          const float* rk[kMaxMR];
+          t.a = ak;
+          t.y = yk;
+          t.res = rf ? rk : nullptr;
+          for (int64_t i0 = 0; i0 < m; i0 += mr) {
+            t.rows = static_cast<int>(std::min<int64_t>(mr, m - i0));
+            for (int r = 0; r < t.rows; ++r) ak[r] = arow[i0 + r] + k0;
+            for (int64_t pc = c0; pc < c1; pc += nr) {
+              t.b = pack + (pc / nr) * K * nr + k0 * nr;
+              t.c = acc + i0 * ldc + (pc - c0);
+              if (t.final) {
+                for (int r = 0; r < t.rows; ++r) yk[r] = yrow[i0 + r] + pc;
+                if (rf)
+                  for (int r = 0; r < t.rows; ++r) rk[r] = rrow[i0 + r] + pc;
+                t.bias = bf ? bf + cc0 + pc : nullptr;
+                t.cols = static_cast<int>(std::min<int64_t>(nr, c1 - pc));
+              }
+              tile_fn(t);
+            }
+          }
+        }
+      }  // implicit barrier: every tile is done before the next chunk is packed over this one
+    }
+  }
+  return true;
+}
+
+}  // namespace gpen::cpu::detail

@@ -1,0 +1,135 @@
+// The register tile of conv2d's 1x1 path (overview: conv2d_1x1.h), compiled once per ISA
+// (isa_ns.h). AVX-512: 12 pixels x 2 vectors of 16 channels (24 of the 32 registers hold sums,
+// two the weight row, the pixel values are broadcast from memory into the FMAs), so each
+// 128-byte weight row read from L2 feeds 24 FMAs; AVX2: 6 x 2 vectors of 8 (12 of 16 registers).
+// Nothing here calls an inline function of another header but the per-ISA ones of isa_vec.h and
+// the intrinsics (scripts/check_isa_symbols.py): the activation is spelt out locally, in the form
+// of conv2d_epilogue_kernel.cpp, so the fused epilogue gives that pass's bits.
+#include <immintrin.h>
+
+#include "kernels/cpu/conv2d_1x1.h"
+#include "kernels/cpu/isa_ns.h"
+#include "kernels/cpu/isa_vec.h"
+
+namespace gpen::cpu::detail::GPEN_ISA_NS {
+
+namespace {
+
+using namespace gpen::cpu::GPEN_ISA_NS::simd;
+
+#if GPEN_ISA_AVX512
+constexpr int kMR = 12;
+inline vf fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+inline vf bcast(const float* p) { return _mm512_set1_ps(*p); }
+#else
+constexpr int kMR = 6;
+inline vf fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+inline vf bcast(const float* p) { return _mm256_broadcast_ss(p); }
+#endif
+constexpr int kNR = 2 * L;
+
+// act_branchless lane-wise, as conv2d_epilogue_kernel.cpp's vact / sact.
+inline vf vact(vf v, vf slope, vf gain) {
+  const vf zero = {};
+  const vf pos = v < zero ? zero : v;
+  const vf neg = zero < v ? zero : v;
+  return gain * (pos + slope * neg);
+}
+inline float sact(float v, float slope, float gain) {
+  const float pos = v < 0.0f ? 0.0f : v;
+  const float neg = 0.0f < v ? 0.0f : v;
+  return gain * (pos + slope * neg);
+}
+
+// act(v + bias) + res for `n` (<= L) columns starting at column `col` of row pointers y / res.
+inline void finish(vf v, const G1Tile& t, int r, int col, int n, vf vs, vf vg) {
+  float* yp = t.y[r] + col;
+  const float* rp = t.res ? t.res[r] + col : nullptr;
+  if (n == L) {
+    if (t.bias) v += vld(t.bias + col);
+    v = vact(v, vs, vg);
+    if (rp) v += vld(rp);  // read before the store: the residual may be the output
+    vst(yp, v);
+    return;
+  }
+  float tmp[L];
+  vst(tmp, v);
+  for (int j = 0; j < n; ++j) {
+    float s = tmp[j];
+    if (t.bias) s += t.bias[col + j];
+    s = sact(s, t.slope, t.gain);
+    if (rp) s += rp[j];
+    yp[j] = s;
+  }
+}
+
+template <int R>
+void tile(const G1Tile& t) {
+  vf c0[R], c1[R];
+  const float* a[R];
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    a[r] = t.a[r];
+    if (t.load) {
+      c0[r] = vld(t.c + r * t.ldc);
+      c1[r] = vld(t.c + r * t.ldc + L);
+    } else {
+      c0[r] = vf{};
+      c1[r] = vf{};
+    }
+  }
+  const float* bp = t.b;
+  const int64_t kd = t.kd;
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < kd; ++k, bp += kNR) {
+    const vf b0 = vld(bp), b1 = vld(bp + L);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      const vf av = bcast(a[r] + k);
+      c0[r] = fmadd(av, b0, c0[r]);
+      c1[r] = fmadd(av, b1, c1[r]);
+    }
+  }
+  if (!t.final) {
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      vst(t.c + r * t.ldc, c0[r]);
+      vst(t.c + r * t.ldc + L, c1[r]);
+    }
+    return;
+  }
+  const vf vs = splat(t.slope), vg = splat(t.gain);
+  const int n0 = t.cols < L ? t.cols : L, n1 = t.cols - n0;
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    finish(c0[r], t, r, 0, n0, vs, vg);
+    if (n1 > 0) finish(c1[r], t, r, L, n1, vs, vg);
+  }
+}
+
+}  // namespace
+
+int conv1x1_mr() { return kMR; }
+int conv1x1_nr() { return kNR; }
+
+void conv1x1_tile(const G1Tile& t) {
+  switch (t.rows) {
+    case 1: return tile<1>(t);
+    case 2: return tile<2>(t);
+    case 3: return tile<3>(t);
+    case 4: return tile<4>(t);
+    case 5: return tile<5>(t);
+    case 6: return tile<6>(t);
+#if GPEN_ISA_AVX512
+    case 7: return tile<7>(t);
+    case 8: return tile<8>(t);
+    case 9: return tile<9>(t);
+    case 10: return tile<10>(t);
+    case 11: return tile<11>(t);
+    case 12: return tile<12>(t);
+#endif
+    default: return;
+  }
+}
+
+}  // namespace gpen::cpu::detail::GPEN_ISA_NS
