@@ -153,6 +153,7 @@ TEST_CASE("conv2d 1x1 path agrees with a naive 1x1 conv") {
       {1, 5, 7, 20, 40, 1, true, false, Activation::relu()},       // 35 pixels, a partial vector
       {2, 10, 11, 64, 64, 1, true, true, Activation::none()},      // 220 pixels: 3 tiles, remainder rows
       {1, 9, 13, 600, 100, 1, false, true, lrelu},                 // 2 depth blocks, partial panel
+      {1, 3, 5, 600, 1000, 1, true, true, Activation::relu()},     // 2 column blocks of one chunk
       {1, 4, 5, 1100, 300, 1, true, false, Activation::relu()},    // 3 depth blocks, 2 column blocks
       {1, 3, 4, 2048, 600, 1, true, true, Activation::none()},     // 2 packed chunks (4 MiB bound)
       {1, 11, 9, 48, 72, 2, true, false, Activation::relu()},      // stride 2, odd sizes

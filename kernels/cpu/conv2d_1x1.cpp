@@ -3,10 +3,10 @@
 // (conv2d_1x1_kernel.cpp).
 //
 // Blocking (L1 48 KiB, L2 2 MiB per core on the Xeon this was tuned on): a work item is a tile of
-// kTileM output pixels x at most kItemCols output channels. Within it, for each depth block of
+// kTileM output pixels x as many output channels as keep its packed weight block within 1 MiB. Within it, for each depth block of
 // at most kMaxDepth: each group of mr pixels runs through all the item's weight panels, so the
 // pixels' input rows (mr x depth, <= 24 KiB) stay in L1 while the item's packed weight block
-// (depth x columns, <= 512 KiB) stays in L2 for the whole tile. Sums cross depth blocks through a
+// (depth x columns, <= 1 MiB) stays in L2 for the whole tile. Sums cross depth blocks through a
 // per-thread tile in the workspace; with a single depth block (Cin <= kMaxDepth) they go from the
 // registers straight into the output.
 #include "kernels/cpu/conv2d_1x1.h"
@@ -34,9 +34,10 @@ namespace {
 constexpr int kMaxMR = 12;                 // the widest ISA's tile rows (conv1x1_mr())
 constexpr int kPanelRound = 32;            // the widest ISA's panel (conv1x1_nr()); 16 divides it
 constexpr int64_t kTileM = 96;             // pixels per item: a multiple of both ISAs' mr (12, 6)
-constexpr int64_t kItemCols = 256;         // output channels per item: a multiple of both nr
+constexpr int64_t kItemCols = 256;         // output channels per item at least: a multiple of both nr
 constexpr int64_t kMaxDepth = 512;         // depth per block
 constexpr int64_t kPackFloats = 1 << 20;   // packed weight chunk bound (4 MiB)
+constexpr int64_t kL2BlockFloats = 1 << 18;  // an item's packed weight block (depth x columns): 1 MiB of L2
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t v, int64_t m) { return ceil_div(v, m) * m; }
@@ -55,7 +56,8 @@ bool enabled() {
 struct Blocking {
   int64_t P = 0, K = 0, Co = 0;
   int64_t kc = 0, nkb = 0;  // depth block, blocks
-  int64_t pcols = 0;        // output channels per packed chunk (a multiple of kItemCols or all)
+  int64_t pcols = 0;        // output channels per packed chunk (a multiple of icols or all)
+  int64_t icols = 0;        // output channels per item (a multiple of kItemCols)
   size_t pack_floats = 0, acc_floats = 0;
 };
 
@@ -69,9 +71,13 @@ Blocking blocking(const Shape& x, const Shape& y) {
   b.kc = parts == 1 ? K : round_up(ceil_div(K, parts), 8);
   b.nkb = ceil_div(K, b.kc);
   const int64_t all = round_up(std::max<int64_t>(b.Co, 1), kPanelRound);
-  b.pcols = std::min(all, std::max<int64_t>(kItemCols, kPackFloats / K / kItemCols * kItemCols));
+  // Items as wide as the L2 holds their weight block: a shallow conv (memory-bound, large
+  // tensors) then sweeps its output and residual once, whole rows at a time.
+  b.icols = std::max<int64_t>(kItemCols, kL2BlockFloats / b.kc / kItemCols * kItemCols);
+  b.pcols = std::min(all, std::max(b.icols, kPackFloats / K / b.icols * b.icols));
+  b.icols = std::min(b.icols, b.pcols);
   b.pack_floats = round_floats(static_cast<size_t>(K * b.pcols));
-  b.acc_floats = b.nkb > 1 ? round_floats(static_cast<size_t>(kTileM * kItemCols)) : 0;
+  b.acc_floats = b.nkb > 1 ? round_floats(static_cast<size_t>(kTileM * b.icols)) : 0;
   return b;
 }
 
@@ -119,7 +125,7 @@ bool conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, co
 
   const int64_t tiles = ceil_div(b.P, kTileM);
   const int64_t chunks = ceil_div(Co, b.pcols);
-  const int64_t max_items = tiles * ceil_div(b.pcols, kItemCols);
+  const int64_t max_items = tiles * ceil_div(b.pcols, b.icols);
   const int T = static_cast<int>(std::min<int64_t>(num_threads(), std::max<int64_t>(max_items, 1)));
 #pragma omp parallel num_threads(T) if (T > 1)
   {
@@ -140,14 +146,14 @@ bool conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, co
           for (int64_t j = nv; j < nr; ++j) dst[j] = 0.0f;
         }
       }  // implicit barrier: the chunk is packed before any tile reads it
-      const int64_t cblocks = ceil_div(ccols, kItemCols);
+      const int64_t cblocks = ceil_div(ccols, b.icols);
       const int64_t items = tiles * cblocks;
 #pragma omp for schedule(dynamic, 1)
       for (int64_t it = 0; it < items; ++it) {
         // Consecutive items share their weight block (same channels, next pixel tile).
         const int64_t tile = it % tiles, cb = it / tiles;
         const int64_t p0 = tile * kTileM, m = std::min(kTileM, b.P - p0);
-        const int64_t c0 = cb * kItemCols, c1 = std::min(ccols, c0 + kItemCols);  // within the chunk
+        const int64_t c0 = cb * b.icols, c1 = std::min(ccols, c0 + b.icols);  // within the chunk
         PixelCursor cur(p0, Ho, Wo);
         for (int64_t i = 0; i < m; ++i, cur.next()) {
           arow[i] = xf + cur.n * x.stride(0) + cur.oy * sh * x.stride(1) + cur.ox * sw * x.stride(2);

@@ -78,6 +78,19 @@ void tile(const G1Tile& t) {
       c1[r] = vf{};
     }
   }
+  if (t.final) {
+    // The output and residual lines of this tile are fetched while the sums run: in the
+    // shallow, memory-bound convs they would otherwise stall the epilogue (DRAM latency).
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      __builtin_prefetch(t.y[r], 1, 3);
+      __builtin_prefetch(t.y[r] + 16, 1, 3);
+      if (t.res) {
+        __builtin_prefetch(t.res[r], 0, 3);
+        __builtin_prefetch(t.res[r] + 16, 0, 3);
+      }
+    }
+  }
   const float* bp = t.b;
   const int64_t kd = t.kd;
 #pragma GCC unroll 2
