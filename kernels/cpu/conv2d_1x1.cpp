@@ -182,6 +182,10 @@ bool conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, co
           for (int64_t i0 = 0; i0 < m; i0 += mr) {
             t.rows = static_cast<int>(std::min<int64_t>(mr, m - i0));
             for (int r = 0; r < t.rows; ++r) ak[r] = arow[i0 + r] + k0;
+            // Equally spaced rows (consecutive pixels of one image row, or any when dense).
+            t.lda = t.rows > 1 ? ak[1] - ak[0] : 0;
+            for (int r = 2; r < t.rows && t.lda > 0; ++r)
+              if (ak[r] - ak[r - 1] != t.lda) t.lda = 0;
             for (int64_t pc = c0; pc < c1; pc += nr) {
               t.b = pack + (pc / nr) * K * nr + k0 * nr;
               t.c = acc + i0 * ldc + (pc - c0);

@@ -26,6 +26,7 @@ namespace gpen::cpu::detail {
 struct G1Tile {
   int rows = 0;
   const float* const* a = nullptr;  // per row: its input at depth k0 (unit stride along depth)
+  int64_t lda = 0;                  // > 0: row r's input is a[0] + r * lda (equally spaced rows)
   int64_t kd = 0;
   const float* b = nullptr;  // the packed panel at k0: b[k * nr + j]
   float* c = nullptr;        // partial sums, rows x nr at leading dimension ldc (when !final or load)

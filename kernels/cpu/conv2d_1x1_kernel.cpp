@@ -7,6 +7,13 @@
 // of conv2d_epilogue_kernel.cpp, so the fused epilogue gives that pass's bits.
 #include <immintrin.h>
 
+#if GPEN_ISA_AVX512 && defined(__GNUC__) && !defined(__clang__)
+// GCC 12's default register allocator keeps one of the 24 accumulators of the 12-row tile on the
+// stack inside its loop (with 5 vector registers free); the priority algorithm does not (the
+// AVX2 tile is the other way round, so only this copy asks for it).
+#pragma GCC optimize("ira-algorithm=priority")
+#endif
+
 #include "kernels/cpu/conv2d_1x1.h"
 #include "kernels/cpu/isa_ns.h"
 #include "kernels/cpu/isa_vec.h"
@@ -63,10 +70,17 @@ inline void finish(vf v, const G1Tile& t, int r, int col, int n, vf vs, vf vg) {
   }
 }
 
-template <int R>
+// kUniform: row r's input is t.a[0] + r * t.lda; the rows are then addressed from a base per
+// three rows ([base + lda * 4 or 8]), which leaves the general registers for the loop: with one
+// pointer per row the 12-row tile runs out of them and spills.
+template <int R, bool kUniform>
 void tile(const G1Tile& t) {
   vf c0[R], c1[R];
   const float* a[R];
+  const float* g[(R + 2) / 3];
+  const int64_t lda = t.lda;
+#pragma GCC unroll 4
+  for (int q = 0; q < (R + 2) / 3; ++q) g[q] = t.a[0] + 3 * q * lda;
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     a[r] = t.a[r];
@@ -93,14 +107,29 @@ void tile(const G1Tile& t) {
   }
   const float* bp = t.b;
   const int64_t kd = t.kd;
+  if constexpr (kUniform) {
 #pragma GCC unroll 2
-  for (int64_t k = 0; k < kd; ++k, bp += kNR) {
-    const vf b0 = vld(bp), b1 = vld(bp + L);
+    for (int64_t k = 0; k < kd; ++k, bp += kNR) {
+      const vf b0 = vld(bp), b1 = vld(bp + L);
 #pragma GCC unroll 12
-    for (int r = 0; r < R; ++r) {
-      const vf av = bcast(a[r] + k);
-      c0[r] = fmadd(av, b0, c0[r]);
-      c1[r] = fmadd(av, b1, c1[r]);
+      for (int r = 0; r < R; ++r) {
+        const vf av = bcast(g[r / 3] + (r % 3) * lda);
+        c0[r] = fmadd(av, b0, c0[r]);
+        c1[r] = fmadd(av, b1, c1[r]);
+      }
+#pragma GCC unroll 4
+      for (int q = 0; q < (R + 2) / 3; ++q) ++g[q];
+    }
+  } else {
+#pragma GCC unroll 2
+    for (int64_t k = 0; k < kd; ++k, bp += kNR) {
+      const vf b0 = vld(bp), b1 = vld(bp + L);
+#pragma GCC unroll 12
+      for (int r = 0; r < R; ++r) {
+        const vf av = bcast(a[r] + k);
+        c0[r] = fmadd(av, b0, c0[r]);
+        c1[r] = fmadd(av, b1, c1[r]);
+      }
     }
   }
   if (!t.final) {
@@ -126,20 +155,21 @@ int conv1x1_mr() { return kMR; }
 int conv1x1_nr() { return kNR; }
 
 void conv1x1_tile(const G1Tile& t) {
+  if (t.lda > 0 && t.rows == kMR) return tile<kMR, true>(t);
   switch (t.rows) {
-    case 1: return tile<1>(t);
-    case 2: return tile<2>(t);
-    case 3: return tile<3>(t);
-    case 4: return tile<4>(t);
-    case 5: return tile<5>(t);
-    case 6: return tile<6>(t);
+    case 1: return tile<1, false>(t);
+    case 2: return tile<2, false>(t);
+    case 3: return tile<3, false>(t);
+    case 4: return tile<4, false>(t);
+    case 5: return tile<5, false>(t);
+    case 6: return tile<6, false>(t);
 #if GPEN_ISA_AVX512
-    case 7: return tile<7>(t);
-    case 8: return tile<8>(t);
-    case 9: return tile<9>(t);
-    case 10: return tile<10>(t);
-    case 11: return tile<11>(t);
-    case 12: return tile<12>(t);
+    case 7: return tile<7, false>(t);
+    case 8: return tile<8, false>(t);
+    case 9: return tile<9, false>(t);
+    case 10: return tile<10, false>(t);
+    case 11: return tile<11, false>(t);
+    case 12: return tile<12, false>(t);
 #endif
     default: return;
   }
