@@ -52,6 +52,10 @@ std::string path_of(const Graph& g, const Node& n) {
   // kernels/cpu/conv2d_direct.cpp's rule: ungrouped, <= 32 outputs or <= 4 inputs, packed weight <= 64 Ki floats.
   const int64_t depth = int64_t{c->kh} * c->kw * x[3] / c->groups;
   if (c->groups == 1 && (y[3] <= 32 || x[3] <= 4) && depth * ((y[3] + 7) / 8 * 8) <= (int64_t{1} << 16)) return "direct";
+  // kernels/cpu/conv2d_1x1.cpp: 1x1, one group, no padding (dense f32 views, which the graph's are).
+  if (c->kh == 1 && c->kw == 1 && c->groups == 1 && c->pad_top == 0 && c->pad_left == 0 && c->pad_bottom == 0 &&
+      c->pad_right == 0)
+    return "gemm1x1";
   return "gemm";
 }
 

@@ -240,3 +240,68 @@ TEST_CASE("conv2d 1x1 tiles: both ISA copies give the same bits") {
   }
 }
 #endif
+
+// act_after_residual (kernels/params.h): y = act(conv + bias + residual). The 1x1 path applies it
+// in its tile; every other path adds the residual, then runs the activation as a pass.
+TEST_CASE("conv2d act_after_residual: act(conv + bias + residual) on the 1x1 path and the others") {
+  std::mt19937 rng(4242);
+  struct ActCase {
+    int64_t H, W, C, Co;
+    int k;
+    int64_t cstride;  // 2: the generic GEMM (or the direct conv) instead of the 1x1 path
+    bool in_place;
+    const char* name;
+  };
+  const ActCase cases[] = {
+      {9, 13, 40, 72, 1, 1, false, "1x1 path"},
+      {9, 13, 40, 72, 1, 1, true, "1x1 path, residual is the output"},
+      {6, 7, 20, 48, 1, 2, false, "1x1, channel stride 2: generic GEMM"},
+      {7, 9, 16, 40, 3, 1, false, "3x3: GEMM"},
+      {26, 25, 8, 16, 3, 1, true, "3x3 24x24 up: Winograd, residual is the output"},
+  };
+  for (const ActCase& c : cases) {
+    CAPTURE(c.name);
+    const int pad = c.k / 2;
+    const Shape xs{1, c.H, c.W, c.C}, ys{1, c.H, c.W, c.Co}, wsh{c.k, c.k, c.C, c.Co};
+    const auto x = random_vec(static_cast<size_t>(xs.numel()), rng);
+    const auto w = random_vec(static_cast<size_t>(wsh.numel()), rng, 1.0f / std::sqrt(float(c.k * c.k * c.C)));
+    const auto b = random_vec(static_cast<size_t>(c.Co), rng);
+    const auto r = random_vec(static_cast<size_t>(ys.numel()), rng);
+    const Activation act = Activation::scaled_leaky();
+    std::vector<float> ref(static_cast<size_t>(ys.numel()));
+    for (int64_t oy = 0; oy < c.H; ++oy)
+      for (int64_t ox = 0; ox < c.W; ++ox)
+        for (int64_t o = 0; o < c.Co; ++o) {
+          double s = b[o];
+          for (int ky = 0; ky < c.k; ++ky)
+            for (int kx = 0; kx < c.k; ++kx) {
+              const int64_t iy = oy + ky - pad, ix = ox + kx - pad;
+              if (iy < 0 || iy >= c.H || ix < 0 || ix >= c.W) continue;
+              for (int64_t i = 0; i < c.C; ++i)
+                s += static_cast<double>(x[(iy * c.W + ix) * c.C + i]) * w[((ky * c.k + kx) * c.C + i) * c.Co + o];
+            }
+          const size_t yi = static_cast<size_t>((oy * c.W + ox) * c.Co + o);
+          ref[yi] = act(static_cast<float>(s + r[yi]));
+        }
+    Conv2dParams p;
+    p.kh = p.kw = c.k;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = pad;
+    p.has_bias = p.has_residual = true;
+    p.act = act;
+    p.act_after_residual = true;
+    const TensorView wv = make_view(const_cast<float*>(w.data()), DType::f32, wsh);
+    const TensorView bv = make_view(const_cast<float*>(b.data()), DType::f32, {c.Co});
+    Buf xb(xs, 0, c.cstride), yb(ys, 0, c.cstride), rb(ys, 0, c.cstride);
+    xb.set(x);
+    if (c.in_place) {
+      yb.set(r);
+    } else {
+      yb.set(std::vector<float>(static_cast<size_t>(ys.numel()), NAN));
+      rb.set(r);
+    }
+    cpu::set_num_threads(2);
+    std::vector<unsigned char> ws(cpu::conv2d_workspace_bytes(p, xs, ys, 2));
+    cpu::conv2d(p, xb.v, wv, &bv, c.in_place ? &yb.v : &rb.v, yb.v, ws.data());
+    CHECK(rel_err(yb.get(), ref) <= 1e-4);
+  }
+}

@@ -170,11 +170,23 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     detail::check_f32(*residual, "conv2d", "residual");
     detail::check_same_shape(*residual, y, "conv2d", "residual", "output");
   }
+  const Plan pl0 = winograd_detail::conv2d_winograd_tile(p, x.shape, y.shape) ? Plan{} : make_plan(g);
+  const bool one_by_one = !pl0.direct && !pl0.depthwise && detail::conv1x1_takes(p, x, w, bias, residual, y);
+  if (p.act_after_residual && residual && !p.act.is_identity() && !one_by_one) {
+    // Only the 1x1 path has act(acc + bias + residual) in its epilogue: the others add the
+    // residual, then the activation runs as a pass of its own.
+    Conv2dParams q = p;
+    q.act = Activation::none();
+    q.act_after_residual = false;
+    conv2d(q, x, w, bias, residual, y, workspace);
+    bias_act(BiasActParams{false, p.act}, y, nullptr, y);
+    return;
+  }
   if (const int m = winograd_detail::conv2d_winograd_tile(p, x.shape, y.shape)) {
     winograd_detail::conv2d_winograd(m, p, x, w, bias, residual, y, workspace);
     return;
   }
-  const Plan pl = make_plan(g);
+  const Plan& pl = pl0;
   GPEN_CHECK(!pl.depthwise || !dtype_is_8bit_weight(w.dtype),
              "conv2d: 8-bit weights are not supported by depthwise convs");
   int64_t wld = 0;
@@ -195,9 +207,10 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     detail::direct_conv(p, x, w, bias, residual, y, base);
     return;
   }
-  if (!pl.depthwise && detail::conv1x1_suits(p, x.shape, y.shape) &&
-      detail::conv1x1(p, x, w, bias, residual, y, base))
+  if (one_by_one) {
+    detail::conv1x1(p, x, w, bias, residual, y, base);
     return;
+  }
   if (pl.depthwise && detail::depthwise3x3(p, x, w, bias, residual, y)) return;
 
   Args a{&p, g, pl, &x, &w, wld, bias, residual, &y};

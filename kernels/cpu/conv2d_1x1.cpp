@@ -93,15 +93,21 @@ size_t conv1x1_workspace_floats(const Shape& x, const Shape& y, int threads) {
   return b.pack_floats + b.acc_floats * static_cast<size_t>(std::max(threads, 1));
 }
 
-bool conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
-             const TensorView* residual, const TensorView& y, float* ws) {
+bool conv1x1_takes(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+                   const TensorView* residual, const TensorView& y) {
   if (!conv1x1_suits(p, x.shape, y.shape) || w.dtype != DType::f32) return false;
   const int64_t C = x.dim(3), Co = y.dim(3);
   if ((C > 1 && x.stride(3) != 1) || (Co > 1 && (y.stride(3) != 1 || w.stride(3) != 1))) return false;
   if (bias && Co > 1 && bias->stride(0) != 1) return false;
   if (residual && Co > 1 && residual->stride(3) != 1) return false;
+  return true;
+}
+
+void conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+             const TensorView* residual, const TensorView& y, float* ws) {
+  const int64_t C = x.dim(3), Co = y.dim(3);
   const Blocking b = blocking(x.shape, y.shape);
-  if (b.P * Co == 0) return true;
+  if (b.P * Co == 0) return;
 #if GPEN_HAVE_AVX512_KERNELS
   const bool wide = conv2d_wide();
   auto tile_fn = wide ? isa_avx512::conv1x1_tile : isa_base::conv1x1_tile;
@@ -173,6 +179,7 @@ bool conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, co
           t.final = kb == b.nkb - 1;
           t.slope = act.slope;
           t.gain = act.gain;
+          t.act_last = p.act_after_residual && rf;
           const float* ak[kMaxMR];
           float* yk[kMaxMR];
           const float* rk[kMaxMR];
@@ -203,7 +210,6 @@ bool conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, co
       }  // implicit barrier: every tile is done before the next chunk is packed over this one
     }
   }
-  return true;
 }
 
 }  // namespace gpen::cpu::detail

@@ -38,6 +38,7 @@ struct G1Tile {
   const float* bias = nullptr;        // final: bias at the panel's first column, or null
   int cols = 0;                       // columns of the panel inside Cout (<= nr)
   float slope = 1.0f, gain = 1.0f;
+  bool act_last = false;  // act(sum + bias + res) rather than act(sum + bias) + res
 };
 
 #define GPEN_CONV1X1_ISA_DECLS \
@@ -58,10 +59,13 @@ GPEN_CONV1X1_ISA_DECLS
 bool conv1x1_suits(const Conv2dParams& p, const Shape& x, const Shape& y);
 // Floats of workspace (before alignment) for `threads` threads.
 size_t conv1x1_workspace_floats(const Shape& x, const Shape& y, int threads);
-// Runs the conv when the views suit too (f32 weight with unit output-channel stride, unit
-// channel strides in x, y, bias and residual); returns false, doing nothing, otherwise.
-// `ws` 64-byte aligned, conv1x1_workspace_floats floats.
-bool conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+// The views suit too: f32 weight with unit output-channel stride, unit channel strides in x, y,
+// bias and residual (else conv2d runs its generic GEMM).
+bool conv1x1_takes(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+                   const TensorView* residual, const TensorView& y);
+// Runs the conv (conv1x1_takes must hold), p.act_after_residual included. `ws` 64-byte aligned,
+// conv1x1_workspace_floats floats.
+void conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
              const TensorView* residual, const TensorView& y, float* ws);
 
 }  // namespace gpen::cpu::detail

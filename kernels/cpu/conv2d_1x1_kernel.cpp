@@ -17,6 +17,9 @@
 #include "kernels/cpu/conv2d_1x1.h"
 #include "kernels/cpu/isa_ns.h"
 #include "kernels/cpu/isa_vec.h"
+// The epilogue's multiply-adds stay two roundings in every copy, vector or scalar lanes (GCC
+// would contract some of them, differently per ISA); the sums use explicit FMAs.
+#include "engine/core/no_fp_contract.h"  // NOLINT: must follow the other includes
 
 namespace gpen::cpu::detail::GPEN_ISA_NS {
 
@@ -52,10 +55,12 @@ inline float sact(float v, float slope, float gain) {
 inline void finish(vf v, const G1Tile& t, int r, int col, int n, vf vs, vf vg) {
   float* yp = t.y[r] + col;
   const float* rp = t.res ? t.res[r] + col : nullptr;
+  // act_last: the residual is added before the activation (it is only set with a residual).
   if (n == L) {
     if (t.bias) v += vld(t.bias + col);
+    if (t.act_last) v += vld(rp);
     v = vact(v, vs, vg);
-    if (rp) v += vld(rp);  // read before the store: the residual may be the output
+    if (rp && !t.act_last) v += vld(rp);  // read before the store: the residual may be the output
     vst(yp, v);
     return;
   }
@@ -64,8 +69,9 @@ inline void finish(vf v, const G1Tile& t, int r, int col, int n, vf vs, vf vg) {
   for (int j = 0; j < n; ++j) {
     float s = tmp[j];
     if (t.bias) s += t.bias[col + j];
+    if (t.act_last) s += rp[j];
     s = sact(s, t.slope, t.gain);
-    if (rp) s += rp[j];
+    if (rp && !t.act_last) s += rp[j];
     yp[j] = s;
   }
 }
