@@ -35,21 +35,31 @@ struct Case {
   int s;
   bool bias, res;
   Activation act;
+  int k = 1, pt = 0, pl = 0, pb = 0, pr = 0;  // kernel size and paddings (the tap-by-tap path)
 };
 
-// Output [N, Ho, Wo, Co] dense from dense x [N, H, W, C] and w [C][Co].
+int64_t out_h(const Case& c) { return (c.H + c.pt + c.pb - c.k) / c.s + 1; }
+int64_t out_w(const Case& c) { return (c.W + c.pl + c.pr - c.k) / c.s + 1; }
+
+// Output [N, Ho, Wo, Co] dense from dense x [N, H, W, C] and HWIO w [k][k][C][Co].
 std::vector<float> naive(const Case& c, const std::vector<float>& x, const std::vector<float>& w,
                          const std::vector<float>& b, const std::vector<float>& r) {
-  const int64_t Ho = (c.H - 1) / c.s + 1, Wo = (c.W - 1) / c.s + 1;
+  const int64_t Ho = out_h(c), Wo = out_w(c);
   std::vector<float> y(static_cast<size_t>(c.N * Ho * Wo * c.Co));
   std::vector<double> acc(static_cast<size_t>(c.Co));
   for (int64_t n = 0; n < c.N; ++n)
     for (int64_t oy = 0; oy < Ho; ++oy)
       for (int64_t ox = 0; ox < Wo; ++ox) {
         for (int64_t o = 0; o < c.Co; ++o) acc[o] = c.bias ? b[o] : 0.0;
-        const float* xp = x.data() + ((n * c.H + oy * c.s) * c.W + ox * c.s) * c.C;
-        for (int64_t i = 0; i < c.C; ++i)
-          for (int64_t o = 0; o < c.Co; ++o) acc[o] += static_cast<double>(xp[i]) * w[i * c.Co + o];
+        for (int ky = 0; ky < c.k; ++ky)
+          for (int kx = 0; kx < c.k; ++kx) {
+            const int64_t iy = oy * c.s + ky - c.pt, ix = ox * c.s + kx - c.pl;
+            if (iy < 0 || iy >= c.H || ix < 0 || ix >= c.W) continue;
+            const float* xp = x.data() + ((n * c.H + iy) * c.W + ix) * c.C;
+            const float* wp = w.data() + (ky * c.k + kx) * c.C * c.Co;
+            for (int64_t i = 0; i < c.C; ++i)
+              for (int64_t o = 0; o < c.Co; ++o) acc[o] += static_cast<double>(xp[i]) * wp[i * c.Co + o];
+          }
         for (int64_t o = 0; o < c.Co; ++o) {
           const size_t yi = static_cast<size_t>(((n * Ho + oy) * Wo + ox) * c.Co + o);
           const float v = c.act(static_cast<float>(acc[o]));
@@ -99,14 +109,16 @@ struct Buf {
 };
 
 void check_case(const Case& c, std::mt19937& rng) {
-  const int64_t Ho = (c.H - 1) / c.s + 1, Wo = (c.W - 1) / c.s + 1;
-  const Shape xs{c.N, c.H, c.W, c.C}, ys{c.N, Ho, Wo, c.Co}, wsh{1, 1, c.C, c.Co};
+  const int64_t Ho = out_h(c), Wo = out_w(c);
+  const Shape xs{c.N, c.H, c.W, c.C}, ys{c.N, Ho, Wo, c.Co}, wsh{c.k, c.k, c.C, c.Co};
   const auto x = random_vec(static_cast<size_t>(xs.numel()), rng);
-  auto w = random_vec(static_cast<size_t>(wsh.numel()), rng, 1.0f / std::sqrt(float(c.C)));
+  auto w = random_vec(static_cast<size_t>(wsh.numel()), rng, 1.0f / std::sqrt(float(c.k * c.k * c.C)));
   auto b = random_vec(static_cast<size_t>(c.Co), rng);
   const auto r = random_vec(static_cast<size_t>(ys.numel()), rng);
   const auto ref = naive(c, x, w, b, r);
   Conv2dParams p;
+  p.kh = p.kw = c.k;
+  p.pad_top = c.pt, p.pad_left = c.pl, p.pad_bottom = c.pb, p.pad_right = c.pr;
   p.stride_h = p.stride_w = c.s;
   p.has_bias = c.bias;
   p.has_residual = c.res;
@@ -163,6 +175,26 @@ TEST_CASE("conv2d 1x1 path agrees with a naive 1x1 conv") {
     CAPTURE(c.C);
     CAPTURE(c.Co);
     CAPTURE(c.H * c.W);
+    check_case(c, rng);
+  }
+}
+
+TEST_CASE("conv2d tap-by-tap path (kernels of several taps) agrees with a naive conv") {
+  std::mt19937 rng(1617);
+  const Case cases[] = {
+      // R50's stride-2 3x3 (padding 1): rows that cross image rows and padding taps. The path
+      // takes maps of >= 1024 output pixels.
+      {1, 65, 63, 48, 40, 2, true, false, Activation::relu(), 3, 1, 1, 1, 1},
+      {2, 23, 24, 32, 72, 1, true, true, Activation::none(), 3, 1, 1, 1, 1},  // 3x3 s1, 2 images
+      // 520 channels: two depth blocks per tap; asymmetric padding, a 2x2 kernel.
+      {1, 33, 32, 520, 64, 1, false, true, Activation::scaled_leaky(), 2, 1, 0, 0, 1},
+      {1, 64, 64, 40, 36, 2, true, false, Activation::relu(), 5, 2, 2, 2, 2},  // 5x5 s2
+      {1, 31, 30, 33, 50, 1, true, true, Activation::relu(), 1, 1, 0, 1, 2},   // a padded 1x1
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.k);
+    CAPTURE(c.C);
+    CAPTURE(c.Co);
     check_case(c, rng);
   }
 }

@@ -7,8 +7,9 @@
 //    kernels/cpu/conv2d_depthwise_any.cpp;
 //  - few output channels (<= 32) or few input channels (stems, <= 4): a direct conv with
 //    register tiles over pixels and output channels, kernels/cpu/conv2d_direct.cpp;
-//  - 1x1 convs without padding (one group): a GEMM of our own with the epilogue in its register
-//    tile, kernels/cpu/conv2d_1x1.cpp (the generic GEMM below for views it does not take);
+//  - 1x1 convs without padding (one group), and the other ungrouped convs on >= 32 channels tap
+//    by tap: a GEMM of our own with the epilogue in its register tile, kernels/cpu/conv2d_1x1.cpp
+//    (the generic GEMM below for views it does not take);
 //  - everything else: an implicit-im2col GEMM. The HWIO weight already is a row-major
 //    [kh*kw*cin/groups][cout] matrix. For a tile of output pixels and a block of that depth, the
 //    rows of the (never materialised) im2col matrix are gathered from the NHWC input straight into
@@ -144,7 +145,7 @@ size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape
   // The 1x1 path falls back to the generic GEMM for views it does not take (strides, 8-bit
   // weights), so the workspace covers both.
   if (!pl.direct && !pl.depthwise && detail::conv1x1_suits(p, x, y))
-    floats = std::max(floats, detail::conv1x1_workspace_floats(x, y, resolve_threads(threads)));
+    floats = std::max(floats, detail::conv1x1_workspace_floats(p, x, y, resolve_threads(threads)));
   return floats * sizeof(float) + detail::kScratchAlign;
 }
 

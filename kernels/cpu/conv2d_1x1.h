@@ -1,7 +1,8 @@
 #pragma once
 // Internal to conv2d: the 1x1 path (kernels/cpu/conv2d_1x1.cpp), a GEMM of our own for 1x1
 // convs without padding and one group, the bulk of ResNet bottlenecks (RetinaFace R50: ~56 % of
-// its time ran on Eigen's GEBP at 43-76 % of a thread's peak).
+// its time ran on Eigen's GEBP at 43-76 % of a thread's peak), and for the other ungrouped convs
+// that Winograd and the direct conv leave (R50's stride-2 3x3s), tap by tap.
 //
 // The input needs no packing: with unit channel stride each output pixel's input is a
 // contiguous row of Cin floats (any pixel strides, any conv stride), which the micro-kernel
@@ -53,12 +54,16 @@ GPEN_CONV1X1_ISA_DECLS
 }
 #undef GPEN_CONV1X1_ISA_DECLS
 
-// The shape rule (the workspace query sees shapes only): a 1x1 conv, one group, no padding, and
-// the path not switched off (GPEN_CPU_CONV1X1=eigen, read once per process, keeps the generic
-// GEMM: for comparisons).
+// The shape rule (the workspace query sees shapes only): one group, and a 1x1 conv without
+// padding or another kernel on at least 32 input channels and 1024 output pixels, which runs tap
+// by tap (a depth block
+// is one tap's channels, or part of them: contiguous in the NHWC input; a tap in the padding reads
+// a row of zeros); and the path not switched off (GPEN_CPU_CONV1X1=eigen, read once per process,
+// keeps the generic GEMM: for comparisons). conv2d gives Winograd, depthwise and the direct conv
+// their shapes first.
 bool conv1x1_suits(const Conv2dParams& p, const Shape& x, const Shape& y);
 // Floats of workspace (before alignment) for `threads` threads.
-size_t conv1x1_workspace_floats(const Shape& x, const Shape& y, int threads);
+size_t conv1x1_workspace_floats(const Conv2dParams& p, const Shape& x, const Shape& y, int threads);
 // The views suit too: f32 weight with unit output-channel stride, unit channel strides in x, y,
 // bias and residual (else conv2d runs its generic GEMM).
 bool conv1x1_takes(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
