@@ -22,6 +22,7 @@
 #include "kernels/cpu/conv2d_paths.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/weights8.h"
 
 #ifndef GPEN_HAVE_AVX512_KERNELS
 #define GPEN_HAVE_AVX512_KERNELS 0
@@ -111,7 +112,8 @@ size_t conv1x1_workspace_floats(const Conv2dParams& p, const Shape& x, const Sha
 
 bool conv1x1_takes(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
                    const TensorView* residual, const TensorView& y) {
-  if (!conv1x1_suits(p, x.shape, y.shape) || w.dtype != DType::f32) return false;
+  if (!conv1x1_suits(p, x.shape, y.shape) || (w.dtype != DType::f32 && !dtype_is_8bit_weight(w.dtype)))
+    return false;
   const int64_t C = x.dim(3), Co = y.dim(3);
   if ((C > 1 && x.stride(3) != 1) || (Co > 1 && (y.stride(3) != 1 || w.stride(3) != 1))) return false;
   if (bias && Co > 1 && bias->stride(0) != 1) return false;
@@ -137,7 +139,6 @@ void conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, co
   // Row k of the [K][Co] weight sits at k * wld (conv2d checked that the HWIO axes nest so).
   const int64_t K = b.K, C = b.C, wld = C > 1 ? w.stride(2) : p.kw > 1 ? w.stride(1) : w.stride(0);
   const int64_t H = x.dim(1), W = x.dim(2);
-  const float* wf = w.f32();
   const float* xf = x.f32();
   float* yf = y.f32();
   const float* rf = residual ? residual->f32() : nullptr;
@@ -166,12 +167,9 @@ void conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, co
 #pragma omp for schedule(static)
       for (int64_t pn = 0; pn < panels; ++pn) {
         float* dst = pack + pn * K * nr;
-        const int64_t col0 = cc0 + pn * nr, nv = std::min<int64_t>(nr, Co - col0);
-        for (int64_t k = 0; k < K; ++k, dst += nr) {
-          const float* src = wf + k * wld + col0;
-          for (int64_t j = 0; j < nv; ++j) dst[j] = src[j];
-          for (int64_t j = nv; j < nr; ++j) dst[j] = 0.0f;
-        }
+        const int64_t col0 = cc0 + pn * nr;
+        // 8-bit weights are dequantised here, once per call, into the same panels.
+        for (int64_t k = 0; k < K; ++k, dst += nr) load_weight_row(dst, w, k * wld + col0, 1, col0, nr, Co, k);
       }  // implicit barrier: the chunk is packed before any tile reads it
       const int64_t cblocks = ceil_div(ccols, b.icols);
       const int64_t items = tiles * cblocks;

@@ -64,8 +64,9 @@ GPEN_CONV1X1_ISA_DECLS
 bool conv1x1_suits(const Conv2dParams& p, const Shape& x, const Shape& y);
 // Floats of workspace (before alignment) for `threads` threads.
 size_t conv1x1_workspace_floats(const Conv2dParams& p, const Shape& x, const Shape& y, int threads);
-// The views suit too: f32 weight with unit output-channel stride, unit channel strides in x, y,
-// bias and residual (else conv2d runs its generic GEMM).
+// The views suit too: f32 or 8-bit weight (dequantised into the packed panels) with unit
+// output-channel stride, unit channel strides in x, y, bias and residual (else conv2d runs its
+// generic GEMM).
 bool conv1x1_takes(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
                    const TensorView* residual, const TensorView& y);
 // Runs the conv (conv1x1_takes must hold), p.act_after_residual included. `ws` 64-byte aligned,
