@@ -4,7 +4,7 @@
 // 128-byte weight row read from L2 feeds 24 FMAs; AVX2: 6 x 2 vectors of 8 (12 of 16 registers).
 // Nothing here calls an inline function of another header but the per-ISA ones of isa_vec.h and
 // the intrinsics (scripts/check_isa_symbols.py): the activation is spelt out locally, in the form
-// of conv2d_epilogue_kernel.cpp, so the fused epilogue gives that pass's bits.
+// of conv2d_epilogue_kernel.cpp.
 #include <immintrin.h>
 
 #if GPEN_ISA_AVX512 && defined(__GNUC__) && !defined(__clang__)
@@ -14,12 +14,14 @@
 #pragma GCC optimize("ira-algorithm=priority")
 #endif
 
+// The epilogue's multiply-adds stay two roundings in every copy, vector or scalar lanes (GCC
+// would contract some of them, differently per ISA); the sums use explicit FMAs. Before the
+// headers on purpose: GCC does not inline a function built under other optimize options (the
+// vector loads of isa_vec.h) into one under these, so everything here shares them.
+#include "engine/core/no_fp_contract.h"  // NOLINT: the pragma covers this file's own helpers too
 #include "kernels/cpu/conv2d_1x1.h"
 #include "kernels/cpu/isa_ns.h"
 #include "kernels/cpu/isa_vec.h"
-// The epilogue's multiply-adds stay two roundings in every copy, vector or scalar lanes (GCC
-// would contract some of them, differently per ISA); the sums use explicit FMAs.
-#include "engine/core/no_fp_contract.h"  // NOLINT: must follow the other includes
 
 namespace gpen::cpu::detail::GPEN_ISA_NS {
 
@@ -73,6 +75,16 @@ inline void finish(vf v, const G1Tile& t, int r, int col, int n, vf vs, vf vg) {
     s = sact(s, t.slope, t.gain);
     if (rp && !t.act_last) s += rp[j];
     yp[j] = s;
+  }
+}
+
+// The epilogue of the last depth block: rows x nr sums in buf (leading dimension nr).
+__attribute__((noinline)) void finish_rows(const G1Tile& t, const float* buf, int rows) {
+  const vf vs = splat(t.slope), vg = splat(t.gain);
+  const int n0 = t.cols < L ? t.cols : L, n1 = t.cols - n0;
+  for (int r = 0; r < rows; ++r) {
+    finish(vld(buf + r * kNR), t, r, 0, n0, vs, vg);
+    if (n1 > 0) finish(vld(buf + r * kNR + L), t, r, L, n1, vs, vg);
   }
 }
 
@@ -138,21 +150,18 @@ void tile(const G1Tile& t) {
       }
     }
   }
-  if (!t.final) {
-#pragma GCC unroll 12
-    for (int r = 0; r < R; ++r) {
-      vst(t.c + r * t.ldc, c0[r]);
-      vst(t.c + r * t.ldc + L, c1[r]);
-    }
-    return;
-  }
-  const vf vs = splat(t.slope), vg = splat(t.gain);
-  const int n0 = t.cols < L ? t.cols : L, n1 = t.cols - n0;
+  // The sums leave the registers here, into c or (last depth block) a buffer the epilogue reads:
+  // the epilogue in this function as well would take registers from the loop (GCC then keeps an
+  // accumulator on the stack).
+  alignas(64) float buf[R * kNR];
+  float* out = t.final ? buf : t.c;
+  const int64_t ldo = t.final ? kNR : t.ldc;
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
-    finish(c0[r], t, r, 0, n0, vs, vg);
-    if (n1 > 0) finish(c1[r], t, r, L, n1, vs, vg);
+    vst(out + r * ldo, c0[r]);
+    vst(out + r * ldo + L, c1[r]);
   }
+  if (t.final) finish_rows(t, buf, R);
 }
 
 }  // namespace
