@@ -102,7 +102,10 @@ bool conv1x1_suits(const Conv2dParams& p, const Shape& x, const Shape& y) {
   // for the tile's loop (shorter ones, e.g. stems, are the direct conv's). On small maps the
   // per-call weight packing (taps x the 1x1's) outweighs the faster tile: 12x16 3x3 512 -> 512
   // ran 10 % slower than the generic GEMM, 24x32 equal, 48x64 and 96x128 stride 2 7-8 % faster.
-  return x[3] >= kMinTapChannels && y[0] * y[1] * y[2] >= kMinTapPixels;
+  // A band of a banded graph (split_rows: engine/plan/banding.h) decides by the whole op's height,
+  // so every band takes the path the whole op takes (the same sums, bit for bit).
+  const int64_t rows = p.split_rows > 0 ? p.split_rows : y[1];
+  return x[3] >= kMinTapChannels && y[0] * rows * y[2] >= kMinTapPixels;
 }
 
 size_t conv1x1_workspace_floats(const Conv2dParams& p, const Shape& x, const Shape& y, int threads) {
