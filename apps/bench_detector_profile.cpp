@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "apps/bench_profile.h"
+#include "kernels/cpu/conv2d_1x1.h"
 #include "kernels/cpu/image_resize.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd.h"
@@ -52,6 +53,8 @@ std::string path_of(const Graph& g, const Node& n) {
   // kernels/cpu/conv2d_direct.cpp's rule: ungrouped, <= 32 outputs or <= 4 inputs, packed weight <= 64 Ki floats.
   const int64_t depth = int64_t{c->kh} * c->kw * x[3] / c->groups;
   if (c->groups == 1 && (y[3] <= 32 || x[3] <= 4) && depth * ((y[3] + 7) / 8 * 8) <= (int64_t{1} << 16)) return "direct";
+  // kernels/cpu/conv2d_1x1.cpp's rule (for the graph's dense f32 views): 1x1 convs, and others tap by tap.
+  if (cpu::detail::conv1x1_suits(*c, x, y)) return c->kh * c->kw == 1 ? "gemm1x1" : "gemm_taps";
   return "gemm";
 }
 

@@ -71,6 +71,10 @@ void R50Args(benchmark::internal::Benchmark* b) {
     b->Args({24, 32, 64, 64, 3, 1, 0, t});       // SSH at stride 32, the 5x5 / 7x7 branches
     b->Args({12, 16, 512, 512, 3, 1, 0, t});     // layer4 conv2 of a 512x384 photo
     b->Args({12, 16, 64, 64, 3, 1, 0, t});       // its SSH branches
+    b->Args({96, 128, 128, 128, 3, 2, 0, t});    // layer2.0 conv2 (stride 2)
+    b->Args({48, 64, 256, 256, 3, 2, 0, t});     // layer3.0 conv2 (stride 2)
+    b->Args({24, 32, 512, 512, 3, 2, 0, t});     // layer4.0 conv2 (stride 2)
+    b->Args({96, 128, 256, 512, 1, 2, 0, t});    // layer2.0 downsample (1x1 stride 2)
   }
 }
 

@@ -32,6 +32,9 @@ struct Conv2dParams {
   bool has_bias = false;
   bool has_residual = false;
   Activation act;
+  // With a residual: y = act(conv + bias + residual) instead of act(conv + bias) + residual (the
+  // relu after a ResNet block's add, without a pass of its own).
+  bool act_after_residual = false;
   // When > 0, the output height a kernel decides its blocking for (the CUDA depth split) instead
   // of the call's own: a band of rows of a larger output (engine/plan/banding.h) then sums every
   // pixel in the same order as the whole op, so banded results are bit-identical.

@@ -17,7 +17,7 @@ struct Builder {
 
   // A conv whose BatchNorm the converter folded: weight HWIO, bias [cout], padding k / 2.
   int conv(int x, const std::string& path, int cin, int cout, int k, int stride, Activation act, int groups = 1,
-           int residual = -1, int out = -1) {
+           int residual = -1, int out = -1, bool act_after_residual = false) {
     int w = g.weight(path + ".weight", DType::f32, Shape{k, k, cin / groups, cout});
     int b = g.weight(path + ".bias", DType::f32, Shape{cout});
     Conv2dParams p;
@@ -26,6 +26,7 @@ struct Builder {
     p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = k / 2;
     p.groups = groups;
     p.act = act;
+    p.act_after_residual = act_after_residual;
     return g.conv2d(x, w, b, p, residual, out, path);
   }
   void tap(const std::string& name, int t) {
@@ -83,10 +84,8 @@ std::array<int, 3> resnet50(Builder& b, int x) {
       int y = b.conv(x, p + "conv1", cin, planes, 1, 1, relu);
       y = b.conv(y, p + "conv2", planes, planes, 3, stride, relu);
       const int idn = k == 0 ? b.conv(x, p + "downsample.0", cin, 4 * planes, 1, stride, Activation::none()) : x;
-      // relu(bn3(conv3) + identity): the conv epilogue adds the residual after its activation,
-      // so the relu follows as its own (in-place) pass.
-      y = b.conv(y, p + "conv3", planes, 4 * planes, 1, 1, Activation::none(), 1, idn);
-      x = b.g.bias_act(y, -1, BiasActParams{false, relu}, -1, p + "relu");
+      // relu(bn3(conv3) + identity): the conv's epilogue applies the relu after the residual.
+      x = b.conv(y, p + "conv3", planes, 4 * planes, 1, 1, relu, 1, idn, -1, true);
       cin = 4 * planes;
     }
     b.tap("body.layer" + std::to_string(l + 1), x);

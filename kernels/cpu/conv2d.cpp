@@ -7,6 +7,9 @@
 //    kernels/cpu/conv2d_depthwise_any.cpp;
 //  - few output channels (<= 32) or few input channels (stems, <= 4): a direct conv with
 //    register tiles over pixels and output channels, kernels/cpu/conv2d_direct.cpp;
+//  - 1x1 convs without padding (one group), and the other ungrouped convs on >= 32 channels tap
+//    by tap: a GEMM of our own with the epilogue in its register tile, kernels/cpu/conv2d_1x1.cpp
+//    (the generic GEMM below for views it does not take);
 //  - everything else: an implicit-im2col GEMM. The HWIO weight already is a row-major
 //    [kh*kw*cin/groups][cout] matrix. For a tile of output pixels and a block of that depth, the
 //    rows of the (never materialised) im2col matrix are gathered from the NHWC input straight into
@@ -29,6 +32,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/conv2d_1x1.h"
 #include "kernels/cpu/conv2d_paths.h"
 #include "kernels/cpu/weights8.h"
 #include "kernels/cpu/gemm.h"
@@ -137,8 +141,12 @@ size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape
     return winograd_detail::conv2d_winograd_workspace_bytes(m, x, y, resolve_threads(threads));
   const Geom g = make_geom(p, x, y);
   const Plan pl = make_plan(g);
-  return (pl.cache_floats + pl.per_thread_floats * static_cast<size_t>(resolve_threads(threads))) * sizeof(float) +
-         detail::kScratchAlign;
+  size_t floats = pl.cache_floats + pl.per_thread_floats * static_cast<size_t>(resolve_threads(threads));
+  // The 1x1 path falls back to the generic GEMM for views it does not take (strides, 8-bit
+  // weights), so the workspace covers both.
+  if (!pl.direct && !pl.depthwise && detail::conv1x1_suits(p, x, y))
+    floats = std::max(floats, detail::conv1x1_workspace_floats(p, x, y, resolve_threads(threads)));
+  return floats * sizeof(float) + detail::kScratchAlign;
 }
 
 void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
@@ -163,11 +171,23 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     detail::check_f32(*residual, "conv2d", "residual");
     detail::check_same_shape(*residual, y, "conv2d", "residual", "output");
   }
+  const Plan pl0 = winograd_detail::conv2d_winograd_tile(p, x.shape, y.shape) ? Plan{} : make_plan(g);
+  const bool one_by_one = !pl0.direct && !pl0.depthwise && detail::conv1x1_takes(p, x, w, bias, residual, y);
+  if (p.act_after_residual && residual && !p.act.is_identity() && !one_by_one) {
+    // Only the 1x1 path has act(acc + bias + residual) in its epilogue: the others add the
+    // residual, then the activation runs as a pass of its own.
+    Conv2dParams q = p;
+    q.act = Activation::none();
+    q.act_after_residual = false;
+    conv2d(q, x, w, bias, residual, y, workspace);
+    bias_act(BiasActParams{false, p.act}, y, nullptr, y);
+    return;
+  }
   if (const int m = winograd_detail::conv2d_winograd_tile(p, x.shape, y.shape)) {
     winograd_detail::conv2d_winograd(m, p, x, w, bias, residual, y, workspace);
     return;
   }
-  const Plan pl = make_plan(g);
+  const Plan& pl = pl0;
   GPEN_CHECK(!pl.depthwise || !dtype_is_8bit_weight(w.dtype),
              "conv2d: 8-bit weights are not supported by depthwise convs");
   int64_t wld = 0;
@@ -186,6 +206,10 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
 
   if (pl.direct) {
     detail::direct_conv(p, x, w, bias, residual, y, base);
+    return;
+  }
+  if (one_by_one) {
+    detail::conv1x1(p, x, w, bias, residual, y, base);
     return;
   }
   if (pl.depthwise && detail::depthwise3x3(p, x, w, bias, residual, y)) return;

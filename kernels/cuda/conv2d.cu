@@ -112,7 +112,10 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
   g.ys = nhwc_strides(y);
   if (residual) g.rs = nhwc_strides(*residual);
   g.bias_stride = bias ? bias->stride(0) : 0;
-  g.act = p.act;
+  // act(conv + bias + residual): the kernels' epilogue adds the residual after the activation,
+  // so they run without it and the activation follows as bias_act's pass (in place).
+  const bool act_last = p.act_after_residual && residual && !p.act.is_identity();
+  g.act = act_last ? Activation::none() : p.act;
   if (algo != ConvAlgo::depthwise) {
     const SplitK sk = conv_split(g, p);
     g.splits = sk.splits;
@@ -140,6 +143,7 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
       launch_split_k_reduce("conv2d", int64_t{g.m} * g.cout, g.splits, t.partial, ConvSplitFinish<T>{g, t}, stream);
   });
   check_launch("conv2d");
+  if (act_last) bias_act(BiasActParams{false, p.act}, y, nullptr, y, stream);
 }
 
 GPEN_CUDA_NAMESPACE_END
