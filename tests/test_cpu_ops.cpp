@@ -613,6 +613,11 @@ TEST_CASE("upfirdn2d separable and direct paths agree with a naive loop") {
   const Spec specs[] = {
       {"GPEN blur pad 2,2 (separable)", 4, 4, outer(b4, b4, 1.0f / 64), 1, 1, 2, 2, 2, 17, 13, 5},
       {"GPEN upsample x2 (separable)", 4, 4, outer(b4, b4, 4.0f / 64), 2, 1, 2, 1, 1, 9, 11, 3},
+      // The few-channel x-upsampling rows (1, 3, 4 channels as constants, others at run time).
+      {"GPEN upsample x2, 1 channel", 4, 4, outer(b4, b4, 4.0f / 64), 2, 1, 2, 1, 2, 7, 6, 1},
+      {"GPEN upsample x2, 4 channels", 4, 4, outer(b4, b4, 4.0f / 64), 2, 1, 1, 2, 1, 5, 9, 4},
+      {"up 3, 5 taps, cropped left, 7 channels", 5, 5, outer({1, 2, 3, 2, 1}, {1, 2, 3, 2, 1}, 1.0f / 81), 3, 1, -1, 3,
+       1, 6, 7, 7},
       {"GPEN downsample x2 (separable)", 4, 4, outer(b4, b4, 1.0f / 64), 1, 2, 1, 1, 1, 16, 14, 6},
       {"7x7 gaussian-like, up 2 down 2, cropped", 7, 7, outer({1, 6, 15, 20, 15, 6, 1}, {1, 6, 15, 20, 15, 6, 1}, 1.0f / 4096),
        2, 2, 1, -2, 1, 10, 9, 4},

@@ -113,7 +113,11 @@ Plan make_plan(const Geom& g) {
   }
   pl.kb = balanced_block(g.K, kMaxDepthBlock, 8);
   pl.nkb = ceil_div(std::max<int64_t>(g.K, 1), pl.kb);
-  pl.nb = balanced_block(g.cout_g, kMaxChannelBlock, 8);
+  // A single-tile output (<= kMaxTilePixels pixels: GPEN's 16x16 and smaller encoder convs) would
+  // be one work item, so one thread would run it alone: two channel blocks give two threads work.
+  // The sums run over the same K blocks either way, so the bits do not change.
+  const int64_t cap = g.N * g.Ho * g.Wo <= kMaxTilePixels && g.cout_g >= 128 ? ceil_div(g.cout_g, 2) : kMaxChannelBlock;
+  pl.nb = balanced_block(g.cout_g, std::min(cap, kMaxChannelBlock), 8);
   pl.nib = ceil_div(std::max<int64_t>(g.cout_g, 1), pl.nb);
   pl.item_blocks = std::max<int64_t>(1, std::min(pl.nib, kMaxItemChannels / pl.nb));
   const int64_t item_channels = std::min(std::max<int64_t>(g.cout_g, 1), pl.item_blocks * pl.nb);
