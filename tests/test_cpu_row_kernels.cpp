@@ -189,6 +189,48 @@ TEST_CASE("to_rgb modconv (1x1, few outputs) on the dot-product path matches a f
   }
 }
 
+TEST_CASE("upfirdn2d streaming row sum gives the bits of the cached sum and of the epilogue pass, both ISAs") {
+  namespace ud = cpu::upfirdn2d_detail;
+  std::mt19937 rng(17);
+  using Fn = bool (*)(float*, const float* const*, const float*, int, int64_t, const ud::StreamEpilogue*);
+  std::vector<Fn> fns = {ud::isa_base::weighted_sum_stream};
+#if GPEN_HAVE_AVX512_KERNELS
+  if (cpu::cpu_has_avx512()) fns.push_back(ud::isa_avx512::weighted_sum_stream);
+#endif
+  const int64_t C = 32;  // a multiple of both vector widths
+  const auto sc = rnd(C, rng), bias = rnd(C, rng);
+  for (int nt : {1, 3, 4})
+    for (int64_t len : {int64_t{0}, int64_t{5}, int64_t{64}, int64_t{7 * C}, int64_t{33 * C + 3}})
+      for (int64_t off : {0, 1, 5, 16}) {  // floats from a 64-byte boundary
+        CAPTURE(nt);
+        CAPTURE(len);
+        CAPTURE(off);
+        std::vector<std::vector<float>> rows;
+        std::vector<const float*> src;
+        for (int t = 0; t < nt; ++t) rows.push_back(rnd(static_cast<size_t>(len) + 1, rng));
+        for (auto& r : rows) src.push_back(r.data());
+        const auto w = rnd(static_cast<size_t>(nt), rng);
+        std::vector<float> want(static_cast<size_t>(len) + 1, 7.0f);
+        ud::isa_base::weighted_sum(want.data(), src.data(), w.data(), nt, len, false);
+        std::vector<float> want_ep = want;
+        ud::isa_base::bias_act_rows(want_ep.data(), sc.data(), bias.data(), C, len / C, 1.4f, 0.28f);
+        for (Fn fn : fns) {
+          alignas(64) static float buf[40 * 32 + 64];
+          float* d = buf + off;
+          std::fill(buf, buf + sizeof buf / sizeof(float), 7.0f);
+          CHECK(fn(d, src.data(), w.data(), nt, len, nullptr));
+          CHECK(std::memcmp(d, want.data(), (static_cast<size_t>(len) + 1) * sizeof(float)) == 0);  // d[len] intact
+          // With the epilogue: only aligned rows of whole vectors of channels, else nothing written.
+          const ud::StreamEpilogue ep{sc.data(), bias.data(), C, 1.4f, 0.28f};
+          std::fill(buf, buf + sizeof buf / sizeof(float), 7.0f);
+          const bool took = fn(d, src.data(), w.data(), nt, len - len % C, &ep);
+          CHECK(took == (off % 16 == 0));
+          if (took) CHECK(std::memcmp(d, want_ep.data(), static_cast<size_t>(len - len % C) * sizeof(float)) == 0);
+          else CHECK(std::all_of(buf, buf + sizeof buf / sizeof(float), [](float v) { return v == 7.0f; }));
+        }
+      }
+}
+
 TEST_CASE("upfirdn2d with its epilogue fused gives the bits of upfirdn2d then upfirdn2d_epilogue") {
   std::mt19937 rng(13);
   const float b4[4] = {1, 3, 3, 1};

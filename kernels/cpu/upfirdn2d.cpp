@@ -35,7 +35,13 @@ namespace gpen::cpu {
 namespace {
 
 using detail::round_floats;
+using upfirdn2d_detail::bias_act_rows;
+using upfirdn2d_detail::few_channels_up_row;
+using upfirdn2d_detail::kFewChannels;
+using upfirdn2d_detail::weighted_sum;
+using upfirdn2d_detail::weighted_sum_stream;
 
+constexpr int64_t kStreamBytes = int64_t{4} << 20;  // outputs from this size bypass the caches
 constexpr int64_t kMaxRingFloats = int64_t{1} << 20;  // separable path: ring rows per thread (4 MiB)
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -132,24 +138,6 @@ inline int64_t source_index(int64_t o, int64_t t, int down, int up, int pad0, in
 // Taps are gathered into tables of this many (source, weight) pairs; more are summed in batches.
 constexpr int kTapBatch = 32;
 
-// dst[i] = (accumulate ? dst[i] : 0) + sum_t w[t] * src[t][i] for i < len, unit strides: the
-// copy for the ISA in use (upfirdn2d_kernel.h).
-void weighted_sum(float* dst, const float* const* src, const float* w, int nt, int64_t len, bool accumulate) {
-  if (len < 16) {  // a few channels (RGB): the call into the other file would cost more than the sum
-    for (int64_t i = 0; i < len; ++i) {
-      float a = accumulate ? dst[i] : 0.0f;
-      for (int t = 0; t < nt; ++t) a += w[t] * src[t][i];
-      dst[i] = a;
-    }
-    return;
-  }
-#if GPEN_HAVE_AVX512_KERNELS
-  static const bool wide = cpu_isa() == Isa::avx512;
-  if (wide) return upfirdn2d_detail::isa_avx512::weighted_sum(dst, src, w, nt, len, accumulate);
-#endif
-  upfirdn2d_detail::isa_base::weighted_sum(dst, src, w, nt, len, accumulate);
-}
-
 // The same with element strides (channel slices whose channels are not unit-strided).
 void weighted_sum_strided(float* dst, int64_t ds, const float* const* src, int64_t ss, const float* w, int nt,
                           int64_t len, bool accumulate) {
@@ -226,51 +214,6 @@ struct RowEpilogue {
   float gpos = 1.0f, gneg = 1.0f;
 };
 
-void bias_act_rows(float* y, const float* sc, const float* b, int64_t C, int64_t npix, float gpos, float gneg) {
-#if GPEN_HAVE_AVX512_KERNELS
-  static const bool wide = cpu_isa() == Isa::avx512;
-  if (wide) return upfirdn2d_detail::isa_avx512::bias_act_rows(y, sc, b, C, npix, gpos, gneg);
-#endif
-  upfirdn2d_detail::isa_base::bias_act_rows(y, sc, b, C, npix, gpos, gneg);
-}
-
-// The horizontal pass of an x-upsampling filter over a row of a few channels (to_rgb's skip
-// upsample of the RGB image): pixel by pixel through TapSum it spent its time on the per-tap index
-// divisions and the call, about 0.7 ms of GPEN-256's 128 -> 256 upsample. Output ox = r + up t of
-// phase r sees the taps kx = kx0 + up j, which read input pixel i0 + t + j: no division in the
-// loop. Same taps in the same order as TapSum's scalar sum, so the same bits.
-constexpr int64_t kFewChannels = 16;
-// CC > 0: the channel count as a constant, so the per-pixel sums stay in registers (with a
-// run-time count GCC turns them into memset / memcpy calls); 0: C at run time.
-template <int64_t CC>
-void few_channels_up_row_c(const UpFirDn2dParams& p, const Geom& g, const float* fx, const float* xrow, int64_t xs,
-                           float* h) {
-  const int64_t up = p.up_x, C = CC > 0 ? CC : g.C;
-  for (int64_t r = 0; r < std::min(up, g.Wo); ++r) {
-    const int64_t kx0 = ((p.pad_x0 - r) % up + up) % up;
-    const int64_t i0 = (r + kx0 - p.pad_x0) / up;  // exact: r + kx0 - pad_x0 is a multiple of up
-    for (int64_t ox = r, t = 0; ox < g.Wo; ox += up, ++t) {
-      float acc[kFewChannels] = {};
-      for (int64_t kx = kx0, ix = i0 + t; kx < p.kw; kx += up, ++ix) {
-        if (ix < 0 || ix >= g.W) continue;
-        const float* src = xrow + ix * xs;
-        for (int64_t c = 0; c < C; ++c) acc[c] += fx[kx] * src[c];
-      }
-      float* dst = h + ox * C;
-      for (int64_t c = 0; c < C; ++c) dst[c] = acc[c];
-    }
-  }
-}
-void few_channels_up_row(const UpFirDn2dParams& p, const Geom& g, const float* fx, const float* xrow, int64_t xs,
-                         float* h) {
-  switch (g.C) {
-    case 1: return few_channels_up_row_c<1>(p, g, fx, xrow, xs, h);
-    case 3: return few_channels_up_row_c<3>(p, g, fx, xrow, xs, h);
-    case 4: return few_channels_up_row_c<4>(p, g, fx, xrow, xs, h);
-    default: return few_channels_up_row_c<0>(p, g, fx, xrow, xs, h);
-  }
-}
-
 void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, const TensorView& x, const TensorView& y,
                    float* base, const RowEpilogue& ep) {
   const int64_t rows = g.N * g.Ho;
@@ -286,6 +229,10 @@ void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, cons
   float* slices = base + pl.taps_floats;
   const bool y_rows_dense = y.stride(3) == 1 && y.stride(2) == C;
   const bool flat_x = p.up_x == 1 && p.down_x == 1 && x.stride(3) == 1 && x.stride(2) == C;
+  // Outputs of many MiB (GPEN's full-resolution blurs) are written with streaming stores, the
+  // fused epilogue applied before the store.
+  const bool stream = y_rows_dense && p.kh <= kTapBatch &&
+                      y.numel() * static_cast<int64_t>(sizeof(float)) >= kStreamBytes;
   const bool few_up_x = !flat_x && p.up_x > 1 && p.down_x == 1 && C < kFewChannels && x.stride(3) == 1;
   // Static scheduling hands each thread one contiguous band of output rows, so consecutive rows
   // find most of their horizontally filtered input rows already in the ring.
@@ -315,7 +262,7 @@ void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, cons
           }
         }
         if (few_up_x) {
-          few_channels_up_row(p, g, fx, xrow, x.stride(2), h);
+          few_channels_up_row(p, g.W, g.Wo, C, fx, xrow, x.stride(2), h);
           ox0 = 0, ox1 = g.Wo;  // the loop below has nothing left to do
         }
         for (int64_t ox = 0; ox < g.Wo; ++ox) {
@@ -336,7 +283,18 @@ void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, cons
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t n = row / g.Ho, oy = row % g.Ho;
       float* dst = y.f32() + n * y.stride(0) + oy * y.stride(1);
-      if (y_rows_dense) {
+      const float* src[kTapBatch];
+      float w[kTapBatch];
+      int nt = 0;
+      if (stream)
+        for (int64_t ky = 0; ky < p.kh; ++ky) {
+          const int64_t iy = source_index(oy, ky, p.down_y, p.up_y, p.pad_y0, g.H);
+          if (iy >= 0) src[nt] = hrow(n, iy), w[nt++] = fy[ky];
+        }
+      upfirdn2d_detail::StreamEpilogue se{ep.scale ? ep.scale + n * ep.scale_n : nullptr, ep.bias, C, ep.gpos, ep.gneg};
+      if (stream && weighted_sum_stream(dst, src, w, nt, RC, ep.on ? &se : nullptr)) {
+        // written, epilogue included
+      } else if (y_rows_dense) {
         // The whole output row is one flat weighted sum of ring rows.
         TapSum sum(dst, 1, 1, RC);
         for (int64_t ky = 0; ky < p.kh; ++ky) {
