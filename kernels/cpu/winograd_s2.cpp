@@ -27,9 +27,19 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 16; }
 
 // The shape rule of "auto" (docs/benchmarks.md, "CPU: Winograd for the stride-2 conv2d").
+// 1 thread, CPU time, against the direct path, both ISAs (docs/benchmarks.md, bench_cpu_conv2d_s2):
+// m = 4 from 96x96 outputs with 64-128 input channels (GPEN-512's ecd1 64 -> 128 at 256x256
+// 1.31-1.38x, ecd2 128 -> 256 at 128x128 1.15-1.25x, R50's layer2.0 conv2 at 96x128 1.18x); m = 2
+// from 64x64 with at most 128 (GPEN-256's ecd1 32 -> 64 at 128x128 1.21-1.26x, where m = 4's
+// 81-point transforms outweigh its products at 32 channels, ecd2 64 -> 128 at 64x64
+// 1.14-1.23x). Smaller maps or wider layers stay direct: GPEN-256's ecd3 (32x32, 128 -> 256)
+// draws level, ecd4 (16x16, 256 -> 256) and GPEN-512's 64x64 256 -> 512 lose up to 0.6x on one
+// ISA: each transformed-weight element serves one tile block (30 tiles) per load, where the
+// direct path's GEMM reuses its weight over far more pixels.
 int auto_tile(int64_t Ho, int64_t Wo, int64_t C, int64_t Co) {
-  (void)Ho, (void)Wo, (void)C, (void)Co;
-  return 0;
+  if (C > 128 || C < 16 || Co < 16) return 0;
+  if (Ho >= 96 && Wo >= 96 && C >= 64) return 4;
+  return Ho >= 64 && Wo >= 64 ? 2 : 0;
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ namespace gpen::cpu::winograd_detail {
 
 // Tiles per task (a multiple of 6) and output channels per task; K block kKcMax.
 constexpr int64_t kS2MaxTileBlock = 30;
-constexpr int64_t kS2CoChunkMax = 64;
+constexpr int64_t kS2CoChunkMax = 128;
 
 // 0: conv2d's other paths; 2 or 4: the polyphase Winograd with m x m output tiles. For 3x3,
 // stride 2, ungrouped convs with pad 0 or 1 (top = left), from the shapes and GPEN_CPU_CONV only.
