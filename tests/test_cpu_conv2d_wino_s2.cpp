@@ -15,6 +15,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd_s2.h"
+#include "weights/quant8.h"
 
 using namespace gpen;
 namespace wd = gpen::cpu::winograd_detail;
@@ -149,4 +150,51 @@ TEST_CASE("winograd s2 conv2d matches the float64 reference and the direct path"
     CHECK(worst(y, 1e-6) <= 1.0);
   }
   cpu::set_num_threads(0);
+}
+
+TEST_CASE("winograd s2: 8-bit weights, per channel and per group, equal the f32 weights they dequantise to") {
+  // The weight transform dequantises each code with the direct path's one multiply, picking the
+  // group of reduction row (tap, c), so the transformed weights and all after are the same bits.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const Case k{2, 13, 15, 70, 40, 1, true, false, true};
+  const Conv2dParams p = params(k);
+  const Shape xs{k.N, k.H, k.W, k.C}, ys{k.N, out_size(k.H, 1), out_size(k.W, 1), k.Co}, wsh{3, 3, k.C, k.Co};
+  std::vector<float> x(static_cast<size_t>(xs.numel())), w(static_cast<size_t>(wsh.numel())), b(static_cast<size_t>(k.Co));
+  for (auto& v : x) v = nd(rng);
+  for (auto& v : w) v = nd(rng) / std::sqrt(float(9 * k.C));
+  for (auto& v : b) v = nd(rng);
+  const TensorView xv = make_view(x.data(), DType::f32, xs), bv = make_view(b.data(), DType::f32, Shape{k.Co});
+  auto run = [&](int m, const TensorView& wv) {
+    std::vector<float> y(static_cast<size_t>(ys.numel()));
+    std::vector<unsigned char> ws(wd::conv2d_wino_s2_workspace_bytes(m, xs, ys, 0));
+    wd::conv2d_wino_s2(m, p, xv, wv, &bv, nullptr, make_view(y.data(), DType::f32, ys), ws.data());
+    return y;
+  };
+  for (DType dt : {DType::i8, DType::f8e4m3})
+    for (int64_t group : {int64_t{0}, int64_t{64}}) {
+      CAPTURE(dtype_name(dt));
+      CAPTURE(group);
+      std::vector<uint8_t> codes;
+      std::vector<float> scale, deq;
+      int64_t qgroup = 0;
+      if (group == 0) {
+        const Quantized8 q = quantize8(w.data(), wsh.numel(), k.Co, dt);
+        codes = q.codes, scale = q.scale;
+        deq = dequantize8(q.codes.data(), q.scale.data(), wsh.numel(), k.Co, dt);
+      } else {
+        const Quantized8Grouped q = quantize8_grouped(w.data(), wsh, dt, group);
+        REQUIRE(q.group > 0);
+        codes = q.codes, scale = q.scale, qgroup = q.group;
+        deq = dequantize8_grouped(q.codes.data(), q.scale.data(), wsh, dt, q.group);
+      }
+      TensorView w8 = make_view(codes.data(), dt, wsh);
+      w8.qscale = scale.data();
+      w8.qgroup = qgroup;
+      const TensorView w32 = make_view(deq.data(), DType::f32, wsh);
+      for (int m : {2, 4}) {
+        const std::vector<float> got8 = run(m, w8), got32 = run(m, w32);
+        CHECK(std::memcmp(got8.data(), got32.data(), got8.size() * sizeof(float)) == 0);
+      }
+    }
 }
