@@ -12,6 +12,7 @@
 #include "kernels/cpu/image_resize.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd.h"
+#include "kernels/cpu/winograd_s2.h"
 
 namespace gpen::cli {
 
@@ -49,6 +50,7 @@ std::string path_of(const Graph& g, const Node& n) {
   const Shape& y = g.tensor(n.outputs[0]).shape;
   const int m = cpu::winograd_detail::conv2d_winograd_tile(*c, x, y);
   if (m) return "winograd" + std::to_string(m);
+  if (const int m2 = cpu::winograd_detail::conv2d_wino_s2_tile(*c, x, y)) return "winograd_s2_" + std::to_string(m2);
   if (c->groups > 1 && c->groups == x[3]) return "depthwise";
   // kernels/cpu/conv2d_direct.cpp's rule: ungrouped, <= 32 outputs or <= 4 inputs, packed weight <= 64 Ki floats.
   const int64_t depth = int64_t{c->kh} * c->kw * x[3] / c->groups;

@@ -11,6 +11,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/winograd.h"
 #include "kernels/cpu/winograd_up.h"
+#include "kernels/cpu/winograd_s2.h"
 
 namespace gpen::cli {
 
@@ -85,6 +86,15 @@ void add_cpu_peak(nlohmann::json& s, int threads) {
                        : automatic ? "polyphase Winograd F(2, 2) from 64x64 inputs with 32..256 channels, else direct "
                                      "(kernels/cpu/winograd_up.cpp)"
                                    : "polyphase Winograd F(" + std::to_string(m) + ", 2) on every one";
+    // ... and the stride-2 conv2ds (winograd_s2.h), asked at GPEN-256's ecd1.
+    Conv2dParams s2;
+    s2.kh = s2.kw = 3, s2.stride_h = s2.stride_w = 2;
+    const int m2 = cpu::winograd_detail::conv2d_wino_s2_tile(s2, Shape{1, 257, 257, 32}, Shape{1, 128, 128, 64});
+    s["cpu_conv_s2"] = !m2         ? std::string("direct")
+                       : automatic ? "polyphase Winograd F(4x4) from 96x96 outputs with 64..128 channels, F(2x2) from "
+                                     "64x64 with 16..128, else direct (kernels/cpu/winograd_s2.cpp)"
+                                   : "polyphase Winograd F(" + std::to_string(m2) + "x" + std::to_string(m2) +
+                                         ", 3x3) on every 3x3 stride-2 one with pad 0 or 1";
   }
   if (mhz <= 0) return;  // no clock to go by: no peak
   const double peak = threads * cpu::isa_flops_per_cycle(isa) * mhz * 1e-3;
@@ -102,8 +112,9 @@ void print_profile(const nlohmann::json& s, int top) {
   if (s.contains("cpu_conv"))
     std::printf("    CPU 3x3 convs: GPEN_CPU_CONV=%s (Winograd where kernels/cpu/winograd.h says); GFLOP/s count the\n"
                 "    direct conv's FLOPs, so a Winograd conv shows its effective rate (direct FLOPs / time)\n"
-                "    modconv_up (3x3 transposed): %s\n",
-                s["cpu_conv"].get<std::string>().c_str(), s.value("cpu_conv_up", std::string("direct")).c_str());
+                "    modconv_up (3x3 transposed): %s\n    conv2d (3x3 stride 2): %s\n",
+                s["cpu_conv"].get<std::string>().c_str(), s.value("cpu_conv_up", std::string("direct")).c_str(),
+                s.value("cpu_conv_s2", std::string("direct")).c_str());
   std::printf("    %-22s %10s %7s %10s %8s\n", "op", "ms", "share", "GFLOP/s", "of peak");
   for (const auto& e : s["by_op"])
     std::printf("    %-22s %10.3f %6.1f%% %10.1f %7.1f%%\n", e["op"].get<std::string>().c_str(), e["ms"].get<double>(),

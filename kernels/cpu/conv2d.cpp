@@ -40,6 +40,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/strided.h"
 #include "kernels/cpu/winograd.h"
+#include "kernels/cpu/winograd_s2.h"
 
 namespace gpen::cpu {
 
@@ -143,6 +144,9 @@ size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape
   // Stride-1 3x3 convs may run as Winograd (kernels/cpu/winograd.h), chosen from the shapes alone.
   if (const int m = winograd_detail::conv2d_winograd_tile(p, x, y))
     return winograd_detail::conv2d_winograd_workspace_bytes(m, x, y, resolve_threads(threads));
+  // ... and stride-2 3x3 ones as the polyphase Winograd (kernels/cpu/winograd_s2.h).
+  if (const int m = winograd_detail::conv2d_wino_s2_tile(p, x, y))
+    return winograd_detail::conv2d_wino_s2_workspace_bytes(m, x, y, resolve_threads(threads));
   const Geom g = make_geom(p, x, y);
   const Plan pl = make_plan(g);
   size_t floats = pl.cache_floats + pl.per_thread_floats * static_cast<size_t>(resolve_threads(threads));
@@ -175,7 +179,8 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     detail::check_f32(*residual, "conv2d", "residual");
     detail::check_same_shape(*residual, y, "conv2d", "residual", "output");
   }
-  const Plan pl0 = winograd_detail::conv2d_winograd_tile(p, x.shape, y.shape) ? Plan{} : make_plan(g);
+  const int wino_s2 = winograd_detail::conv2d_wino_s2_tile(p, x.shape, y.shape);
+  const Plan pl0 = winograd_detail::conv2d_winograd_tile(p, x.shape, y.shape) || wino_s2 ? Plan{} : make_plan(g);
   const bool one_by_one = !pl0.direct && !pl0.depthwise && detail::conv1x1_takes(p, x, w, bias, residual, y);
   if (p.act_after_residual && residual && !p.act.is_identity() && !one_by_one) {
     // Only the 1x1 path has act(acc + bias + residual) in its epilogue: the others add the
@@ -189,6 +194,10 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
   }
   if (const int m = winograd_detail::conv2d_winograd_tile(p, x.shape, y.shape)) {
     winograd_detail::conv2d_winograd(m, p, x, w, bias, residual, y, workspace);
+    return;
+  }
+  if (wino_s2) {
+    winograd_detail::conv2d_wino_s2(wino_s2, p, x, w, bias, residual, y, workspace);
     return;
   }
   const Plan& pl = pl0;

@@ -3,6 +3,7 @@
 // winograd_up_kernel.cpp, the polyphase transposed conv): the unrolled transform products and the
 // general prologue load. Internal linkage, as isa_vec.h.
 #include "kernels/cpu/isa_vec.h"
+#include "kernels/cpu/modconv_internal.h"
 #include "kernels/cpu/winograd.h"
 
 namespace gpen::cpu::winograd_detail::GPEN_ISA_NS {
@@ -49,6 +50,44 @@ inline vf load_input_any(const WinoPlan& pl, const WinoArgs& a, const float* xp,
     }
   }
   return vld(tmp);
+}
+
+// m[xi][t][j] (+)= sum over the K block [k0, k1) of A[xi][t][.] * B[xi][.][j], j < nco, for the
+// T tiles: A of point xi starts at a + xi * a_xi (rows kcs apart), B's 16-column panels of point xi
+// at b + xi * b_xi, pstride apart; m of point xi at mbuf + xi * m_xi (rows cc apart). One loop for
+// the grouped and the fused forms' layouts and the stride-2 conv's (winograd_s2_kernel.cpp).
+inline void point_gemms(const WinoPlan& pl, float* mbuf, int64_t m_xi, const float* a, int64_t a_xi, const float* b,
+                        int64_t b_xi, int64_t pstride, int64_t nco, int64_t k0, int64_t k1) {
+  using modconv_detail::KBlock;
+  using modconv_detail::kMR;
+  KBlock kb;
+  kb.nseg = 1;
+  kb.len = static_cast<int>(k1 - k0);
+  kb.a_off[0] = 0;
+  kb.seg_len[0] = kb.len;
+  int64_t base[kFusedMaxTiles];  // at least kMaxTileBlock and kS2MaxTileBlock
+  for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
+  const bool acc = k0 > 0;
+  const int64_t ldc = pl.cc;
+  for (int xi = 0; xi < pl.nxi; ++xi) {
+    const float* band = a + xi * a_xi;
+    for (int64_t j = 0; j < nco;) {
+      const float* bseg[1] = {b + xi * b_xi + (j / 16) * pstride};
+      float* c = mbuf + xi * m_xi + j;
+#if GPEN_ISA_AVX512
+      if (j + 16 < nco) {  // two panels per call at 16 lanes
+        for (int64_t mt = 0; mt < pl.T; mt += kMR)
+          modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, pstride, 0, c + mt * ldc, ldc,
+                                                   acc);
+        j += 32;
+        continue;
+      }
+#endif
+      for (int64_t mt = 0; mt < pl.T; mt += kMR)
+        modconv_detail::isa_base::micro_kernel(kb, band, base + mt, bseg, 16, 8, 0, c + mt * ldc, ldc, acc);
+      j += 16;
+    }
+  }
 }
 
 }  // namespace

@@ -117,46 +117,9 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
   }
 }
 
-// m[xi][t][j] (+)= sum over the K block [k0, k1) of A[xi][t][.] * B[xi][.][j], j < nco, for the
-// T tiles: A of point xi starts at a + xi * a_xi (rows kcs apart), B's 16-column panels of point xi
-// at b + xi * b_xi, pstride apart. One loop for the grouped and the fused forms' layouts.
-void point_gemms(const WinoPlan& pl, const Scratch& s, const float* a, int64_t a_xi, const float* b, int64_t b_xi,
-                 int64_t pstride, int64_t nco, int64_t k0, int64_t k1) {
-  using modconv_detail::KBlock;
-  using modconv_detail::kMR;
-  KBlock kb;
-  kb.nseg = 1;
-  kb.len = static_cast<int>(k1 - k0);
-  kb.a_off[0] = 0;
-  kb.seg_len[0] = kb.len;
-  int64_t base[std::max(kMaxTileBlock, kFusedMaxTiles)];
-  for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
-  const bool acc = k0 > 0;
-  const int64_t ldc = pl.cc;
-  for (int xi = 0; xi < pl.nxi; ++xi) {
-    const float* band = a + xi * a_xi;
-    for (int64_t j = 0; j < nco;) {
-      const float* bseg[1] = {b + xi * b_xi + (j / 16) * pstride};
-      float* c = s.m + xi * pl.T * ldc + j;
-#if GPEN_ISA_AVX512
-      if (j + 16 < nco) {  // two panels per call at 16 lanes
-        for (int64_t mt = 0; mt < pl.T; mt += kMR)
-          modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, pstride, 0, c + mt * ldc, ldc,
-                                                   acc);
-        j += 32;
-        continue;
-      }
-#endif
-      for (int64_t mt = 0; mt < pl.T; mt += kMR)
-        modconv_detail::isa_base::micro_kernel(kb, band, base + mt, bseg, 16, 8, 0, c + mt * ldc, ldc, acc);
-      j += 16;
-    }
-  }
-}
-
 // m[xi][t][j] (+)= sum_c v[xi][t][c] * U[xi][k0 + c][o0 + j] for the block's tiles, j < nco.
 void gemms(const WinoPlan& pl, const Scratch& s, const float* u, int64_t jp0, int64_t nco, int64_t k0, int64_t k1) {
-  point_gemms(pl, s, s.v, pl.T * pl.kcs, u + jp0 * pl.pstride + k0 * 16, pl.C * 16, pl.pstride, nco, k0, k1);
+  point_gemms(pl, s.m, pl.T * pl.cc, s.v, pl.T * pl.kcs, u + jp0 * pl.pstride + k0 * 16, pl.C * 16, pl.pstride, nco, k0, k1);
 }
 
 // y = act(A^T m A * d + bias) + residual for the block's tiles, channels [o0, o0 + nco).
@@ -272,7 +235,7 @@ void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, in
 void fused_gemms(const WinoPlan& pl, const Scratch& s, const float* v_all, const float* us, int64_t nco, int64_t k0,
                  int64_t k1) {
   const int64_t rows = k1 - k0 + 1;
-  point_gemms(pl, s, v_all + k0, pl.T * pl.kcs, us, rows * 16, pl.nxi * rows * 16, nco, k0, k1);
+  point_gemms(pl, s.m, pl.T * pl.cc, v_all + k0, pl.T * pl.kcs, us, rows * 16, pl.nxi * rows * 16, nco, k0, k1);
 }
 
 template <int M>

@@ -1,0 +1,179 @@
+// The ISA-independent half of the polyphase Winograd stride-2 conv2d (overview: winograd_s2.h):
+// the choice, the plan, the workspace and the parallel loop over transformed-weight groups and
+// tasks, which forwards to winograd_s2_kernel.cpp for the ISA in use.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "engine/core/error.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/winograd_s2.h"
+
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
+
+namespace gpen::cpu::winograd_detail {
+
+namespace {
+
+constexpr size_t kAlign = 64;
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// An odd number of cache lines per point's slice (the kernel's vstride / mstride: the same rule).
+int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 16; }
+
+// The shape rule of "auto" (docs/benchmarks.md, "CPU: Winograd for the stride-2 conv2d").
+// 1 thread, CPU time, against the direct path, both ISAs (docs/benchmarks.md, bench_cpu_conv2d_s2):
+// m = 4 from 96x96 outputs with 64-128 input channels (GPEN-512's ecd1 64 -> 128 at 256x256
+// 1.31-1.38x, ecd2 128 -> 256 at 128x128 1.15-1.25x, R50's layer2.0 conv2 at 96x128 1.18x); m = 2
+// from 64x64 with at most 128 (GPEN-256's ecd1 32 -> 64 at 128x128 1.21-1.26x, where m = 4's
+// 81-point transforms outweigh its products at 32 channels, ecd2 64 -> 128 at 64x64
+// 1.14-1.23x). Smaller maps or wider layers stay direct: GPEN-256's ecd3 (32x32, 128 -> 256)
+// draws level, ecd4 (16x16, 256 -> 256) and GPEN-512's 64x64 256 -> 512 lose up to 0.6x on one
+// ISA: each transformed-weight element serves one tile block (30 tiles) per load, where the
+// direct path's GEMM reuses its weight over far more pixels.
+int auto_tile(int64_t Ho, int64_t Wo, int64_t C, int64_t Co) {
+  if (C > 128 || C < 16 || Co < 16) return 0;
+  if (Ho >= 96 && Wo >= 96 && C >= 64) return 4;
+  return Ho >= 64 && Wo >= 64 ? 2 : 0;
+}
+
+}  // namespace
+
+WinoPlan make_wino_s2_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
+  GPEN_CHECK(m == 2 || m == 4, "winograd s2: tile " + std::to_string(m) + " is not 2 or 4");
+  GPEN_CHECK(N >= 1 && H >= 1 && W >= 1 && C >= 1 && Co >= 1, "winograd s2: empty tensor");
+  WinoPlan pl;
+  pl.m = m, pl.n = 2 * m + 1, pl.nxi = pl.n * pl.n;
+  pl.N = N, pl.H = H, pl.W = W, pl.C = C, pl.Co = Co;
+  pl.th = cdiv(H, m), pl.tw = cdiv(W, m), pl.ntiles = N * pl.th * pl.tw;
+  pl.nblock = cdiv(pl.ntiles, kS2MaxTileBlock);
+  pl.T = round_up(cdiv(pl.ntiles, pl.nblock), 6);
+  pl.nblock = cdiv(pl.ntiles, pl.T);
+  pl.nkb = cdiv(C, kKcMax);
+  pl.kc = cdiv(C, pl.nkb);
+  pl.kcs = round_up(pl.kc, 16);
+  if (pl.kcs % 64 == 0) pl.kcs += 16;  // rows at a multiple of 1 KB would share L1 sets
+  // Groups of whole panels within kConvUBudgetFloats (conv2d's direct path keeps no copy of its
+  // weight to compare with), balanced; whole pairs where more than one fits (AVX-512 runs the
+  // GEMM two panels at a time).
+  pl.pstride = pl.nxi * C * 16;
+  const int64_t npanel = cdiv(Co, 16);
+  int64_t per_group = std::max<int64_t>(1, kConvUBudgetFloats / pl.pstride);
+  if (per_group > 1) per_group &= ~int64_t{1};
+  pl.ngroup = cdiv(npanel, per_group);
+  int64_t pp = cdiv(npanel, pl.ngroup);
+  if (pp % 2 == 1 && pp < per_group) ++pp;
+  pl.group_co = pp * 16;
+  pl.ngroup = cdiv(Co, pl.group_co);
+  pl.cc = round_up(cdiv(pl.group_co, cdiv(pl.group_co, kS2CoChunkMax)), 16);
+  const int64_t want = 2 * std::max(1, threads);
+  while (pl.nblock * cdiv(pl.group_co, pl.cc) < want && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
+  pl.u_floats = pl.group_co / 16 * pl.pstride;
+  int64_t off = 0;
+  auto take = [&](int64_t floats) {
+    const int64_t o = off;
+    off += round_up(floats, 16);
+    return o;
+  };
+  pl.off_v = take(pl.nxi * odd_lines(pl.T * pl.kcs));
+  pl.off_m = take(pl.nxi * odd_lines(pl.T * pl.cc));
+  pl.off_bv = take(pl.cc + 16);
+  pl.off_tmp = take(16);
+  pl.per_thread = off;
+  return pl;
+}
+
+int conv2d_wino_s2_tile(const Conv2dParams& p, const Shape& x, const Shape& y) {
+  if (p.kh != 3 || p.kw != 3 || p.stride_h != 2 || p.stride_w != 2 || p.groups != 1 || p.split_rows > 0) return 0;
+  // Input row 2 oy - pad .. + 2, zero outside the input: pad 0 (GPEN, on the blurred map) or 1
+  // (RetinaFace R50); bottom and right pads only say how many outputs there are.
+  const int pad = p.pad_top;
+  if (pad > 1 || p.pad_left != pad || x.rank != 4 || y.rank != 4) return 0;
+  if (y[0] < 1 || y[1] < 1 || y[2] < 1 || y[3] < 1 || x[3] < 1 || 2 * y[1] - pad > x[1] + 1 || 2 * y[2] - pad > x[2] + 1) return 0;
+  const char* mode = conv_mode_name();  // validated there, once per process
+  int m = 0;
+  if (std::strcmp(mode, "direct") == 0) return 0;
+  if (std::strcmp(mode, "winograd4") == 0) m = 4;
+  else if (std::strcmp(mode, "winograd2") == 0) m = 2;
+  else m = auto_tile(y[1], y[2], x[3], y[3]);
+  auto fits = [&](int mm) {
+    const WinoPlan pl = make_wino_s2_plan(mm, y[0], y[1], y[2], x[3], y[3], 1);
+    return pl.u_floats <= kConvUBudgetFloats && (pl.group_co >= kConvMinGroup || pl.ngroup == 1);
+  };
+  // The larger tile's weight (81 points) may not fit where the smaller one's (25) does.
+  if (m == 4 && !fits(4)) m = 2;
+  return m != 0 && fits(m) ? m : 0;
+}
+
+size_t conv2d_wino_s2_workspace_bytes(int m, const Shape& x, const Shape& y, int threads) {
+  const int nt = threads > 0 ? threads : std::max(1, num_threads());
+  const WinoPlan pl = make_wino_s2_plan(m, y[0], y[1], y[2], x[3], y[3], nt);
+  return static_cast<size_t>(pl.u_floats + pl.per_thread * nt) * sizeof(float) + kAlign;
+}
+
+void conv2d_wino_s2(int m, const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+                    const TensorView* residual, const TensorView& y, void* workspace) {
+  GPEN_CHECK(workspace != nullptr, "conv2d: missing workspace");
+  const int nt_req = std::max(1, num_threads());
+  WinoPlan pl = make_wino_s2_plan(m, y.dim(0), y.dim(1), y.dim(2), x.dim(3), y.dim(3), nt_req);
+  pl.C1 = pl.C;
+  WinoArgs a;
+  a.pad = p.pad_top, a.hin = x.dim(1), a.win = x.dim(2);
+  a.x = x.f32();
+  a.xs0 = x.stride(0), a.xs1 = x.stride(1), a.xs2 = x.stride(2), a.xs3 = x.stride(3);
+  if (bias) a.bias = bias->f32(), a.bs = bias->stride(0);
+  if (residual) {
+    a.res = residual->f32(), a.rs0 = residual->stride(0), a.rs1 = residual->stride(1);
+    a.rs2 = residual->stride(2), a.rs3 = residual->stride(3);
+  }
+  a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
+  a.gpos = p.act.gain, a.gneg = p.act.gain * p.act.slope;
+  a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
+  if (dtype_is_8bit_weight(w.dtype)) {
+    a.w8 = w.as<const uint8_t>();
+    a.wscale = w.qscale;
+    a.wcin = w.dim(2);
+    a.wgroup = w.qgroup;
+    a.fp8 = w.dtype == DType::f8e4m3;
+  } else {
+    a.w = w.f32();
+  }
+
+  const auto v = reinterpret_cast<uintptr_t>(workspace);
+  float* const u = reinterpret_cast<float*>((v + kAlign - 1) / kAlign * kAlign);
+  float* const thread_base = u + pl.u_floats;
+  const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
+  auto transform = wide ? isa_avx512::s2_transform_weight : isa_base::s2_transform_weight;
+  auto task = wide ? isa_avx512::s2_run_task : isa_base::s2_run_task;
+  constexpr int64_t kCPiece = 64;  // input channels per weight-transform piece
+  const int64_t npiece_c = cdiv(pl.C, kCPiece);
+
+  // The groups one after the other: the group's weight transform split between the threads,
+  // then its tasks (tile block x output-channel chunk).
+#pragma omp parallel num_threads(nt_req)
+  {
+    float* ws = thread_base + static_cast<int64_t>(omp_get_thread_num()) * pl.per_thread;
+    for (int64_t g = 0; g < pl.ngroup; ++g) {
+      const int64_t g0 = g * pl.group_co, g1 = std::min(pl.Co, g0 + pl.group_co);
+      const int64_t npanel = cdiv(g1 - g0, 16);
+#pragma omp for schedule(static)
+      for (int64_t piece = 0; piece < npanel * npiece_c; ++piece) {
+        const int64_t jp = piece / npiece_c, c0 = piece % npiece_c * kCPiece;
+        transform(pl, a, g0 / 16 + jp, c0, std::min(pl.C, c0 + kCPiece), u + jp * pl.pstride);
+      }  // implicit barrier: the group's transformed weight is whole before any task reads it
+      const int64_t nchunk = cdiv(g1 - g0, pl.cc);
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < pl.nblock * nchunk; ++t) {
+        const int64_t block = t / nchunk, o0 = g0 + t % nchunk * pl.cc;
+        task(pl, a, block, o0, std::min(pl.cc, g1 - o0), u, g0, ws);
+      }  // implicit barrier: no task still reads the group when the next overwrites it
+    }
+  }
+}
+
+}  // namespace gpen::cpu::winograd_detail
