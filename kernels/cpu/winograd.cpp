@@ -140,18 +140,6 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
   pl.cc = round_up(cdiv(pl.group_co, cdiv(pl.group_co, kCoChunkMax)), 16);
   const int64_t want = 2 * std::max(1, threads);
   while (pl.nblock * cdiv(pl.group_co, pl.cc) < want && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
-  // A task count that the threads do not divide leaves all but one idle at the end of each group
-  // (GPEN-256's 64x64 layer: 9 tile blocks on 2 threads, 10 % of the op). Halving the chunks costs
-  // one more input transform per block, ~2 % of the GEMMs at 128 output channels. The scratch
-  // stays sized for the unhalved chunk, so the workspace keeps its rule (monotone in the batch:
-  // a short last batch fits the arena planned for the full one).
-  const int64_t cc_alloc = pl.cc;
-  const int64_t nth = std::max(1, threads);
-  auto idle_share = [&] {
-    const int64_t tasks = pl.nblock * cdiv(pl.group_co, pl.cc);
-    return static_cast<double>(cdiv(tasks, nth) * nth - tasks) / static_cast<double>(tasks);
-  };
-  while (nth > 1 && idle_share() > 0.05 && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
   pl.pstride = pl.nxi * C * 16;
   pl.u_floats = round_up(pl.group_co / 16 * pl.pstride, 16);
   int64_t off = 0;
@@ -161,12 +149,12 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
     return o;
   };
   pl.off_v = take(pl.nxi * pl.T * pl.kcs);
-  pl.off_m = take(pl.nxi * pl.T * cc_alloc);
+  pl.off_m = take(pl.nxi * pl.T * pl.cc);
   pl.off_sv = take(C);
   pl.off_b2v = take(C);
   pl.off_gs2 = take(C);
-  pl.off_dv = take(cc_alloc + 16);
-  pl.off_bv = take(cc_alloc + 16);
+  pl.off_dv = take(pl.cc + 16);
+  pl.off_bv = take(pl.cc + 16);
   pl.off_tmp = take(16);
   pl.per_thread = off;
   return pl;
