@@ -20,6 +20,18 @@ namespace {
 
 using namespace gpen::cpu::GPEN_ISA_NS::simd;
 
+// Four vectors of the tap sum at element i: four independent multiply-add chains over the taps.
+inline void tap_sum4(const float* const* src, const float* w, int nt, int64_t i, vf& a0, vf& a1, vf& a2, vf& a3) {
+  for (int t = 0; t < nt; ++t) {
+    const float* s = src[t] + i;
+    const float wt = w[t];
+    a0 += wt * vld(s);
+    a1 += wt * vld(s + L);
+    a2 += wt * vld(s + 2 * L);
+    a3 += wt * vld(s + 3 * L);
+  }
+}
+
 // A streaming store of one vector (p aligned to the vector).
 inline void vstream(float* p, vf v) {
 #if defined(__AVX512F__)
@@ -39,18 +51,10 @@ inline void vstream(float* p, vf v) {
 
 void weighted_sum(float* dst, const float* const* src, const float* w, int nt, int64_t len, bool accumulate) {
   int64_t i = 0;
-  // Four vectors per step keep four independent FMA chains in flight over the taps.
   for (; i + 4 * L <= len; i += 4 * L) {
     vf a0 = {}, a1 = {}, a2 = {}, a3 = {};
     if (accumulate) a0 = vld(dst + i), a1 = vld(dst + i + L), a2 = vld(dst + i + 2 * L), a3 = vld(dst + i + 3 * L);
-    for (int t = 0; t < nt; ++t) {
-      const float* s = src[t] + i;
-      const float wt = w[t];
-      a0 += wt * vld(s);
-      a1 += wt * vld(s + L);
-      a2 += wt * vld(s + 2 * L);
-      a3 += wt * vld(s + 3 * L);
-    }
+    tap_sum4(src, w, nt, i, a0, a1, a2, a3);
     vst(dst + i, a0);
     vst(dst + i + L, a1);
     vst(dst + i + 2 * L, a2);
@@ -91,14 +95,7 @@ bool weighted_sum_stream(float* dst, const float* const* src, const float* w, in
   };
   for (; i + 4 * L <= len; i += 4 * L) {
     vf a0 = {}, a1 = {}, a2 = {}, a3 = {};
-    for (int t = 0; t < nt; ++t) {
-      const float* s = src[t] + i;
-      const float wt = w[t];
-      a0 += wt * vld(s);
-      a1 += wt * vld(s + L);
-      a2 += wt * vld(s + 2 * L);
-      a3 += wt * vld(s + 3 * L);
-    }
+    tap_sum4(src, w, nt, i, a0, a1, a2, a3);
     vstream(dst + i, finish(a0, i));
     vstream(dst + i + L, finish(a1, i + L));
     vstream(dst + i + 2 * L, finish(a2, i + 2 * L));

@@ -160,18 +160,18 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
   return pl;
 }
 
-namespace {
-
 // The transformed-weight groups one after the other, each: its transform split between the
-// threads, then its tasks (tile block x output-channel chunk).
-void run(const WinoPlan& pl, const WinoArgs& a, void* workspace) {
+// threads, then its tasks (tile block x output-channel chunk). Shared by the stride-1, the
+// transposed (winograd_up.cpp) and the stride-2 (winograd_s2.cpp) forms, which differ only in
+// their per-ISA transform and task.
+void run_groups(const WinoPlan& pl, const WinoArgs& a, void* workspace, const WinoGroupFns& base,
+                const WinoGroupFns& wide_fns) {
   const int nt_req = std::max(1, num_threads());
   const auto v = reinterpret_cast<uintptr_t>(workspace);
   float* const u = reinterpret_cast<float*>((v + kAlign - 1) / kAlign * kAlign);
   float* const thread_base = u + pl.u_floats;
   const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
-  auto transform = wide ? isa_avx512::transform_weight : isa_base::transform_weight;
-  auto task = wide ? isa_avx512::run_task : isa_base::run_task;
+  const WinoGroupFns& f = wide ? wide_fns : base;
   constexpr int64_t kCPiece = 64;  // input channels per weight-transform piece
   const int64_t npiece_c = cdiv(pl.C, kCPiece);
 
@@ -184,18 +184,23 @@ void run(const WinoPlan& pl, const WinoArgs& a, void* workspace) {
 #pragma omp for schedule(static)
       for (int64_t piece = 0; piece < npanel * npiece_c; ++piece) {
         const int64_t jp = piece / npiece_c, c0 = piece % npiece_c * kCPiece;
-        transform(pl, a, g0 / 16 + jp, c0, std::min(pl.C, c0 + kCPiece), u + jp * pl.pstride);
+        f.transform(pl, a, g0 / 16 + jp, c0, std::min(pl.C, c0 + kCPiece), u + jp * pl.pstride);
       }  // implicit barrier: the group's transformed weight is whole before any task reads it
       const int64_t nchunk = cdiv(g1 - g0, pl.cc);
 #pragma omp for schedule(dynamic, 1)
       for (int64_t t = 0; t < pl.nblock * nchunk; ++t) {
         const int64_t block = t / nchunk, o0 = g0 + t % nchunk * pl.cc;
-        task(pl, a, block, o0, std::min(pl.cc, g1 - o0), u, g0, ws);
+        f.task(pl, a, block, o0, std::min(pl.cc, g1 - o0), u, g0, ws);
       }  // implicit barrier: no task still reads the group when the next overwrites it
     }
   }
 }
 
+namespace {
+void run(const WinoPlan& pl, const WinoArgs& a, void* workspace) {
+  run_groups(pl, a, workspace, {isa_base::transform_weight, isa_base::run_task},
+             {isa_avx512::transform_weight, isa_avx512::run_task});
+}
 }  // namespace
 
 // Images per run of the fused form: as many as fit kFusedMaxTiles tiles (0: one image does not).

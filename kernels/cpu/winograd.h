@@ -142,6 +142,19 @@ GPEN_WINO_FUSED_DECLS
 #undef GPEN_WINO_ISA_DECLS
 #undef GPEN_WINO_FUSED_DECLS
 
+// A grouped form's per-ISA halves, with the signatures above (the transposed and the stride-2
+// forms have their own of the same shape), and the loop over transformed-weight groups that runs
+// them (winograd.cpp): each group's weight transform split between the threads, then its tasks.
+struct WinoGroupFns {
+  void (*transform)(const WinoPlan&, const WinoArgs&, int64_t panel, int64_t c0, int64_t c1, float* dst);
+  void (*task)(const WinoPlan&, const WinoArgs&, int64_t block, int64_t o0, int64_t nco, const float* u,
+               int64_t group_o0, float* ws);
+};
+// base on the AVX2 path, wide on the AVX-512 one; workspace as the plan lays it out (u, then the
+// per-thread slices).
+void run_groups(const WinoPlan& pl, const WinoArgs& a, void* workspace, const WinoGroupFns& base,
+                const WinoGroupFns& wide);
+
 // The fused form applies up to this many tiles (all of them one block: every transformed weight
 // element then serves every tile, and is made in L2 instead of written to memory once per call).
 constexpr int64_t kFusedMaxTiles = 96;

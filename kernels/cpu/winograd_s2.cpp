@@ -144,36 +144,8 @@ void conv2d_wino_s2(int m, const Conv2dParams& p, const TensorView& x, const Ten
     a.w = w.f32();
   }
 
-  const auto v = reinterpret_cast<uintptr_t>(workspace);
-  float* const u = reinterpret_cast<float*>((v + kAlign - 1) / kAlign * kAlign);
-  float* const thread_base = u + pl.u_floats;
-  const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
-  auto transform = wide ? isa_avx512::s2_transform_weight : isa_base::s2_transform_weight;
-  auto task = wide ? isa_avx512::s2_run_task : isa_base::s2_run_task;
-  constexpr int64_t kCPiece = 64;  // input channels per weight-transform piece
-  const int64_t npiece_c = cdiv(pl.C, kCPiece);
-
-  // The groups one after the other: the group's weight transform split between the threads,
-  // then its tasks (tile block x output-channel chunk).
-#pragma omp parallel num_threads(nt_req)
-  {
-    float* ws = thread_base + static_cast<int64_t>(omp_get_thread_num()) * pl.per_thread;
-    for (int64_t g = 0; g < pl.ngroup; ++g) {
-      const int64_t g0 = g * pl.group_co, g1 = std::min(pl.Co, g0 + pl.group_co);
-      const int64_t npanel = cdiv(g1 - g0, 16);
-#pragma omp for schedule(static)
-      for (int64_t piece = 0; piece < npanel * npiece_c; ++piece) {
-        const int64_t jp = piece / npiece_c, c0 = piece % npiece_c * kCPiece;
-        transform(pl, a, g0 / 16 + jp, c0, std::min(pl.C, c0 + kCPiece), u + jp * pl.pstride);
-      }  // implicit barrier: the group's transformed weight is whole before any task reads it
-      const int64_t nchunk = cdiv(g1 - g0, pl.cc);
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t t = 0; t < pl.nblock * nchunk; ++t) {
-        const int64_t block = t / nchunk, o0 = g0 + t % nchunk * pl.cc;
-        task(pl, a, block, o0, std::min(pl.cc, g1 - o0), u, g0, ws);
-      }  // implicit barrier: no task still reads the group when the next overwrites it
-    }
-  }
+  run_groups(pl, a, workspace, {isa_base::s2_transform_weight, isa_base::s2_run_task},
+             {isa_avx512::s2_transform_weight, isa_avx512::s2_run_task});
 }
 
 }  // namespace gpen::cpu::winograd_detail
