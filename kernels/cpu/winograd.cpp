@@ -18,8 +18,6 @@
 
 namespace gpen::cpu::winograd_detail {
 
-namespace {
-
 // f32 weights, or 8-bit codes with their per-output-channel scales (dequantised in the transform).
 void set_weight(WinoArgs& a, const TensorView& w) {
   a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
@@ -34,6 +32,25 @@ void set_weight(WinoArgs& a, const TensorView& w) {
   }
 }
 
+WinoArgs conv2d_wino_args(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+                          const TensorView* residual, const TensorView& y) {
+  WinoArgs a;
+  a.pad = p.pad_top, a.hin = x.dim(1), a.win = x.dim(2);
+  a.x = x.f32();
+  a.xs0 = x.stride(0), a.xs1 = x.stride(1), a.xs2 = x.stride(2), a.xs3 = x.stride(3);
+  if (bias) a.bias = bias->f32(), a.bs = bias->stride(0);
+  if (residual) {
+    a.res = residual->f32(), a.rs0 = residual->stride(0), a.rs1 = residual->stride(1);
+    a.rs2 = residual->stride(2), a.rs3 = residual->stride(3);
+  }
+  a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
+  // conv2d's activation is gain * (max(v, 0) + slope * min(v, 0)): the same as the modconv's.
+  a.gpos = p.act.gain, a.gneg = p.act.gain * p.act.slope;
+  set_weight(a, w);
+  return a;
+}
+
+namespace {
 
 constexpr size_t kAlign = 64;
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -307,20 +324,7 @@ void conv2d_winograd(int m, const Conv2dParams& p, const TensorView& x, const Te
   WinoPlan pl = make_wino_plan(m, y.dim(0), y.dim(1), y.dim(2), x.dim(3), y.dim(3), std::max(1, num_threads()),
                                kConvUBudgetFloats);
   pl.C1 = pl.C;
-  WinoArgs a;
-  a.pad = p.pad_top, a.hin = x.dim(1), a.win = x.dim(2);
-  a.x = x.f32();
-  a.xs0 = x.stride(0), a.xs1 = x.stride(1), a.xs2 = x.stride(2), a.xs3 = x.stride(3);
-  if (bias) a.bias = bias->f32(), a.bs = bias->stride(0);
-  if (residual) {
-    a.res = residual->f32(), a.rs0 = residual->stride(0), a.rs1 = residual->stride(1);
-    a.rs2 = residual->stride(2), a.rs3 = residual->stride(3);
-  }
-  a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
-  // conv2d's activation is gain * (max(v, 0) + slope * min(v, 0)): the same as the modconv's.
-  a.gpos = p.act.gain, a.gneg = p.act.gain * p.act.slope;
-  set_weight(a, w);
-  run(pl, a, workspace);
+  run(pl, conv2d_wino_args(p, x, w, bias, residual, y), workspace);
 }
 
 }  // namespace gpen::cpu::winograd_detail

@@ -150,6 +150,12 @@ struct WinoGroupFns {
   void (*task)(const WinoPlan&, const WinoArgs&, int64_t block, int64_t o0, int64_t nco, const float* u,
                int64_t group_o0, float* ws);
 };
+// The weight fields of WinoArgs: f32, or 8-bit codes with their scales (dequantised in the
+// weight transform); and all of them for a conv2d (input, bias, residual, output, activation,
+// weight), as the stride-1 and the stride-2 conv2d forms fill them.
+void set_weight(WinoArgs& a, const TensorView& w);
+WinoArgs conv2d_wino_args(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
+                          const TensorView* residual, const TensorView& y);
 // base on the AVX2 path, wide on the AVX-512 one; workspace as the plan lays it out (u, then the
 // per-thread slices).
 void run_groups(const WinoPlan& pl, const WinoArgs& a, void* workspace, const WinoGroupFns& base,

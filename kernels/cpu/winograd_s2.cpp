@@ -122,28 +122,7 @@ void conv2d_wino_s2(int m, const Conv2dParams& p, const TensorView& x, const Ten
   const int nt_req = std::max(1, num_threads());
   WinoPlan pl = make_wino_s2_plan(m, y.dim(0), y.dim(1), y.dim(2), x.dim(3), y.dim(3), nt_req);
   pl.C1 = pl.C;
-  WinoArgs a;
-  a.pad = p.pad_top, a.hin = x.dim(1), a.win = x.dim(2);
-  a.x = x.f32();
-  a.xs0 = x.stride(0), a.xs1 = x.stride(1), a.xs2 = x.stride(2), a.xs3 = x.stride(3);
-  if (bias) a.bias = bias->f32(), a.bs = bias->stride(0);
-  if (residual) {
-    a.res = residual->f32(), a.rs0 = residual->stride(0), a.rs1 = residual->stride(1);
-    a.rs2 = residual->stride(2), a.rs3 = residual->stride(3);
-  }
-  a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
-  a.gpos = p.act.gain, a.gneg = p.act.gain * p.act.slope;
-  a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
-  if (dtype_is_8bit_weight(w.dtype)) {
-    a.w8 = w.as<const uint8_t>();
-    a.wscale = w.qscale;
-    a.wcin = w.dim(2);
-    a.wgroup = w.qgroup;
-    a.fp8 = w.dtype == DType::f8e4m3;
-  } else {
-    a.w = w.f32();
-  }
-
+  const WinoArgs a = conv2d_wino_args(p, x, w, bias, residual, y);
   run_groups(pl, a, workspace, {isa_base::s2_transform_weight, isa_base::s2_run_task},
              {isa_avx512::s2_transform_weight, isa_avx512::s2_run_task});
 }

@@ -123,16 +123,7 @@ void modconv_winograd_up(int m, const ModConvParams& p, const ModConvArgs& args,
   }
   a.s = args.s->f32(), a.ss0 = args.s->stride(0), a.ss1 = args.s->stride(1);
   a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
-  a.ws0 = w.stride(0), a.ws1 = w.stride(1), a.ws2 = w.stride(2), a.ws3 = w.stride(3);
-  if (dtype_is_8bit_weight(w.dtype)) {
-    a.w8 = w.as<const uint8_t>();
-    a.wscale = w.qscale;
-    a.wcin = w.dim(2);
-    a.wgroup = w.qgroup;
-    a.fp8 = w.dtype == DType::f8e4m3;
-  } else {
-    a.w = w.f32();
-  }
+  set_weight(a, w);
 
   run_groups(pl, a, workspace, {isa_base::up_transform_weight, isa_base::up_run_task},
              {isa_avx512::up_transform_weight, isa_avx512::up_run_task});
