@@ -177,6 +177,23 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
   return pl;
 }
 
+void plan_panel_groups(WinoPlan& pl, int64_t budget_floats, int64_t co_chunk_max, int threads) {
+  pl.pstride = pl.nxi * pl.C * 16;
+  const int64_t npanel = cdiv(pl.Co, 16);
+  // Whole pairs of panels where more than one fits: AVX-512 runs the GEMM two panels at a time.
+  int64_t per_group = std::max<int64_t>(1, budget_floats / pl.pstride);
+  if (per_group > 1) per_group &= ~int64_t{1};
+  pl.ngroup = cdiv(npanel, per_group);
+  int64_t pp = cdiv(npanel, pl.ngroup);
+  if (pp % 2 == 1 && pp < per_group) ++pp;
+  pl.group_co = pp * 16;
+  pl.ngroup = cdiv(pl.Co, pl.group_co);
+  pl.cc = round_up(cdiv(pl.group_co, cdiv(pl.group_co, co_chunk_max)), 16);
+  const int64_t want = 2 * std::max(1, threads);
+  while (pl.nblock * cdiv(pl.group_co, pl.cc) < want && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
+  pl.u_floats = pl.group_co / 16 * pl.pstride;
+}
+
 // The transformed-weight groups one after the other, each: its transform split between the
 // threads, then its tasks (tile block x output-channel chunk). Shared by the stride-1, the
 // transposed (winograd_up.cpp) and the stride-2 (winograd_s2.cpp) forms, which differ only in

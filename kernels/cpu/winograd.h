@@ -150,6 +150,11 @@ struct WinoGroupFns {
   void (*task)(const WinoPlan&, const WinoArgs&, int64_t block, int64_t o0, int64_t nco, const float* u,
                int64_t group_o0, float* ws);
 };
+// The transformed-weight groups of the polyphase forms (winograd_up.cpp, winograd_s2.cpp): whole
+// 16-column panels, at most budget_floats each (pairs where more than one fits), balanced; the
+// output-channel chunk per task (at most co_chunk_max, halved until the threads have two tasks
+// each); sets pstride, ngroup, group_co, cc and u_floats from the plan's nxi, C, Co and nblock.
+void plan_panel_groups(WinoPlan& pl, int64_t budget_floats, int64_t co_chunk_max, int threads);
 // The weight fields of WinoArgs: f32, or 8-bit codes with their scales (dequantised in the
 // weight transform); and all of them for a conv2d (input, bias, residual, output, activation,
 // weight), as the stride-1 and the stride-2 conv2d forms fill them.

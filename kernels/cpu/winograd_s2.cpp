@@ -61,19 +61,7 @@ WinoPlan make_wino_s2_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
   // Groups of whole panels within kConvUBudgetFloats (conv2d's direct path keeps no copy of its
   // weight to compare with), balanced; whole pairs where more than one fits (AVX-512 runs the
   // GEMM two panels at a time).
-  pl.pstride = pl.nxi * C * 16;
-  const int64_t npanel = cdiv(Co, 16);
-  int64_t per_group = std::max<int64_t>(1, kConvUBudgetFloats / pl.pstride);
-  if (per_group > 1) per_group &= ~int64_t{1};
-  pl.ngroup = cdiv(npanel, per_group);
-  int64_t pp = cdiv(npanel, pl.ngroup);
-  if (pp % 2 == 1 && pp < per_group) ++pp;
-  pl.group_co = pp * 16;
-  pl.ngroup = cdiv(Co, pl.group_co);
-  pl.cc = round_up(cdiv(pl.group_co, cdiv(pl.group_co, kS2CoChunkMax)), 16);
-  const int64_t want = 2 * std::max(1, threads);
-  while (pl.nblock * cdiv(pl.group_co, pl.cc) < want && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
-  pl.u_floats = pl.group_co / 16 * pl.pstride;
+  plan_panel_groups(pl, kConvUBudgetFloats, kS2CoChunkMax, threads);
   int64_t off = 0;
   auto take = [&](int64_t floats) {
     const int64_t o = off;

@@ -63,21 +63,7 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
   if (pl.kcs % 64 == 0) pl.kcs += 16;  // rows at a multiple of 1 KB would share L1 sets
   // Groups of whole panels within the direct path's packed weight (9 C Co floats) or
   // kUFloorFloats, whichever is more, balanced; one panel at least.
-  pl.pstride = pl.nxi * C * 16;
-  const int64_t npanel = cdiv(Co, 16);
-  const int64_t budget = std::max(9 * C * npanel * 16, kUFloorFloats);
-  // Whole pairs of panels where more than one fits: AVX-512 runs the GEMM two panels at a time.
-  int64_t per_group = std::max<int64_t>(1, budget / pl.pstride);
-  if (per_group > 1) per_group &= ~int64_t{1};
-  pl.ngroup = cdiv(npanel, per_group);
-  int64_t pp = cdiv(npanel, pl.ngroup);
-  if (pp % 2 == 1 && pp < per_group) ++pp;
-  pl.group_co = pp * 16;
-  pl.ngroup = cdiv(Co, pl.group_co);
-  pl.cc = round_up(cdiv(pl.group_co, cdiv(pl.group_co, kUpCoChunkMax)), 16);
-  const int64_t want = 2 * std::max(1, threads);
-  while (pl.nblock * cdiv(pl.group_co, pl.cc) < want && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
-  pl.u_floats = pl.group_co / 16 * pl.pstride;
+  plan_panel_groups(pl, std::max(9 * C * cdiv(Co, 16) * 16, kUFloorFloats), kUpCoChunkMax, threads);
   int64_t off = 0;
   auto take = [&](int64_t floats) {
     const int64_t o = off;
