@@ -31,6 +31,29 @@ inline void lincomb(const float (&mat)[R][K], const vf* in, int is, vf* out, int
   }
 }
 
+// The 2-D transform mat . X . mat^T of one K x K tile of vectors: load(i, j) gives X[i][j],
+// store(q, p, v) takes the result's point (q, p), q, p < R. Each row is transformed along x as
+// soon as it is loaded and each column along y straight into store, so only the K x R
+// intermediate passes through memory (the whole tile in and out would spill 3 K^2 vectors).
+template <int R, int K, class Load, class Store>
+inline void transform2d(const float (&mat)[R][K], Load&& load, Store&& store) {
+  vf u[K * R];
+#pragma GCC unroll 9
+  for (int i = 0; i < K; ++i) {
+    vf d[K];
+#pragma GCC unroll 9
+    for (int j = 0; j < K; ++j) d[j] = load(i, j);
+    lincomb(mat, d, 1, u + i * R, 1);  // along x: u[i][p]
+  }
+#pragma GCC unroll 9
+  for (int p = 0; p < R; ++p) {
+    vf col[R];
+    lincomb(mat, u + p, R, col, 1);  // along y
+#pragma GCC unroll 9
+    for (int q = 0; q < R; ++q) store(q, p, col[q]);
+  }
+}
+
 // Channels [c, c + L) of the conv's input at one pixel (xp, x2p: its rows in x and x2) with the
 // prologue applied, zero past `cend`: x * s for c < C1, act2(x2 * scale + bias2) * s * gain2
 // above. The general case (a vector across the concat boundary, a K-block tail, channel strides);

@@ -79,40 +79,37 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
       }
     const vf one = splat(1.0f), slope = splat(a.x2_slope);
     const int64_t nxt = M * a.xs2, nxt2 = M * a.x2s2;
+    float* const dst0 = s.v + t * pl.kcs;
+    const int64_t vs = pl.T * pl.kcs;
     for (int64_t c = k0; c < k1; c += L) {
-      vf d[NN], u[NN], v[NN];
+      float* const dst = dst0 + (c - k0);
+      auto tile = [&](auto&& load) {
+        transform2d(Tr<M>::BT, [&](int i, int j) { return load(i * n + j); },
+                    [&](int q, int p, vf v) { vst(dst + (q * n + p) * vs, v); });
+      };
       // The pixels are (m + 2)^2 streams along the channels, more than the hardware prefetchers
       // follow: fetch the same channels of the next tile (m pixels to the right) by hand.
       if (c + L <= k1 && c + L <= pl.C1 && a.xs3 == 1) {
         const vf sc = vld(s.sv + c);
-        for (int e = 0; e < NN; ++e) {
-          if (!px[e]) {
-            d[e] = vf{};
-            continue;
-          }
+        tile([&](int e) {
+          if (!px[e]) return vf{};
           __builtin_prefetch(px[e] + nxt + c);
-          d[e] = vld(px[e] + c) * sc;
-        }
+          return vld(px[e] + c) * sc;
+        });
       } else if (c + L <= k1 && c >= pl.C1 && a.x2s3 == 1) {
         const int64_t c2 = c - pl.C1;
         const vf gs = vld(s.gs2 + c2), b2 = vld(s.b2v + c2);
-        for (int e = 0; e < NN; ++e) {
-          if (!px2[e]) {
-            d[e] = vf{};
-            continue;
-          }
+        tile([&](int e) {
+          if (!px2[e]) return vf{};
           __builtin_prefetch(px2[e] + nxt2 + c2);
-          const vf t = vld(px2[e] + c2) * a.x2_scale + b2;
-          d[e] = t * (t < vf{} ? slope : one) * gs;
-        }
+          const vf tv = vld(px2[e] + c2) * a.x2_scale + b2;
+          return tv * (tv < vf{} ? slope : one) * gs;
+        });
       } else {
-        for (int e = 0; e < NN; ++e)
-          d[e] = px[e] ? load_input_any(pl, a, px[e], px2[e], c, k1, s.sv, s.gs2, s.b2v, s.tmp) : vf{};
+        tile([&](int e) {
+          return px[e] ? load_input_any(pl, a, px[e], px2[e], c, k1, s.sv, s.gs2, s.b2v, s.tmp) : vf{};
+        });
       }
-      for (int i = 0; i < n; ++i) lincomb(Tr<M>::BT, d + i * n, 1, u + i * n, 1);  // along x
-      for (int j = 0; j < n; ++j) lincomb(Tr<M>::BT, u + j, n, v + j, n);          // along y
-      float* dst = s.v + t * pl.kcs + (c - k0);
-      for (int xi = 0; xi < NN; ++xi) vst(dst + xi * pl.T * pl.kcs, v[xi]);
     }
   }
 }
@@ -125,7 +122,7 @@ void gemms(const WinoPlan& pl, const Scratch& s, const float* u, int64_t jp0, in
 // y = act(A^T m A * d + bias) + residual for the block's tiles, channels [o0, o0 + nco).
 template <int M>
 void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t o0, int64_t nco, const Scratch& s) {
-  constexpr int n = Tr<M>::n, NN = n * n;
+  constexpr int n = Tr<M>::n;
   const int64_t per_img = pl.th * pl.tw;
   const vf vp = splat(a.gpos), vn = splat(a.gneg);
   int64_t last_n = -1;
@@ -151,27 +148,26 @@ void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t
         pr[p * M + q] = in && a.res ? a.res + nn * a.rs0 + oy * a.rs1 + ox * a.rs2 + o0 * a.rs3 : nullptr;
       }
     const bool dense = a.ys3 == 1 && (!a.res || a.rs3 == 1);
+    const float* const m0 = s.m + t * pl.cc;
+    const int64_t ms = pl.T * pl.cc;
     for (int64_t o = 0; o < nco; o += L) {
-      vf mv[NN], u[n * M], yv[M * M];
-      for (int xi = 0; xi < NN; ++xi) mv[xi] = vld(s.m + (xi * pl.T + t) * pl.cc + o);
-      for (int i = 0; i < n; ++i) lincomb(Tr<M>::AT, mv + i * n, 1, u + i * M, 1);  // along x
-      for (int q = 0; q < M; ++q) lincomb(Tr<M>::AT, u + q, M, yv + q, M);          // along y
       const vf dv = vld(s.dv + o), bv = vld(s.bv + o);
       const int64_t lanes = lmin(L, nco - o);
-      for (int e = 0; e < M * M; ++e) {
-        if (!py[e]) continue;
-        const vf v = yv[e] * dv + bv;
+      transform2d(Tr<M>::AT, [&](int i, int j) { return vld(m0 + (i * n + j) * ms + o); }, [&](int p, int q, vf yv) {
+        const int e = p * M + q;  // output pixel (p, q) of the tile
+        if (!py[e]) return;
+        const vf v = yv * dv + bv;
         vf out = v * (v < vf{} ? vn : vp);
         float* yp = py[e] + o * a.ys3;
         const float* rp = pr[e] ? pr[e] + o * a.rs3 : nullptr;
         if (lanes == L && dense) {
           if (rp) out += vld(rp);  // read before the store: the residual may be the output
           vst(yp, out);
-          continue;
+          return;
         }
         vst(s.tmp, out);
         for (int64_t q2 = 0; q2 < lanes; ++q2) yp[q2 * a.ys3] = s.tmp[q2] + (rp ? rp[q2 * a.rs3] : 0.0f);
-      }
+      });
     }
   }
 }
@@ -219,13 +215,10 @@ void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, in
       for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
       for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
     }
-    for (int h2 = 0; h2 < V; ++h2) {
-      vf gi[9], hi[n * 3], ui[n * n];
-      for (int t = 0; t < 9; ++t) gi[t] = g[t][h2];
-      for (int kx = 0; kx < 3; ++kx) lincomb(Tr<M>::G, gi + kx, 3, hi + kx, 3);  // along ky: hi[i][kx]
-      for (int i = 0; i < n; ++i) lincomb(Tr<M>::G, hi + i * 3, 1, ui + i * n, 1);  // along kx
-      for (int xi = 0; xi < n * n; ++xi) vst(dst + (xi * xi_rows + c - c_base) * 16 + h2 * L, ui[xi]);
-    }
+    // Transposed in and out, so the sums run along ky first, as they always have (the bits stay).
+    for (int h2 = 0; h2 < V; ++h2)
+      transform2d(Tr<M>::G, [&](int kx, int ky) { return g[ky * 3 + kx][h2]; },
+                  [&](int q, int p, vf v) { vst(dst + ((p * n + q) * xi_rows + c - c_base) * 16 + h2 * L, v); });
   }
 }
 

@@ -76,26 +76,22 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
       }
     const int64_t nxt = 2 * M * a.xs2;
     for (int64_t c = k0; c < k1; c += L) {
-      vf d[NN], u[NN], v[NN];
-      if (c + L <= k1 && a.xs3 == 1) {
-        for (int e = 0; e < NN; ++e) {
-          if (!px[e]) {
-            d[e] = vf{};
-            continue;
-          }
-          __builtin_prefetch(px[e] + nxt + c);  // the same channels of the next tile
-          d[e] = vld(px[e] + c);
-        }
-      } else {
-        for (int e = 0; e < NN; ++e) {
-          for (int q = 0; q < L; ++q) s.tmp[q] = px[e] && c + q < k1 ? px[e][(c + q) * a.xs3] : 0.0f;
-          d[e] = vld(s.tmp);
-        }
-      }
-      for (int i = 0; i < N; ++i) lincomb(TrS2<M>::BT, d + i * N, 1, u + i * N, 1);  // along x: u[i][p]
-      for (int j = 0; j < N; ++j) lincomb(TrS2<M>::BT, u + j, N, v + j, N);          // along y: v[q][p]
       float* dst = s.v + t * pl.kcs + (c - k0);
-      for (int xi = 0; xi < NN; ++xi) vst(dst + xi * vs, v[xi]);
+      auto store = [&](int q, int p, vf v) { vst(dst + (q * N + p) * vs, v); };
+      if (c + L <= k1 && a.xs3 == 1) {
+        transform2d(TrS2<M>::BT, [&](int i, int j) {
+          const float* pe = px[i * N + j];
+          if (!pe) return vf{};
+          __builtin_prefetch(pe + nxt + c);  // the same channels of the next tile
+          return vld(pe + c);
+        }, store);
+      } else {
+        transform2d(TrS2<M>::BT, [&](int i, int j) {
+          const float* pe = px[i * N + j];
+          for (int q = 0; q < L; ++q) s.tmp[q] = pe && c + q < k1 ? pe[(c + q) * a.xs3] : 0.0f;
+          return vld(s.tmp);
+        }, store);
+      }
     }
   }
 }
@@ -103,7 +99,7 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
 // y = act(A^T m A + bias) + residual for the block's tiles, channels [o0, o0 + nco).
 template <int M>
 void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t o0, int64_t nco, const Scratch& s) {
-  constexpr int N = TrS2<M>::N, NN = N * N;
+  constexpr int N = TrS2<M>::N;
   const int64_t per_img = pl.th * pl.tw;
   const vf vp = splat(a.gpos), vn = splat(a.gneg);
   for (int64_t o = 0; o < pl.cc + L; ++o) s.bv[o] = o < nco && a.bias ? a.bias[(o0 + o) * a.bs] : 0.0f;
@@ -121,26 +117,24 @@ void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t
         pr[p * M + q] = in && a.res ? a.res + nn * a.rs0 + oy * a.rs1 + ox * a.rs2 + o0 * a.rs3 : nullptr;
       }
     for (int64_t o = 0; o < nco; o += L) {
-      vf mv[NN], u[N * M], yv[M * M];
-      for (int xi = 0; xi < NN; ++xi) mv[xi] = vld(s.m + xi * mstride(pl) + t * pl.cc + o);
-      for (int i = 0; i < N; ++i) lincomb(TrS2<M>::AT, mv + i * N, 1, u + i * M, 1);  // along x
-      for (int q = 0; q < M; ++q) lincomb(TrS2<M>::AT, u + q, M, yv + q, M);          // along y
       const vf bv = vld(s.bv + o);
       const int64_t lanes = lmin(L, nco - o);
-      for (int e = 0; e < M * M; ++e) {
-        if (!py[e]) continue;
-        const vf v = yv[e] + bv;
+      const float* m0 = s.m + t * pl.cc + o;
+      transform2d(TrS2<M>::AT, [&](int i, int j) { return vld(m0 + (i * N + j) * mstride(pl)); }, [&](int p, int q, vf yv) {
+        const int e = p * M + q;  // output pixel (p, q) of the tile
+        if (!py[e]) return;
+        const vf v = yv + bv;
         vf out = v * (v < vf{} ? vn : vp);
         float* yp = py[e] + o * a.ys3;
         const float* rp = pr[e] ? pr[e] + o * a.rs3 : nullptr;
         if (lanes == L && dense) {
           if (rp) out += vld(rp);  // read before the store: the residual may be the output
           vst(yp, out);
-          continue;
+          return;
         }
         vst(s.tmp, out);
         for (int64_t q2 = 0; q2 < lanes; ++q2) yp[q2 * a.ys3] = s.tmp[q2] + (rp ? rp[q2 * a.rs3] : 0.0f);
-      }
+      });
     }
   }
 }
@@ -165,7 +159,7 @@ void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, in
   const int64_t o0 = panel * 16;
   float tmp[16];
   for (int64_t c = c0; c < c1; ++c) {
-    vf g[9][V], uu[P * P][V];
+    vf g[9][V];
     for (int t = 0; t < 9; ++t) {
       const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
       if (a.w8) {
@@ -184,15 +178,10 @@ void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, in
       for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
       for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
     }
-    for (int h2 = 0; h2 < V; ++h2) {
-      vf gi[9], hi[P * 3], ui[P * P];
-      for (int t = 0; t < 9; ++t) gi[t] = g[t][h2];
-      for (int kx = 0; kx < 3; ++kx) lincomb(TrS2<M>::G, gi + kx, 3, hi + kx, 3);  // along ky: hi[i][kx]
-      for (int i = 0; i < P; ++i) lincomb(TrS2<M>::G, hi + i * 3, 1, ui + i * P, 1);  // along kx
-      for (int xi = 0; xi < P * P; ++xi) uu[xi][h2] = ui[xi];
-    }
-    for (int xi = 0; xi < P * P; ++xi)
-      for (int h2 = 0; h2 < V; ++h2) vst(dst + (xi * pl.C + c) * 16 + h2 * L, uu[xi][h2]);
+    // Transposed in and out, so the sums run along ky first, as they always have (the bits stay).
+    for (int h2 = 0; h2 < V; ++h2)
+      transform2d(TrS2<M>::G, [&](int kx, int ky) { return g[ky * 3 + kx][h2]; },
+                  [&](int q, int p, vf v) { vst(dst + ((p * P + q) * pl.C + c) * 16 + h2 * L, v); });
   }
 }
 

@@ -84,39 +84,34 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
       }
     const vf one = splat(1.0f), slope = splat(a.x2_slope);
     const int64_t nxt = M * a.xs2, nxt2 = M * a.x2s2;
+    const int64_t vs = vstride(pl);
     for (int64_t c = k0; c < k1; c += L) {
-      vf d[NN], u[NI * P], v[PP];
+      float* dst = s.v + t * pl.kcs + (c - k0);
+      auto tile = [&](auto&& load) {
+        transform2d(TrUp<M>::BT, [&](int i, int j) { return load(i * NI + j); },
+                    [&](int q, int p, vf v) { vst(dst + (q * P + p) * vs, v); });
+      };
       if (c + L <= k1 && c + L <= pl.C1 && a.xs3 == 1) {
         const vf sc = vld(s.sv + c);
-        for (int e = 0; e < NN; ++e) {
-          if (!px[e]) {
-            d[e] = vf{};
-            continue;
-          }
+        tile([&](int e) {
+          if (!px[e]) return vf{};
           __builtin_prefetch(px[e] + nxt + c);  // the same channels of the next tile
-          d[e] = vld(px[e] + c) * sc;
-        }
+          return vld(px[e] + c) * sc;
+        });
       } else if (c + L <= k1 && c >= pl.C1 && a.x2s3 == 1) {
         const int64_t c2 = c - pl.C1;
         const vf gs = vld(s.gs2 + c2), b2 = vld(s.b2v + c2);
-        for (int e = 0; e < NN; ++e) {
-          if (!px2[e]) {
-            d[e] = vf{};
-            continue;
-          }
+        tile([&](int e) {
+          if (!px2[e]) return vf{};
           __builtin_prefetch(px2[e] + nxt2 + c2);
           const vf tv = vld(px2[e] + c2) * a.x2_scale + b2;
-          d[e] = tv * (tv < vf{} ? slope : one) * gs;
-        }
+          return tv * (tv < vf{} ? slope : one) * gs;
+        });
       } else {
-        for (int e = 0; e < NN; ++e)
-          d[e] = px[e] ? load_input_any(pl, a, px[e], px2[e], c, k1, s.sv, s.gs2, s.b2v, s.tmp) : vf{};
+        tile([&](int e) {
+          return px[e] ? load_input_any(pl, a, px[e], px2[e], c, k1, s.sv, s.gs2, s.b2v, s.tmp) : vf{};
+        });
       }
-      for (int i = 0; i < NI; ++i) lincomb(TrUp<M>::BT, d + i * NI, 1, u + i * P, 1);  // along x: u[i][p]
-      for (int j = 0; j < P; ++j) lincomb(TrUp<M>::BT, u + j, P, v + j, P);            // along y: v[q][p]
-      float* dst = s.v + t * pl.kcs + (c - k0);
-      const int64_t vs = vstride(pl);
-      for (int xi = 0; xi < PP; ++xi) vst(dst + xi * vs, v[xi]);
     }
   }
 }
@@ -158,7 +153,7 @@ void gemms(const WinoPlan& pl, const Scratch& s, const float* u, int64_t jp0, in
 // y = A^T m A for the block's tiles, channels [o0, o0 + nco): the raw transposed conv.
 template <int M>
 void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t o0, int64_t nco, const Scratch& s) {
-  constexpr int P = TrUp<M>::P, MO = TrUp<M>::MO, PP = P * P;
+  constexpr int P = TrUp<M>::P, MO = TrUp<M>::MO;
   const int64_t per_img = pl.th * pl.tw, Ho = 2 * pl.H + 1, Wo = 2 * pl.W + 1;
   for (int64_t t = 0; t < pl.T && t0 + t < pl.ntiles; ++t) {
     const int64_t tile = t0 + t, nn = tile / per_img, r = tile % per_img;
@@ -170,21 +165,19 @@ void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t
         py[p * MO + q] = oy < Ho && ox < Wo ? a.y + nn * a.ys0 + oy * a.ys1 + ox * a.ys2 + o0 * a.ys3 : nullptr;
       }
     for (int64_t o = 0; o < nco; o += L) {
-      vf mv[PP], u[P * MO], yv[MO * MO];
-      for (int xi = 0; xi < PP; ++xi) mv[xi] = vld(s.m + xi * mstride(pl) + t * pl.cc + o);
-      for (int i = 0; i < P; ++i) lincomb(TrUp<M>::AT, mv + i * P, 1, u + i * MO, 1);  // along x
-      for (int q = 0; q < MO; ++q) lincomb(TrUp<M>::AT, u + q, MO, yv + q, MO);         // along y
       const int64_t lanes = lmin(L, nco - o);
-      for (int e = 0; e < MO * MO; ++e) {
-        if (!py[e]) continue;
+      const float* m0 = s.m + t * pl.cc + o;
+      transform2d(TrUp<M>::AT, [&](int i, int j) { return vld(m0 + (i * P + j) * mstride(pl)); }, [&](int p, int q, vf yv) {
+        const int e = p * MO + q;  // output pixel (p, q) of the tile
+        if (!py[e]) return;
         float* yp = py[e] + o * a.ys3;
         if (lanes == L && a.ys3 == 1) {
-          vst(yp, yv[e]);
-          continue;
+          vst(yp, yv);
+          return;
         }
-        vst(s.tmp, yv[e]);
+        vst(s.tmp, yv);
         for (int64_t q2 = 0; q2 < lanes; ++q2) yp[q2 * a.ys3] = s.tmp[q2];
-      }
+      });
     }
   }
 }
@@ -210,7 +203,7 @@ void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, in
   const int64_t o0 = panel * 16;
   float tmp[16];
   for (int64_t c = c0; c < c1; ++c) {
-    vf g[9][V], uu[P * P][V];
+    vf g[9][V];
     for (int t = 0; t < 9; ++t) {
       const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
       if (a.w8) {
@@ -230,15 +223,10 @@ void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, in
       for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
       for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
     }
-    for (int h2 = 0; h2 < V; ++h2) {
-      vf gi[9], hi[P * 3], ui[P * P];
-      for (int t = 0; t < 9; ++t) gi[t] = g[t][h2];
-      for (int kx = 0; kx < 3; ++kx) lincomb(TrUp<M>::G, gi + kx, 3, hi + kx, 3);  // along ky: hi[i][kx]
-      for (int i = 0; i < P; ++i) lincomb(TrUp<M>::G, hi + i * 3, 1, ui + i * P, 1);  // along kx
-      for (int xi = 0; xi < P * P; ++xi) uu[xi][h2] = ui[xi];
-    }
-    for (int xi = 0; xi < P * P; ++xi)
-      for (int h2 = 0; h2 < V; ++h2) vst(dst + (xi * pl.C + c) * 16 + h2 * L, uu[xi][h2]);
+    // Transposed in and out, so the sums run along ky first, as they always have (the bits stay).
+    for (int h2 = 0; h2 < V; ++h2)
+      transform2d(TrUp<M>::G, [&](int kx, int ky) { return g[ky * 3 + kx][h2]; },
+                  [&](int q, int p, vf v) { vst(dst + ((p * P + q) * pl.C + c) * 16 + h2 * L, v); });
   }
 }
 
