@@ -26,20 +26,28 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // An odd number of cache lines per point's slice (the kernel's vstride / mstride: the same rule).
 int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 16; }
 
-// The shape rule of "auto" (docs/benchmarks.md, "CPU: Winograd for the stride-2 conv2d").
-// 1 thread, CPU time, against the direct path, both ISAs (docs/benchmarks.md, bench_cpu_conv2d_s2):
-// m = 4 from 96x96 outputs with 64-128 input channels (GPEN-512's ecd1 64 -> 128 at 256x256
-// 1.31-1.38x, ecd2 128 -> 256 at 128x128 1.15-1.25x, R50's layer2.0 conv2 at 96x128 1.18x); m = 2
-// from 64x64 with at most 128 (GPEN-256's ecd1 32 -> 64 at 128x128 1.21-1.26x, where m = 4's
-// 81-point transforms outweigh its products at 32 channels, ecd2 64 -> 128 at 64x64
-// 1.14-1.23x). Smaller maps or wider layers stay direct: GPEN-256's ecd3 (32x32, 128 -> 256)
-// draws level, ecd4 (16x16, 256 -> 256) and GPEN-512's 64x64 256 -> 512 lose up to 0.6x on one
-// ISA: each transformed-weight element serves one tile block (30 tiles) per load, where the
-// direct path's GEMM reuses its weight over far more pixels.
+// The shape rule of "auto" (docs/benchmarks.md, "CPU: Winograd for the stride-2 conv2d", and its
+// session-9 revision after the transforms came to keep the tile in registers). Measured with
+// bench_cpu_conv2d_s2 on the AMD EPYC (Zen 4) at 2 threads (wall) and at 1 thread (CPU time, both
+// ISAs), against the direct path and the other tile:
+// - 32..64 input channels from 64x64 outputs: m = 4. GPEN-256's ecd1 (32 -> 64, 128x128) 3.38 ms
+//   against m = 2's 4.44 and direct's 4.98 at 2 threads (1 thread: 1.08x / 1.01x over m = 2 on
+//   AVX-512 / AVX2); ecd2 (64 -> 128, 64x64) 2.93 against 3.21 (1.17x / 1.0x); GPEN-512's ecd1
+//   (64 -> 128, 256x256) 43.6 against 44.7.
+// - 16..31 channels from 64x64: m = 2, as before (m = 4's 81-point transforms outweigh its
+//   products there).
+// - 65..128 channels from 32x32: m = 2, which beats m = 4 where both were measured. GPEN-256's
+//   ecd3 (128 -> 256, 32x32) 2.82 against direct's 3.10 (1 thread 1.09x / 1.01x); GPEN-512's ecd2
+//   (128 -> 256, 128x128) 41.2 against m = 4's 42.5 and direct's 50.8; R50's layer2.0 conv2
+//   (96x128) 17.4 against m = 4's 19.5 and direct's 20.0 (1 thread 1.12x / 1.07x over m = 4).
+// - Wider layers stay direct: GPEN-512's ecd3 (256 -> 512, 64x64) draws level and ecd4 (512 ->
+//   512, 32x32) loses 0.89x on AVX2. Each transformed-weight element serves one tile block (30
+//   tiles) per load, where the direct path's GEMM reuses its weight over far more pixels; below
+//   32x32 the same holds for every layer (GPEN-256's ecd4 16x16 0.93x).
 int auto_tile(int64_t Ho, int64_t Wo, int64_t C, int64_t Co) {
   if (C > 128 || C < 16 || Co < 16) return 0;
-  if (Ho >= 96 && Wo >= 96 && C >= 64) return 4;
-  return Ho >= 64 && Wo >= 64 ? 2 : 0;
+  if (C <= 64) return Ho >= 64 && Wo >= 64 ? (C >= 32 ? 4 : 2) : 0;
+  return Ho >= 32 && Wo >= 32 ? 2 : 0;
 }
 
 }  // namespace
