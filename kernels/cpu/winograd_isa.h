@@ -2,6 +2,7 @@
 // The per-ISA pieces both Winograd kernels share (winograd_kernel.cpp, stride 1;
 // winograd_up_kernel.cpp, the polyphase transposed conv): the unrolled transform products and the
 // general prologue load. Internal linkage, as isa_vec.h.
+#include "engine/core/quant8.h"
 #include "kernels/cpu/isa_vec.h"
 #include "kernels/cpu/modconv_internal.h"
 #include "kernels/cpu/winograd.h"
@@ -54,6 +55,46 @@ inline void transform2d(const float (&mat)[R][K], Load&& load, Store&& store) {
   }
 }
 
+// Panel `panel` (output channels o0 .. o0 + 15, zero past Co) of the transformed weight
+// G W G^T for input channels [c0, c1), G one form's R x 3 filter transform, point xi of channel c
+// at dst + (xi * xi_rows + c - c_base) * 16. The nine taps are read as f32 or dequantised from
+// 8-bit codes (per-channel or per-group scales of reduction row (tap, c)). Prefetch: the locality
+// hint of a prefetch eight weight rows ahead on the f32 fast path (nine streams a weight row
+// apart per step, more than the prefetchers follow), or -1 for none. One loop for the stride-1,
+// stride-2 and transposed forms.
+template <int Prefetch, int R>
+inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const float (&G)[R][3], int64_t panel,
+                                   int64_t c0, int64_t c1, float* dst, int64_t xi_rows, int64_t c_base) {
+  constexpr int V = 16 / L;
+  const int64_t o0 = panel * 16;
+  float tmp[16];
+  for (int64_t c = c0; c < c1; ++c) {
+    vf g[9][V];  // taps
+    for (int t = 0; t < 9; ++t) {
+      const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
+      if (a.w8) {
+        const float* sc = a.wscale + q8_scale_index(t * a.wcin + c, 0, pl.Co, a.wgroup);
+        for (int q = 0; q < 16; ++q)
+          tmp[q] = o0 + q < pl.Co ? q8_dequant(a.w8[off + (o0 + q) * a.ws3], a.fp8, sc[o0 + q]) : 0.0f;
+        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
+        continue;
+      }
+      const float* src = a.w + off;
+      if (a.ws3 == 1 && o0 + 16 <= pl.Co) {
+        if constexpr (Prefetch >= 0) __builtin_prefetch(src + 8 * a.ws2 + o0, 0, Prefetch);
+        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + o0 + h2 * L);
+        continue;
+      }
+      for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
+      for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
+    }
+    // Transposed in and out, so the sums run along ky first, as they always have (the bits stay).
+    for (int h2 = 0; h2 < V; ++h2)
+      transform2d(G, [&](int kx, int ky) { return g[ky * 3 + kx][h2]; },
+                  [&](int q, int p, vf v) { vst(dst + ((p * R + q) * xi_rows + c - c_base) * 16 + h2 * L, v); });
+  }
+}
+
 // Channels [c, c + L) of the conv's input at one pixel (xp, x2p: its rows in x and x2) with the
 // prologue applied, zero past `cend`: x * s for c < C1, act2(x2 * scale + bias2) * s * gain2
 // above. The general case (a vector across the concat boundary, a K-block tail, channel strides);
@@ -73,6 +114,36 @@ inline vf load_input_any(const WinoPlan& pl, const WinoArgs& a, const float* xp,
     }
   }
   return vld(tmp);
+}
+
+// Calls tile(load) with load(e) giving channels [c, c + L) of tile pixel e (px[e], px2[e]: its
+// rows in x and x2, null outside the image: zero) with the prologue applied, as load_input_any,
+// by the fast path of the channel range where there is one. nxt, nxt2: the same pixel of the next
+// tile in x and x2, prefetched by hand (a tile's pixels are more streams than the hardware
+// prefetchers follow). Shared by the stride-1 and the transposed forms' input transforms.
+template <class Tile>
+inline void with_prologue_load(const WinoPlan& pl, const WinoArgs& a, const float* const* px, const float* const* px2,
+                               int64_t c, int64_t k1, int64_t nxt, int64_t nxt2, const float* sv, const float* gs2,
+                               const float* b2v, float* tmp, Tile&& tile) {
+  if (c + L <= k1 && c + L <= pl.C1 && a.xs3 == 1) {
+    const vf sc = vld(sv + c);
+    tile([&](int e) {
+      if (!px[e]) return vf{};
+      __builtin_prefetch(px[e] + nxt + c);
+      return vld(px[e] + c) * sc;
+    });
+  } else if (c + L <= k1 && c >= pl.C1 && a.x2s3 == 1) {
+    const int64_t c2 = c - pl.C1;
+    const vf gs = vld(gs2 + c2), b2 = vld(b2v + c2), one = splat(1.0f), slope = splat(a.x2_slope);
+    tile([&](int e) {
+      if (!px2[e]) return vf{};
+      __builtin_prefetch(px2[e] + nxt2 + c2);
+      const vf tv = vld(px2[e] + c2) * a.x2_scale + b2;
+      return tv * (tv < vf{} ? slope : one) * gs;
+    });
+  } else {
+    tile([&](int e) { return px[e] ? load_input_any(pl, a, px[e], px2[e], c, k1, sv, gs2, b2v, tmp) : vf{}; });
+  }
 }
 
 // m[xi][t][j] (+)= sum over the K block [k0, k1) of A[xi][t][.] * B[xi][.][j], j < nco, for the

@@ -8,7 +8,6 @@
 
 #include "kernels/cpu/isa_ns.h"
 #include "kernels/cpu/modconv_internal.h"
-#include "engine/core/quant8.h"
 #include "kernels/cpu/winograd.h"
 #include "kernels/cpu/winograd_isa.h"
 
@@ -77,7 +76,6 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
         px[i * n + j] = in ? a.x + nn * a.xs0 + iy * a.xs1 + ix * a.xs2 : nullptr;
         px2[i * n + j] = in && a.x2 ? a.x2 + nn * a.x2s0 + iy * a.x2s1 + ix * a.x2s2 : nullptr;
       }
-    const vf one = splat(1.0f), slope = splat(a.x2_slope);
     const int64_t nxt = M * a.xs2, nxt2 = M * a.x2s2;
     float* const dst0 = s.v + t * pl.kcs;
     const int64_t vs = pl.T * pl.kcs;
@@ -87,29 +85,7 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
         transform2d(Tr<M>::BT, [&](int i, int j) { return load(i * n + j); },
                     [&](int q, int p, vf v) { vst(dst + (q * n + p) * vs, v); });
       };
-      // The pixels are (m + 2)^2 streams along the channels, more than the hardware prefetchers
-      // follow: fetch the same channels of the next tile (m pixels to the right) by hand.
-      if (c + L <= k1 && c + L <= pl.C1 && a.xs3 == 1) {
-        const vf sc = vld(s.sv + c);
-        tile([&](int e) {
-          if (!px[e]) return vf{};
-          __builtin_prefetch(px[e] + nxt + c);
-          return vld(px[e] + c) * sc;
-        });
-      } else if (c + L <= k1 && c >= pl.C1 && a.x2s3 == 1) {
-        const int64_t c2 = c - pl.C1;
-        const vf gs = vld(s.gs2 + c2), b2 = vld(s.b2v + c2);
-        tile([&](int e) {
-          if (!px2[e]) return vf{};
-          __builtin_prefetch(px2[e] + nxt2 + c2);
-          const vf tv = vld(px2[e] + c2) * a.x2_scale + b2;
-          return tv * (tv < vf{} ? slope : one) * gs;
-        });
-      } else {
-        tile([&](int e) {
-          return px[e] ? load_input_any(pl, a, px[e], px2[e], c, k1, s.sv, s.gs2, s.b2v, s.tmp) : vf{};
-        });
-      }
+      with_prologue_load(pl, a, px, px2, c, k1, nxt, nxt2, s.sv, s.gs2, s.b2v, s.tmp, tile);
     }
   }
 }
@@ -186,42 +162,6 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
   output_transform<M>(pl, a, t0, o0, nco, s);
 }
 
-// Panel `panel` of G W G^T for input channels [c0, c1) at dst + (xi * xi_rows + c - c_base) * 16.
-template <int M>
-void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst,
-                        int64_t xi_rows, int64_t c_base) {
-  constexpr int n = Tr<M>::n, V = 16 / L;
-  const int64_t o0 = panel * 16;
-  float tmp[16];
-  for (int64_t c = c0; c < c1; ++c) {
-    vf g[9][V];  // taps
-    for (int t = 0; t < 9; ++t) {
-      const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
-      if (a.w8) {
-        const float* sc = a.wscale + q8_scale_index(t * a.wcin + c, 0, pl.Co, a.wgroup);
-        for (int q = 0; q < 16; ++q)
-          tmp[q] = o0 + q < pl.Co ? q8_dequant(a.w8[off + (o0 + q) * a.ws3], a.fp8, sc[o0 + q]) : 0.0f;
-        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
-        continue;
-      }
-      const float* src = a.w + off;
-      if (a.ws3 == 1 && o0 + 16 <= pl.Co) {
-        // Nine streams a whole weight row (Cout floats) apart per step: prefetch by hand.
-        // Into L2 (prefetcht1): nine taps times the panels in flight outnumber L1's fill buffers.
-        __builtin_prefetch(src + 8 * a.ws2 + o0, 0, 2);
-        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + o0 + h2 * L);
-        continue;
-      }
-      for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
-      for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
-    }
-    // Transposed in and out, so the sums run along ky first, as they always have (the bits stay).
-    for (int h2 = 0; h2 < V; ++h2)
-      transform2d(Tr<M>::G, [&](int kx, int ky) { return g[ky * 3 + kx][h2]; },
-                  [&](int q, int p, vf v) { vst(dst + ((p * n + q) * xi_rows + c - c_base) * 16 + h2 * L, v); });
-  }
-}
-
 // The fused form (winograd_small.cpp): m[xi][t][j] (+)= sum over c in [k0, k1) of
 // v_all[xi][t][c] * U[xi][c][o0 + j], U the task's slice ([panel][xi][k1 - k0 + 1][16], made just
 // before; the spare row keeps the 36 rows a transform writes at once off a single L1 set).
@@ -240,7 +180,7 @@ void fused_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco
     // consecutive cache lines (one line per panel), which the prefetchers follow.
     for (int64_t c = k0; c < k1; ++c)
       for (int64_t jp = 0; jp * 16 < nco; ++jp)
-        transform_weight_m<M>(pl, a, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0);
+        transform_weight_panel<2>(pl, a, Tr<M>::G, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0);
     fused_gemms(pl, s, v_all, s.v, nco, k0, k1);
   }
   output_transform<M>(pl, a, 0, o0, nco, s);
@@ -273,9 +213,9 @@ void fused_task(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, 
 
 void transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
   if (pl.m == 4)
-    transform_weight_m<4>(pl, a, panel, c0, c1, dst, pl.C, 0);
+    transform_weight_panel<2>(pl, a, Tr<4>::G, panel, c0, c1, dst, pl.C, 0);
   else
-    transform_weight_m<2>(pl, a, panel, c0, c1, dst, pl.C, 0);
+    transform_weight_panel<2>(pl, a, Tr<2>::G, panel, c0, c1, dst, pl.C, 0);
 }
 
 void run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,

@@ -5,7 +5,6 @@
 // winograd_isa.h (scripts/check_isa_symbols.py).
 #include <cstring>
 
-#include "engine/core/quant8.h"
 #include "kernels/cpu/isa_ns.h"
 #include "kernels/cpu/winograd_isa.h"
 #include "kernels/cpu/winograd_s2.h"
@@ -152,46 +151,13 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
   output_transform<M>(pl, a, t0, o0, nco, s);
 }
 
-// The transformed weight G W G^T of panel `panel` for input channels [c0, c1): dst[xi][C][16].
-template <int M>
-void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
-  constexpr int P = TrS2<M>::N, V = 16 / L;
-  const int64_t o0 = panel * 16;
-  float tmp[16];
-  for (int64_t c = c0; c < c1; ++c) {
-    vf g[9][V];
-    for (int t = 0; t < 9; ++t) {
-      const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
-      if (a.w8) {
-        // Per-channel or per-group scales of reduction row (tap, c), as the stride-1 transform.
-        const float* sc = a.wscale + q8_scale_index(t * a.wcin + c, 0, pl.Co, a.wgroup);
-        for (int q = 0; q < 16; ++q)
-          tmp[q] = o0 + q < pl.Co ? q8_dequant(a.w8[off + (o0 + q) * a.ws3], a.fp8, sc[o0 + q]) : 0.0f;
-        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
-        continue;
-      }
-      const float* src = a.w + off;
-      if (a.ws3 == 1 && o0 + 16 <= pl.Co) {
-        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + o0 + h2 * L);
-        continue;
-      }
-      for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
-      for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
-    }
-    // Transposed in and out, so the sums run along ky first, as they always have (the bits stay).
-    for (int h2 = 0; h2 < V; ++h2)
-      transform2d(TrS2<M>::G, [&](int kx, int ky) { return g[ky * 3 + kx][h2]; },
-                  [&](int q, int p, vf v) { vst(dst + ((p * P + q) * pl.C + c) * 16 + h2 * L, v); });
-  }
-}
-
 }  // namespace
 
 void s2_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
   if (pl.m == 4)
-    transform_weight_m<4>(pl, a, panel, c0, c1, dst);
+    transform_weight_panel<-1>(pl, a, TrS2<4>::G, panel, c0, c1, dst, pl.C, 0);
   else
-    transform_weight_m<2>(pl, a, panel, c0, c1, dst);
+    transform_weight_panel<-1>(pl, a, TrS2<2>::G, panel, c0, c1, dst, pl.C, 0);
 }
 
 void s2_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,

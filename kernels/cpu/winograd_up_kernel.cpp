@@ -5,7 +5,6 @@
 // winograd_isa.h (scripts/check_isa_symbols.py).
 #include <cstring>
 
-#include "engine/core/quant8.h"
 #include "kernels/cpu/isa_ns.h"
 #include "kernels/cpu/modconv_internal.h"
 #include "kernels/cpu/winograd_up.h"
@@ -82,7 +81,6 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
         px[i * NI + j] = in ? a.x + nn * a.xs0 + iy * a.xs1 + ix * a.xs2 : nullptr;
         px2[i * NI + j] = in && a.x2 ? a.x2 + nn * a.x2s0 + iy * a.x2s1 + ix * a.x2s2 : nullptr;
       }
-    const vf one = splat(1.0f), slope = splat(a.x2_slope);
     const int64_t nxt = M * a.xs2, nxt2 = M * a.x2s2;
     const int64_t vs = vstride(pl);
     for (int64_t c = k0; c < k1; c += L) {
@@ -91,27 +89,7 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
         transform2d(TrUp<M>::BT, [&](int i, int j) { return load(i * NI + j); },
                     [&](int q, int p, vf v) { vst(dst + (q * P + p) * vs, v); });
       };
-      if (c + L <= k1 && c + L <= pl.C1 && a.xs3 == 1) {
-        const vf sc = vld(s.sv + c);
-        tile([&](int e) {
-          if (!px[e]) return vf{};
-          __builtin_prefetch(px[e] + nxt + c);  // the same channels of the next tile
-          return vld(px[e] + c) * sc;
-        });
-      } else if (c + L <= k1 && c >= pl.C1 && a.x2s3 == 1) {
-        const int64_t c2 = c - pl.C1;
-        const vf gs = vld(s.gs2 + c2), b2 = vld(s.b2v + c2);
-        tile([&](int e) {
-          if (!px2[e]) return vf{};
-          __builtin_prefetch(px2[e] + nxt2 + c2);
-          const vf tv = vld(px2[e] + c2) * a.x2_scale + b2;
-          return tv * (tv < vf{} ? slope : one) * gs;
-        });
-      } else {
-        tile([&](int e) {
-          return px[e] ? load_input_any(pl, a, px[e], px2[e], c, k1, s.sv, s.gs2, s.b2v, s.tmp) : vf{};
-        });
-      }
+      with_prologue_load(pl, a, px, px2, c, k1, nxt, nxt2, s.sv, s.gs2, s.b2v, s.tmp, tile);
     }
   }
 }
@@ -196,47 +174,13 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
   output_transform<M>(pl, a, t0, o0, nco, s);
 }
 
-// The transformed weight Gu W Gu^T of panel `panel` for input channels [c0, c1): dst[xi][C][16].
-template <int M>
-void transform_weight_m(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
-  constexpr int P = TrUp<M>::P, V = 16 / L;
-  const int64_t o0 = panel * 16;
-  float tmp[16];
-  for (int64_t c = c0; c < c1; ++c) {
-    vf g[9][V];
-    for (int t = 0; t < 9; ++t) {
-      const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
-      if (a.w8) {
-        // Per-channel or per-group scales of reduction row (tap, c), as the stride-1 transform.
-        const float* sc = a.wscale + q8_scale_index(t * a.wcin + c, 0, pl.Co, a.wgroup);
-        for (int q = 0; q < 16; ++q)
-          tmp[q] = o0 + q < pl.Co ? q8_dequant(a.w8[off + (o0 + q) * a.ws3], a.fp8, sc[o0 + q]) : 0.0f;
-        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
-        continue;
-      }
-      const float* src = a.w + off;
-      if (a.ws3 == 1 && o0 + 16 <= pl.Co) {
-        __builtin_prefetch(src + 8 * a.ws2 + o0);  // nine streams a weight row apart
-        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + o0 + h2 * L);
-        continue;
-      }
-      for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
-      for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
-    }
-    // Transposed in and out, so the sums run along ky first, as they always have (the bits stay).
-    for (int h2 = 0; h2 < V; ++h2)
-      transform2d(TrUp<M>::G, [&](int kx, int ky) { return g[ky * 3 + kx][h2]; },
-                  [&](int q, int p, vf v) { vst(dst + ((p * P + q) * pl.C + c) * 16 + h2 * L, v); });
-  }
-}
-
 }  // namespace
 
 void up_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
   if (pl.m == 4)
-    transform_weight_m<4>(pl, a, panel, c0, c1, dst);
+    transform_weight_panel<3>(pl, a, TrUp<4>::G, panel, c0, c1, dst, pl.C, 0);
   else
-    transform_weight_m<2>(pl, a, panel, c0, c1, dst);
+    transform_weight_panel<3>(pl, a, TrUp<2>::G, panel, c0, c1, dst, pl.C, 0);
 }
 
 void up_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,
