@@ -116,6 +116,24 @@ inline vf load_input_any(const WinoPlan& pl, const WinoArgs& a, const float* xp,
   return vld(tmp);
 }
 
+// Channels [o, o + lanes) of one output pixel (yp, rp: its rows in y and the residual, rp null
+// for none) from v, the conv's value before the activation: act(v) + residual, act(v) = v * (v <
+// 0 ? vn : vp). dense: unit channel strides in y and the residual. The epilogue of the stride-1
+// and the stride-2 output transforms.
+inline void store_output_pixel(const WinoArgs& a, float* yp, const float* rp, int64_t o, int64_t lanes, bool dense,
+                               vf v, vf vp, vf vn, float* tmp) {
+  vf out = v * (v < vf{} ? vn : vp);
+  yp += o * a.ys3;
+  if (rp) rp += o * a.rs3;
+  if (lanes == L && dense) {
+    if (rp) out += vld(rp);  // read before the store: the residual may be the output
+    vst(yp, out);
+    return;
+  }
+  vst(tmp, out);
+  for (int64_t q2 = 0; q2 < lanes; ++q2) yp[q2 * a.ys3] = tmp[q2] + (rp ? rp[q2 * a.rs3] : 0.0f);
+}
+
 // Calls tile(load) with load(e) giving channels [c, c + L) of tile pixel e (px[e], px2[e]: its
 // rows in x and x2, null outside the image: zero) with the prologue applied, as load_input_any,
 // by the fast path of the channel range where there is one. nxt, nxt2: the same pixel of the next

@@ -121,18 +121,7 @@ void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t
       const float* m0 = s.m + t * pl.cc + o;
       transform2d(TrS2<M>::AT, [&](int i, int j) { return vld(m0 + (i * N + j) * mstride(pl)); }, [&](int p, int q, vf yv) {
         const int e = p * M + q;  // output pixel (p, q) of the tile
-        if (!py[e]) return;
-        const vf v = yv + bv;
-        vf out = v * (v < vf{} ? vn : vp);
-        float* yp = py[e] + o * a.ys3;
-        const float* rp = pr[e] ? pr[e] + o * a.rs3 : nullptr;
-        if (lanes == L && dense) {
-          if (rp) out += vld(rp);  // read before the store: the residual may be the output
-          vst(yp, out);
-          return;
-        }
-        vst(s.tmp, out);
-        for (int64_t q2 = 0; q2 < lanes; ++q2) yp[q2 * a.ys3] = s.tmp[q2] + (rp ? rp[q2 * a.rs3] : 0.0f);
+        if (py[e]) store_output_pixel(a, py[e], pr[e], o, lanes, dense, yv + bv, vp, vn, s.tmp);
       });
     }
   }
