@@ -55,43 +55,60 @@ inline void transform2d(const float (&mat)[R][K], Load&& load, Store&& store) {
   }
 }
 
-// Panel `panel` (output channels o0 .. o0 + 15, zero past Co) of the transformed weight
-// G W G^T for input channels [c0, c1), G one form's R x 3 filter transform, point xi of channel c
-// at dst + (xi * xi_rows + c - c_base) * 16. The nine taps are read as f32 or dequantised from
-// 8-bit codes (per-channel or per-group scales of reduction row (tap, c)). Prefetch: the locality
-// hint of a prefetch eight weight rows ahead on the f32 fast path (nine streams a weight row
-// apart per step, more than the prefetchers follow), or -1 for none. One loop for the stride-1,
-// stride-2 and transposed forms.
-template <int Prefetch, int R>
+// Panels `panel` .. `panel` + NP - 1 (output channels o0 .. o0 + 16 NP - 1, zero past Co) of the
+// transformed weight G W G^T for input channels [c0, c1), G one form's R x 3 filter transform,
+// point xi of channel c of panel panel + j at dst + j * dst_pstride + (xi * xi_rows + c - c_base)
+// * 16. The nine taps are read as f32 or dequantised from 8-bit codes (per-channel or per-group
+// scales of reduction row (tap, c)). On the f32 fast path the tap loads are unrolled, so each is
+// its own instruction with a fixed stride (a weight row per channel) that the hardware
+// prefetchers learn per instruction, NP whole lines of it; Prefetch: the locality hint of a
+// prefetch eight weight rows ahead there (nine streams a weight row apart per step, more than the
+// prefetchers follow), or -1 for none. One loop for the stride-1, stride-2 and transposed forms.
+template <int Prefetch, int R, int NP = 1>
 inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const float (&G)[R][3], int64_t panel,
-                                   int64_t c0, int64_t c1, float* dst, int64_t xi_rows, int64_t c_base) {
-  constexpr int V = 16 / L;
+                                   int64_t c0, int64_t c1, float* dst, int64_t xi_rows, int64_t c_base,
+                                   int64_t dst_pstride = 0) {
+  constexpr int VP = 16 / L, V = NP * VP;
   const int64_t o0 = panel * 16;
+  const bool fast = !a.w8 && a.ws3 == 1 && o0 + 16 * NP <= pl.Co;
+  if constexpr (NP > 1) {
+    if (!fast) {
+      for (int j = 0; j < NP; ++j)
+        transform_weight_panel<Prefetch, R>(pl, a, G, panel + j, c0, c1, dst + j * dst_pstride, xi_rows, c_base);
+      return;
+    }
+  }
   float tmp[16];
   for (int64_t c = c0; c < c1; ++c) {
     vf g[9][V];  // taps
-    for (int t = 0; t < 9; ++t) {
-      const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
-      if (a.w8) {
-        const float* sc = a.wscale + q8_scale_index(t * a.wcin + c, 0, pl.Co, a.wgroup);
-        for (int q = 0; q < 16; ++q)
-          tmp[q] = o0 + q < pl.Co ? q8_dequant(a.w8[off + (o0 + q) * a.ws3], a.fp8, sc[o0 + q]) : 0.0f;
+    if (fast) {
+#pragma GCC unroll 9
+      for (int t = 0; t < 9; ++t) {
+        const float* src = a.w + (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2 + o0;
+        if constexpr (Prefetch >= 0)
+          for (int j = 0; j < NP; ++j) __builtin_prefetch(src + 8 * a.ws2 + j * 16, 0, Prefetch);
+        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + h2 * L);
+      }
+    } else if constexpr (NP == 1) {
+      for (int t = 0; t < 9; ++t) {
+        const int64_t off = (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2;
+        if (a.w8) {
+          const float* sc = a.wscale + q8_scale_index(t * a.wcin + c, 0, pl.Co, a.wgroup);
+          for (int q = 0; q < 16; ++q)
+            tmp[q] = o0 + q < pl.Co ? q8_dequant(a.w8[off + (o0 + q) * a.ws3], a.fp8, sc[o0 + q]) : 0.0f;
+        } else {
+          const float* src = a.w + off;
+          for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
+        }
         for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
-        continue;
       }
-      const float* src = a.w + off;
-      if (a.ws3 == 1 && o0 + 16 <= pl.Co) {
-        if constexpr (Prefetch >= 0) __builtin_prefetch(src + 8 * a.ws2 + o0, 0, Prefetch);
-        for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + o0 + h2 * L);
-        continue;
-      }
-      for (int q = 0; q < 16; ++q) tmp[q] = o0 + q < pl.Co ? src[(o0 + q) * a.ws3] : 0.0f;
-      for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
     }
     // Transposed in and out, so the sums run along ky first, as they always have (the bits stay).
-    for (int h2 = 0; h2 < V; ++h2)
+    for (int h2 = 0; h2 < V; ++h2) {
+      float* d = dst + (h2 / VP) * dst_pstride + (c - c_base) * 16 + (h2 % VP) * L;
       transform2d(G, [&](int kx, int ky) { return g[ky * 3 + kx][h2]; },
-                  [&](int q, int p, vf v) { vst(dst + ((p * R + q) * xi_rows + c - c_base) * 16 + h2 * L, v); });
+                  [&](int q, int p, vf v) { vst(d + (p * R + q) * xi_rows * 16, v); });
+    }
   }
 }
 

@@ -167,9 +167,14 @@ void fused_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco
     const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc), rows = k1 - k0 + 1, ust = pl.nxi * rows * 16;
     // Channel by channel across the chunk's panels: the weight row of a tap is then read as whole
     // consecutive cache lines (one line per panel), which the prefetchers follow.
+    // Two panels per call where the chunk has them: whole 128-byte pieces of each weight row.
     for (int64_t c = k0; c < k1; ++c)
-      for (int64_t jp = 0; jp * 16 < nco; ++jp)
-        transform_weight_panel<2>(pl, a, Tr<M>::G, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0);
+      for (int64_t jp = 0; jp * 16 < nco; jp += 2) {
+        if (jp * 16 + 16 < nco)
+          transform_weight_panel<-1, M + 2, 2>(pl, a, Tr<M>::G, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0, ust);
+        else
+          transform_weight_panel<2>(pl, a, Tr<M>::G, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0);
+      }
     fused_gemms(pl, s, v_all, s.v, nco, k0, k1);
   }
   output_transform<M>(pl, a, 0, o0, nco, s);
