@@ -92,8 +92,9 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  // With 4 KiB pages the physical address bits above 12 that pick the L2 set are random per run,
-  // so the Winograd scratch and the packed weights conflicted differently per process
+  // Huge pages: the arena and the workspace are streamed through once per node by the
+  // memory-bound ops (blur, the early encoder), whose 4 KiB pages each cost a TLB walk; the
+  // blurs and ecd2 / ecd3 measured 3-13 % faster with them (docs/benchmarks.md, session 10).
   static constexpr size_t kHuge = size_t{2} << 20;
   static bool huge_pages() {
     static const bool on = [] {
