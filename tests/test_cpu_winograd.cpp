@@ -224,6 +224,8 @@ TEST_CASE("winograd fused form: its plan, its workspace against the direct path'
   const size_t conv7 = wd::modconv_winograd_workspace_bytes(4, Shape{1, 64, 64, 256}, Shape{1, 64, 64, 128}, 2);
   MESSAGE("fused 32x32 512 -> 256: " << conv5 << " bytes; grouped 64x64 256 -> 128: " << conv7 << " bytes");
   CHECK(conv5 <= conv7);
+  // The 8x8 layers' F(2x2) fused form (GPEN-512's: 1024 -> 512) stays below that too.
+  CHECK(wd::modconv_winograd_workspace_bytes(2, Shape{1, 8, 8, 1024}, Shape{1, 8, 8, 512}, 2) <= conv7);
   // Past kFusedMaxTiles the grouped form.
   CHECK_FALSE(wd::make_wino_fused_plan(4, 1, 48, 48, 512, 256, 2).fused);
   CHECK_FALSE(wd::make_wino_fused_plan(4, 2, 32, 32, 512, 256, 2).fused);  // batch 2: 128 tiles
@@ -232,7 +234,8 @@ TEST_CASE("winograd fused form: its plan, its workspace against the direct path'
   for (const int64_t hw : {8, 16, 32, 48}) {
     size_t prev = 0;
     for (int64_t n = 1; n <= 9; ++n) {
-      const size_t b = wd::modconv_winograd_workspace_bytes(4, Shape{n, hw, hw, 512}, Shape{n, hw, hw, 256}, 2);
+      const size_t b = wd::modconv_winograd_workspace_bytes(hw == 8 ? 2 : 4, Shape{n, hw, hw, 512},
+                                                             Shape{n, hw, hw, 256}, 2);
       CAPTURE(hw);
       CAPTURE(n);
       CHECK(b >= prev);
@@ -252,13 +255,15 @@ TEST_CASE("winograd fused form: its plan, its workspace against the direct path'
   CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 512, 256) == 4);    // GPEN-256's convs.3
   CHECK(wd::modconv_winograd_tile(p, 1, 32, 32, 1024, 512) == 4);   // GPEN-512's 32x32 layer
   CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 1024, 512) == 4);   // GPEN-512's 16x16 layer
-  CHECK(wd::modconv_winograd_tile(p, 1, 8, 8, 512, 256) == 0);      // parity at 8x8: direct
+  CHECK(wd::modconv_winograd_tile(p, 1, 8, 8, 512, 256) == 2);      // 8x8: F(2x2), fused
+  CHECK(wd::modconv_winograd_tile(p, 1, 8, 8, 1024, 512) == 2);     // GPEN-512's 8x8 layer
+  CHECK(wd::modconv_winograd_tile(p, 1, 4, 4, 512, 256) == 0);      // 4x4: direct
   CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 128, 128) == 0);    // few channels: direct
   // The batch does not change the choice (fused per chunk of images).
   CHECK(wd::modconv_winograd_tile(p, 8, 16, 16, 512, 256) == 4);
   CHECK(wd::modconv_winograd_tile(p, 2, 32, 32, 512, 256) == 4);
   CHECK(wd::modconv_winograd_tile(p, 5, 32, 32, 1024, 512) == 4);
-  CHECK(wd::modconv_winograd_tile(p, 8, 8, 8, 512, 256) == 0);
+  CHECK(wd::modconv_winograd_tile(p, 8, 8, 8, 512, 256) == 2);
   wd::set_fused_enabled(false);
   CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 512, 256) == 0);
   wd::set_fused_enabled(true);
