@@ -219,11 +219,12 @@ void run_groups(const WinoPlan& pl, const WinoArgs& a, void* workspace, const Wi
     float* ws = thread_base + static_cast<int64_t>(omp_get_thread_num()) * pl.per_thread;
     for (int64_t g = 0; g < pl.ngroup; ++g) {
       const int64_t g0 = g * pl.group_co, g1 = std::min(pl.Co, g0 + pl.group_co);
-      const int64_t npanel = cdiv(g1 - g0, 16);
+      const int64_t npanel = cdiv(g1 - g0, 16), npair = cdiv(npanel, 2);
 #pragma omp for schedule(static)
-      for (int64_t piece = 0; piece < npanel * npiece_c; ++piece) {
-        const int64_t jp = piece / npiece_c, c0 = piece % npiece_c * kCPiece;
-        f.transform(pl, a, g0 / 16 + jp, c0, std::min(pl.C, c0 + kCPiece), u + jp * pl.pstride);
+      for (int64_t piece = 0; piece < npair * npiece_c; ++piece) {  // pairs of panels
+        const int64_t jp = piece / npiece_c * 2, c0 = piece % npiece_c * kCPiece;
+        f.transform(pl, a, g0 / 16 + jp, static_cast<int>(std::min<int64_t>(2, npanel - jp)), c0,
+                    std::min(pl.C, c0 + kCPiece), u + jp * pl.pstride);
       }  // implicit barrier: the group's transformed weight is whole before any task reads it
       const int64_t nchunk = cdiv(g1 - g0, pl.cc);
 #pragma omp for schedule(dynamic, 1)

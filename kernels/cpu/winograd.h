@@ -119,12 +119,13 @@ struct WinoArgs {
   int64_t hin = 0, win = 0;
 };
 
-// The per-ISA halves (winograd_kernel.cpp): the transformed weight of 16-column panel `panel`
-// (output channels 16 panel .. + 16, zero past Co) for input channels [c0, c1), written at
-// `dst` in the layout [xi][C][16]; and one task: tile block `block`, output channels
-// [o0, o0 + nco) of the group whose transformed weight is `u` (its first channel `group_o0`).
+// The per-ISA halves (winograd_kernel.cpp): the transformed weight of the np (1 or 2) 16-column
+// panels from `panel` (output channels 16 panel .. + 16 np, zero past Co) for input channels
+// [c0, c1), written at `dst` (the next panel pstride floats on) in the layout [xi][C][16]; and
+// one task: tile block `block`, output channels [o0, o0 + nco) of the group whose transformed
+// weight is `u` (its first channel `group_o0`).
 #define GPEN_WINO_ISA_DECLS                                                                                   \
-  void transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1,         \
+  void transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int np, int64_t c0, int64_t c1, \
                         float* dst);                                                                           \
   void run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u, \
                 int64_t group_o0, float* ws);
@@ -148,7 +149,7 @@ GPEN_WINO_FUSED_DECLS
 // forms have their own of the same shape), and the loop over transformed-weight groups that runs
 // them (winograd.cpp): each group's weight transform split between the threads, then its tasks.
 struct WinoGroupFns {
-  void (*transform)(const WinoPlan&, const WinoArgs&, int64_t panel, int64_t c0, int64_t c1, float* dst);
+  void (*transform)(const WinoPlan&, const WinoArgs&, int64_t panel, int np, int64_t c0, int64_t c1, float* dst);
   void (*task)(const WinoPlan&, const WinoArgs&, int64_t block, int64_t o0, int64_t nco, const float* u,
                int64_t group_o0, float* ws);
 };

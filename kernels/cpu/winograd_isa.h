@@ -59,12 +59,13 @@ inline void transform2d(const float (&mat)[R][K], Load&& load, Store&& store) {
 // transformed weight G W G^T for input channels [c0, c1), G one form's R x 3 filter transform,
 // point xi of channel c of panel panel + j at dst + j * dst_pstride + (xi * xi_rows + c - c_base)
 // * 16. The nine taps are read as f32 or dequantised from 8-bit codes (per-channel or per-group
-// scales of reduction row (tap, c)). On the f32 fast path the tap loads are unrolled, so each is
-// its own instruction with a fixed stride (a weight row per channel) that the hardware
-// prefetchers learn per instruction, NP whole lines of it; Prefetch: the locality hint of a
-// prefetch eight weight rows ahead there (nine streams a weight row apart per step, more than the
-// prefetchers follow), or -1 for none. One loop for the stride-1, stride-2 and transposed forms.
-template <int Prefetch, int R, int NP = 1>
+// scales of reduction row (tap, c)). On the f32 fast path the tap loads are unrolled: each is its
+// own instruction with a fixed stride (one weight row per channel), which the hardware
+// prefetchers learn per instruction, and NP whole lines of each row; the loop that had one load
+// instruction for all nine streams stalled on them, even with a software prefetch (1.3-1.44x on
+// the fused layers, docs/benchmarks.md, session 10). One loop for the stride-1, stride-2 and
+// transposed forms.
+template <int R, int NP = 1>
 inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const float (&G)[R][3], int64_t panel,
                                    int64_t c0, int64_t c1, float* dst, int64_t xi_rows, int64_t c_base,
                                    int64_t dst_pstride = 0) {
@@ -74,7 +75,7 @@ inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const 
   if constexpr (NP > 1) {
     if (!fast) {
       for (int j = 0; j < NP; ++j)
-        transform_weight_panel<Prefetch, R>(pl, a, G, panel + j, c0, c1, dst + j * dst_pstride, xi_rows, c_base);
+        transform_weight_panel<R>(pl, a, G, panel + j, c0, c1, dst + j * dst_pstride, xi_rows, c_base);
       return;
     }
   }
@@ -85,8 +86,6 @@ inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const 
 #pragma GCC unroll 9
       for (int t = 0; t < 9; ++t) {
         const float* src = a.w + (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2 + o0;
-        if constexpr (Prefetch >= 0)
-          for (int j = 0; j < NP; ++j) __builtin_prefetch(src + 8 * a.ws2 + j * 16, 0, Prefetch);
         for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + h2 * L);
       }
     } else if constexpr (NP == 1) {
@@ -110,6 +109,18 @@ inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const 
                   [&](int q, int p, vf v) { vst(d + (p * R + q) * xi_rows * 16, v); });
     }
   }
+}
+
+// The grouped forms' weight transform: np (1 or 2) panels from `panel` for channels [c0, c1),
+// into the group's layout ([panel][xi][C][16], panels pstride apart). Two panels per call read
+// whole 128-byte pieces of each weight row.
+template <int R>
+inline void transform_weight_panels(const WinoPlan& pl, const WinoArgs& a, const float (&G)[R][3], int64_t panel,
+                                    int np, int64_t c0, int64_t c1, float* dst) {
+  if (np == 2)
+    transform_weight_panel<R, 2>(pl, a, G, panel, c0, c1, dst, pl.C, 0, pl.pstride);
+  else
+    transform_weight_panel<R>(pl, a, G, panel, c0, c1, dst, pl.C, 0);
 }
 
 // Channels [c, c + L) of the conv's input at one pixel (xp, x2p: its rows in x and x2) with the

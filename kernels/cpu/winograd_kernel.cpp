@@ -165,15 +165,14 @@ void fused_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco
                   const Scratch& s) {
   for (int64_t kb = 0; kb < pl.nkb; ++kb) {
     const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc), rows = k1 - k0 + 1, ust = pl.nxi * rows * 16;
-    // Channel by channel across the chunk's panels: the weight row of a tap is then read as whole
-    // consecutive cache lines (one line per panel), which the prefetchers follow.
-    // Two panels per call where the chunk has them: whole 128-byte pieces of each weight row.
+    // Channel by channel across the chunk's panels, two per call where the chunk has them: each
+    // tap's weight row is then read as whole consecutive cache lines, which the prefetchers follow.
     for (int64_t c = k0; c < k1; ++c)
       for (int64_t jp = 0; jp * 16 < nco; jp += 2) {
         if (jp * 16 + 16 < nco)
-          transform_weight_panel<-1, M + 2, 2>(pl, a, Tr<M>::G, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0, ust);
+          transform_weight_panel<M + 2, 2>(pl, a, Tr<M>::G, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0, ust);
         else
-          transform_weight_panel<2>(pl, a, Tr<M>::G, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0);
+          transform_weight_panel<M + 2>(pl, a, Tr<M>::G, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0);
       }
     fused_gemms(pl, s, v_all, s.v, nco, k0, k1);
   }
@@ -205,11 +204,12 @@ void fused_task(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, 
     fused_task_m<2>(pl, a, o0, nco, v_all, scratch(pl, ws));
 }
 
-void transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1, float* dst) {
+void transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int np, int64_t c0, int64_t c1,
+                      float* dst) {
   if (pl.m == 4)
-    transform_weight_panel<2>(pl, a, Tr<4>::G, panel, c0, c1, dst, pl.C, 0);
+    transform_weight_panels(pl, a, Tr<4>::G, panel, np, c0, c1, dst);
   else
-    transform_weight_panel<2>(pl, a, Tr<2>::G, panel, c0, c1, dst, pl.C, 0);
+    transform_weight_panels(pl, a, Tr<2>::G, panel, np, c0, c1, dst);
 }
 
 void run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,

@@ -32,8 +32,8 @@ int conv2d_wino_s2_tile(const Conv2dParams& p, const Shape& x, const Shape& y);
 WinoPlan make_wino_s2_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);
 
 #define GPEN_WINO_S2_ISA_DECLS                                                                               \
-  void s2_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1,     \
-                           float* dst);                                                                       \
+  void s2_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int np, int64_t c0,  \
+                           int64_t c1, float* dst);                                                          \
   void s2_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u, \
                    int64_t group_o0, float* ws);
 namespace isa_base {

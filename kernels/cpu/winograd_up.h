@@ -48,8 +48,8 @@ int winograd_up_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, in
 WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);
 
 #define GPEN_WINO_UP_ISA_DECLS                                                                               \
-  void up_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int64_t c0, int64_t c1,     \
-                           float* dst);                                                                       \
+  void up_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int np, int64_t c0,  \
+                           int64_t c1, float* dst);                                                          \
   void up_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u, \
                    int64_t group_o0, float* ws);
 namespace isa_base {
