@@ -30,12 +30,13 @@ int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 1
 // session-9 revision after the transforms came to keep the tile in registers). Measured with
 // bench_cpu_conv2d_s2 on the AMD EPYC (Zen 4) at 2 threads (wall) and at 1 thread (CPU time, both
 // ISAs), against the direct path and the other tile:
-// - 32..64 input channels from 64x64 outputs: m = 4. GPEN-256's ecd1 (32 -> 64, 128x128) 3.38 ms
-//   against m = 2's 4.44 and direct's 4.98 at 2 threads (1 thread: 1.08x / 1.01x over m = 2 on
-//   AVX-512 / AVX2); ecd2 (64 -> 128, 64x64) 2.93 against 3.21 (1.17x / 1.0x); GPEN-512's ecd1
-//   (64 -> 128, 256x256) 43.6 against 44.7.
-// - 16..31 channels from 64x64: m = 2, as before (m = 4's 81-point transforms outweigh its
-//   products there).
+// - 32..64 input channels from 256x256 outputs: m = 4. GPEN-512's ecd1 (64 -> 128, 256x256) 43.6
+//   ms against m = 2's 44.7 (session 10: 42.2-46.3 against 44.5-47.0).
+// - 16..64 channels from 64x64 below that: m = 2. Session 9 measured m = 4 ahead on GPEN-256's
+//   ecd1 (32 -> 64, 128x128) and ecd2 (64 -> 128, 64x64); session 10, after the weight
+//   transform's loads were unrolled, measured m = 2 ahead on both, in the graph (3.25 against
+//   3.66 ms, 2.88 against 3.29, alternating binaries) and in bench_cpu_conv2d_s2 on both ISAs
+//   (ecd1 1.0-1.2x, ecd2 1.02-1.25x).
 // - 65..128 channels from 32x32: m = 2, which beats m = 4 where both were measured. GPEN-256's
 //   ecd3 (128 -> 256, 32x32) 2.82 against direct's 3.10 (1 thread 1.09x / 1.01x); GPEN-512's ecd2
 //   (128 -> 256, 128x128) 41.2 against m = 4's 42.5 and direct's 50.8; R50's layer2.0 conv2
@@ -46,7 +47,7 @@ int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 1
 //   32x32 the same holds for every layer (GPEN-256's ecd4 16x16 0.93x).
 int auto_tile(int64_t Ho, int64_t Wo, int64_t C, int64_t Co) {
   if (C > 128 || C < 16 || Co < 16) return 0;
-  if (C <= 64) return Ho >= 64 && Wo >= 64 ? (C >= 32 ? 4 : 2) : 0;
+  if (C <= 64) return Ho >= 64 && Wo >= 64 ? (C >= 32 && Ho >= 256 && Wo >= 256 ? 4 : 2) : 0;
   return Ho >= 32 && Wo >= 32 ? 2 : 0;
 }
 
