@@ -1,6 +1,6 @@
 // The per-ISA dot products of the to_rgb modconv (overview: modconv_rgb.h), compiled once per
 // ISA (isa_ns.h): per output pixel, kMaxCo accumulators of the ISA's width run across the
-// channels, one load of x per kMaxCo FMAs, and are summed by halving at the end. Nothing here
+// channels, one load of x per kMaxCo FMAs, and are summed together by shuffles at the end. Nothing here
 // calls an inline function of another header (scripts/check_isa_symbols.py).
 #include <cstring>
 
@@ -15,18 +15,38 @@ namespace {
 using namespace gpen::cpu::GPEN_ISA_NS::simd;
 typedef float v4 __attribute__((vector_size(4 * sizeof(float))));
 
-// Sum of the lanes by halving (log2 L dependent adds, not L).
-inline float hsum(vf v) {
-  float t[L];
-  std::memcpy(t, &v, sizeof t);
-  v4 s;
-  std::memcpy(&s, t, sizeof s);
-  for (int i = 4; i < L; i += 4) {
-    v4 u;
-    std::memcpy(&u, t + i, sizeof u);
-    s += u;
+// The lane sums of four accumulators, {sum c0, sum c1, sum c2, sum c3}. On AVX-512 each step adds
+// the two halves of a pair of vectors into one, so the four reduce in four shuffle-add steps with
+// no trip through memory (a store and narrower reloads per accumulator stalled on store
+// forwarding: to_rgb 1.04-1.24x in bench_cpu_gpen256, session 10).
+inline v4 hsum4(vf c0, vf c1, vf c2, vf c3) {
+#if GPEN_ISA_AVX512
+  // 16 lanes: halves of (c0, c1) and (c2, c3) -> 8 + 8 lanes each; then 4 + 4 per accumulator.
+  const vf x0 = __builtin_shufflevector(c0, c1, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                __builtin_shufflevector(c0, c1, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  const vf x1 = __builtin_shufflevector(c2, c3, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                __builtin_shufflevector(c2, c3, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  const vf y = __builtin_shufflevector(x0, x1, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+               __builtin_shufflevector(x0, x1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  // y: 4 lanes per accumulator; two more halvings.
+  typedef float v8 __attribute__((vector_size(8 * sizeof(float))));
+  const v8 z = __builtin_shufflevector(y, y, 0, 1, 4, 5, 8, 9, 12, 13) +
+               __builtin_shufflevector(y, y, 2, 3, 6, 7, 10, 11, 14, 15);
+  return __builtin_shufflevector(z, z, 0, 2, 4, 6) + __builtin_shufflevector(z, z, 1, 3, 5, 7);
+#else
+  // 8 lanes: each by halving through memory, which measured as fast as the shuffles here.
+  float t[4][L];
+  std::memcpy(t[0], &c0, sizeof c0), std::memcpy(t[1], &c1, sizeof c1);
+  std::memcpy(t[2], &c2, sizeof c2), std::memcpy(t[3], &c3, sizeof c3);
+  v4 r;
+  for (int k = 0; k < 4; ++k) {
+    v4 lo, hi;
+    std::memcpy(&lo, t[k], sizeof lo), std::memcpy(&hi, t[k] + 4, sizeof hi);
+    const v4 q = lo + hi;
+    r[k] = (q[0] + q[2]) + (q[1] + q[3]);
   }
-  return (s[0] + s[2]) + (s[1] + s[3]);
+  return r;
+#endif
 }
 
 }  // namespace
@@ -75,7 +95,8 @@ void rgb_rows(const RgbArgs& a, int64_t n, int64_t r0, int64_t r1) {
           t0 += v * u0[c], t1 += v * u1[c], t2 += v * u2[c], t3 += v * u3[c];
         }
       }
-      const float acc[kMaxCo] = {hsum(c0) + t0, hsum(c1) + t1, hsum(c2) + t2, hsum(c3) + t3};
+      const v4 sums = hsum4(c0, c1, c2, c3);
+      const float acc[kMaxCo] = {sums[0] + t0, sums[1] + t1, sums[2] + t2, sums[3] + t3};
       float* yp = a.y + n * a.ys0 + oy * a.ys1 + ox * a.ys2;
       const float* rp = a.res ? a.res + n * a.rs0 + oy * a.rs1 + ox * a.rs2 : nullptr;
       for (int64_t o = 0; o < a.Co; ++o) {
