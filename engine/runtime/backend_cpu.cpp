@@ -1,9 +1,9 @@
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
-#include <string>
-
-#include <sys/mman.h>
 #include <new>
+#include <string>
 #include <type_traits>
 
 #include "engine/runtime/backend.h"
@@ -94,7 +94,7 @@ class CpuBackend final : public Backend {
  private:
   // Huge pages: the arena and the workspace are streamed through once per node by the
   // memory-bound ops (blur, the early encoder), whose 4 KiB pages each cost a TLB walk; the
-  // blurs and ecd2 / ecd3 measured 3-13 % faster with them (docs/benchmarks.md, session 10).
+  // blurs and ecd2 / ecd3 measured 5-27 % faster with them (docs/benchmarks.md, session 10).
   static constexpr size_t kHuge = size_t{2} << 20;
   static bool huge_pages() {
     static const bool on = [] {

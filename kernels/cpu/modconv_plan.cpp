@@ -73,14 +73,17 @@ Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t 
   }
   pl.ntask_a = (pl.ga + pl.ta - 1) / pl.ta;
   pl.ntask_b = (pl.gb + pl.tb - 1) / pl.tb;
+  // Packing the weight costs about two passes over it; it pays when each weight is used by many
+  // output pixels. For the small early layers (4x4 .. 8x8) the GEMM is bound by reading the
+  // weight once, so they read B in place instead.
+  pl.direct_b = N * pl.ga * pl.gb <= kDirectPixels;
   // Small images give few pixel tiles: split the output channels too so every thread has work.
-  // Where B is read in place (the 4x4 .. 8x8 layers, direct_b below) one chunk per thread: each
-  // then reads longer runs of every weight row, which the prefetchers follow (GPEN-256's and
-  // -512's convs.0 up conv 1.11x / 1.22x against four chunks per thread, session 10).
+  // Where B is read in place, one chunk per thread: each then reads longer runs of every weight
+  // row, which the prefetchers follow (GPEN-256's and -512's convs.0 up conv 1.11x / 1.22x against
+  // four chunks per thread, session 10).
   const int64_t spatial_tasks = N * pl.ntask_a * pl.ntask_b;
   pl.co_chunk = std::min(round_up(Co, kNR), co_cap);
-  const bool small = N * pl.ga * pl.gb <= kDirectPixels;  // direct_b below
-  const int64_t want = (small ? 1 : 4) * std::max(1, threads);
+  const int64_t want = (pl.direct_b ? 1 : 4) * std::max(1, threads);
   while (spatial_tasks * ((Co + pl.co_chunk - 1) / pl.co_chunk) < want && pl.co_chunk > 4 * kNR)
     pl.co_chunk = round_up(pl.co_chunk / 2, kNR);
   pl.ntask_co = (Co + pl.co_chunk - 1) / pl.co_chunk;
@@ -113,10 +116,6 @@ Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t 
   pl.per_thread = off;
   pl.kdim = int64_t{k} * k * C;
   pl.npanel = (Co + kNR - 1) / kNR;
-  // Packing the weight costs about two passes over it; it pays when each weight is used by many
-  // output pixels. For the small early layers (4x4 .. 8x8) the GEMM is bound by reading the
-  // weight once, so they read B in place instead.
-  pl.direct_b = N * pl.ga * pl.gb <= kDirectPixels;
   pl.shared = pl.direct_b ? 0 : round_up(pl.npanel * pl.kdim * kNR, 16);
   return pl;
 }

@@ -1,7 +1,8 @@
 #pragma once
-// The per-ISA pieces both Winograd kernels share (winograd_kernel.cpp, stride 1;
-// winograd_up_kernel.cpp, the polyphase transposed conv): the unrolled transform products and the
-// general prologue load. Internal linkage, as isa_vec.h.
+// The per-ISA pieces the Winograd kernels share (winograd_kernel.cpp, stride 1;
+// winograd_s2_kernel.cpp, the polyphase stride 2; winograd_up_kernel.cpp, the polyphase transposed
+// conv): the unrolled transform products, the weight transform, the prologue load, the output
+// epilogue and the point GEMMs. Internal linkage, as isa_vec.h.
 #include "engine/core/quant8.h"
 #include "kernels/cpu/isa_vec.h"
 #include "kernels/cpu/modconv_internal.h"
@@ -111,16 +112,17 @@ inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const 
   }
 }
 
-// The grouped forms' weight transform: np (1 or 2) panels from `panel` for channels [c0, c1),
-// into the group's layout ([panel][xi][C][16], panels pstride apart). Two panels per call read
-// whole 128-byte pieces of each weight row.
+// transform_weight_panel for np (1 or 2) panels from `panel`, the second dst_pstride floats on;
+// two per call read whole 128-byte pieces of each weight row. The grouped forms pass their layout
+// ([panel][xi][C][16]: pl.C, 0, pl.pstride), the fused form its slice's.
 template <int R>
 inline void transform_weight_panels(const WinoPlan& pl, const WinoArgs& a, const float (&G)[R][3], int64_t panel,
-                                    int np, int64_t c0, int64_t c1, float* dst) {
+                                    int np, int64_t c0, int64_t c1, float* dst, int64_t xi_rows, int64_t c_base,
+                                    int64_t dst_pstride) {
   if (np == 2)
-    transform_weight_panel<R, 2>(pl, a, G, panel, c0, c1, dst, pl.C, 0, pl.pstride);
+    transform_weight_panel<R, 2>(pl, a, G, panel, c0, c1, dst, xi_rows, c_base, dst_pstride);
   else
-    transform_weight_panel<R>(pl, a, G, panel, c0, c1, dst, pl.C, 0);
+    transform_weight_panel<R>(pl, a, G, panel, c0, c1, dst, xi_rows, c_base);
 }
 
 // Channels [c, c + L) of the conv's input at one pixel (xp, x2p: its rows in x and x2) with the

@@ -168,12 +168,9 @@ void fused_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco
     // Channel by channel across the chunk's panels, two per call where the chunk has them: each
     // tap's weight row is then read as whole consecutive cache lines, which the prefetchers follow.
     for (int64_t c = k0; c < k1; ++c)
-      for (int64_t jp = 0; jp * 16 < nco; jp += 2) {
-        if (jp * 16 + 16 < nco)
-          transform_weight_panel<M + 2, 2>(pl, a, Tr<M>::G, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0, ust);
-        else
-          transform_weight_panel<M + 2>(pl, a, Tr<M>::G, o0 / 16 + jp, c, c + 1, s.v + jp * ust, rows, k0);
-      }
+      for (int64_t jp = 0; jp * 16 < nco; jp += 2)
+        transform_weight_panels(pl, a, Tr<M>::G, o0 / 16 + jp, jp * 16 + 16 < nco ? 2 : 1, c, c + 1, s.v + jp * ust,
+                                rows, k0, ust);
     fused_gemms(pl, s, v_all, s.v, nco, k0, k1);
   }
   output_transform<M>(pl, a, 0, o0, nco, s);
@@ -207,9 +204,9 @@ void fused_task(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, 
 void transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int np, int64_t c0, int64_t c1,
                       float* dst) {
   if (pl.m == 4)
-    transform_weight_panels(pl, a, Tr<4>::G, panel, np, c0, c1, dst);
+    transform_weight_panels(pl, a, Tr<4>::G, panel, np, c0, c1, dst, pl.C, 0, pl.pstride);
   else
-    transform_weight_panels(pl, a, Tr<2>::G, panel, np, c0, c1, dst);
+    transform_weight_panels(pl, a, Tr<2>::G, panel, np, c0, c1, dst, pl.C, 0, pl.pstride);
 }
 
 void run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,

@@ -145,9 +145,9 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
 void s2_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int np, int64_t c0, int64_t c1,
                          float* dst) {
   if (pl.m == 4)
-    transform_weight_panels(pl, a, TrS2<4>::G, panel, np, c0, c1, dst);
+    transform_weight_panels(pl, a, TrS2<4>::G, panel, np, c0, c1, dst, pl.C, 0, pl.pstride);
   else
-    transform_weight_panels(pl, a, TrS2<2>::G, panel, np, c0, c1, dst);
+    transform_weight_panels(pl, a, TrS2<2>::G, panel, np, c0, c1, dst, pl.C, 0, pl.pstride);
 }
 
 void s2_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,

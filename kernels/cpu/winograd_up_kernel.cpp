@@ -179,9 +179,9 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
 void up_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int np, int64_t c0, int64_t c1,
                          float* dst) {
   if (pl.m == 4)
-    transform_weight_panels(pl, a, TrUp<4>::G, panel, np, c0, c1, dst);
+    transform_weight_panels(pl, a, TrUp<4>::G, panel, np, c0, c1, dst, pl.C, 0, pl.pstride);
   else
-    transform_weight_panels(pl, a, TrUp<2>::G, panel, np, c0, c1, dst);
+    transform_weight_panels(pl, a, TrUp<2>::G, panel, np, c0, c1, dst, pl.C, 0, pl.pstride);
 }
 
 void up_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,
