@@ -165,25 +165,39 @@ TEST_CASE("winograd up: the transposed modconv matches the float64 reference and
       {1, 1, 1, 2, 5, 0, 3, false},       // one input row: tiles mostly outside
       {2, 2, 7, 6, 20, 12, 19, true},     // strided x and y
       {1, 1, 21, 19, 16, 0, 16, false},   // many tile blocks
-      {1, 1, 4, 3, 256, 0, 256, false},   // the transformed weight in several groups
+      {1, 1, 4, 3, 512, 0, 256, false},   // the transformed weight in several groups
+      // m = 4 on these runs the fused form (winograd_up_fused.cpp: sizes multiples of 4, at most
+      // kFusedMaxTiles tiles per run), its rim GEMMs and its image chunks:
+      {1, 1, 16, 16, 200, 60, 70, false},  // K blocks with a tail, the concat in the last, Co tail
+      {2, 2, 8, 12, 40, 24, 35, false},    // two images in one run, H != W
+      {3, 1, 4, 4, 24, 8, 33, false},      // broadcast x, one tile per image
+      {2, 2, 8, 4, 20, 12, 19, true},      // strided x and y
+      {2, 2, 32, 32, 48, 0, 64, false},    // 64 tiles per image: one image per run, two runs
   };
   int i = 0;
   for (const Case& k : cases) {
     const Data d(k, rng);
     std::vector<double> ref, mass;
     reference(d, ref, mass);
+    const bool fusable = wd::make_wino_up_fused_plan(1, k.H, k.W, k.C1 + k.C2, k.Co, 1).fused;
     for (int m : {2, 4, 0})
-      for (int threads : {1, 2}) {
-        cpu::set_num_threads(threads);
-        const double rel = m == 4 ? 1e-5 : m == 2 ? 2e-6 : 1e-6;
-        const double e = worst(run(d, m, nullptr, k.strided), ref, mass, rel);
-        MESSAGE("case " << i << (m ? " winograd up m " + std::to_string(m) : std::string(" direct")) << " threads "
-                        << threads << ": " << e << " of its tolerance");
-        CHECK(e <= 1.0);
-      }
+      for (int threads : {1, 2})
+        for (bool fused : {true, false}) {
+          if (!fused && (m != 4 || !fusable)) continue;  // the grouped m = 4 on a fusable shape too
+          wd::set_fused_enabled(fused);
+          cpu::set_num_threads(threads);
+          const double rel = m == 4 ? 1e-5 : m == 2 ? 2e-6 : 1e-6;
+          const double e = worst(run(d, m, nullptr, k.strided), ref, mass, rel);
+          MESSAGE("case " << i << (m ? " winograd up m " + std::to_string(m) : std::string(" direct"))
+                          << std::string(m == 4 && fusable ? (fused ? " fused" : " grouped") : "") << " threads " << threads
+                          << ": " << e << " of its tolerance");
+          CHECK(e <= 1.0);
+        }
+    wd::set_fused_enabled(true);
     ++i;
   }
-  if (wd::make_wino_up_plan(4, 1, 4, 3, 256, 256, 2).ngroup < 2) FAIL("the group case no longer makes groups");
+  if (!wd::make_wino_up_fused_plan(2, 16, 16, 200 + 60, 70, 2).fused) FAIL("the fused cases no longer fuse");
+  if (wd::make_wino_up_plan(4, 1, 4, 3, 512, 256, 2).ngroup < 2) FAIL("the group case no longer makes groups");
   cpu::set_num_threads(0);
 }
 
@@ -267,10 +281,10 @@ TEST_CASE("winograd up plan: groups bound the transformed weight, the scratch do
   CHECK(wd::winograd_up_tile(banded, 1, 64, 64, 256, 256) == 0);
 }
 
-TEST_CASE("winograd up: auto runs m = 2 on the large up convs with few channels, direct elsewhere") {
+TEST_CASE("winograd up: auto runs m = 2 on the large up convs with few channels, the fused m = 4 on GPEN-256's small ones, direct elsewhere") {
   // ctest runs each case in its own process, so GPEN_CPU_CONV is the environment's (unset: auto).
   if (std::strcmp(wd::conv_mode_name(), "auto") != 0) {
-    MESSAGE("GPEN_CPU_CONV is " << wd::conv_mode_name() << " in this process: the auto rule is not checked");
+    MESSAGE("GPEN_CPU_CONV is " << std::string(wd::conv_mode_name()) << " in this process: the auto rule is not checked");
     return;
   }
   ModConvParams up;
@@ -279,7 +293,11 @@ TEST_CASE("winograd up: auto runs m = 2 on the large up convs with few channels,
   CHECK(wd::winograd_up_tile(up, 1, 128, 128, 64, 32) == 2);   // GPEN-256's last
   CHECK(wd::winograd_up_tile(up, 1, 128, 128, 512, 128) == 0);  // GPEN-512's convs.10: the weight is too big
   CHECK(wd::winograd_up_tile(up, 1, 64, 64, 128, 64) == 2);     // GPEN-256's convs.8.convT
-  CHECK(wd::winograd_up_tile(up, 1, 32, 32, 512, 128) == 0);    // GPEN-256's convs.6.convT: too few tiles
+  CHECK(wd::winograd_up_tile(up, 1, 32, 32, 512, 128) == 4);    // GPEN-256's convs.6.convT: the fused form
+  CHECK(wd::winograd_up_tile(up, 1, 16, 16, 512, 256) == 4);    // GPEN-256's convs.4.convT: the fused form
+  CHECK(wd::winograd_up_tile(up, 1, 8, 8, 512, 256) == 0);      // GPEN-256's convs.2.convT: 4 tiles
+  CHECK(wd::winograd_up_tile(up, 1, 32, 32, 1024, 512) == 0);   // GPEN-512's convs.6.convT: too many channels
+  CHECK(wd::winograd_up_tile(up, 1, 30, 30, 512, 128) == 0);    // not a multiple of 4: no exact tiles
   CHECK(wd::winograd_up_tile(up, 1, 64, 64, 512, 256) == 0);    // 64x64 with 512 channels: the weight is too big
   ModConvParams plain;  // stride 1: winograd.h's business
   CHECK(wd::winograd_up_tile(plain, 1, 256, 256, 256, 64) == 0);

@@ -183,7 +183,7 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
 }
 
 void plan_panel_groups(WinoPlan& pl, int64_t budget_floats, int64_t co_chunk_max, int threads) {
-  pl.pstride = pl.nxi * pl.C * 16;
+  pl.pstride = (pl.nwp ? pl.nwp : pl.nxi) * pl.C * 16;
   const int64_t npanel = cdiv(pl.Co, 16);
   // Whole pairs of panels where more than one fits: AVX-512 runs the GEMM two panels at a time.
   int64_t per_group = std::max<int64_t>(1, budget_floats / pl.pstride);
@@ -243,8 +243,6 @@ void run(const WinoPlan& pl, const WinoArgs& a, void* workspace) {
 }
 }  // namespace
 
-// Images per run of the fused form: as many as fit kFusedMaxTiles tiles (0: one image does not).
-// Monotone in N, so a smaller batch never needs more workspace than a larger one.
 int64_t fused_images(int m, int64_t N, int64_t H, int64_t W) {
   const int64_t per_image = ((H + m - 1) / m) * ((W + m - 1) / m);
   return per_image > kFusedMaxTiles ? 0 : std::min(N, kFusedMaxTiles / per_image);

@@ -62,7 +62,8 @@ struct WinoPlan {
   int64_t kc = 0, nkb = 0, kcs = 0;    // K block, their number, floats per transformed-input row
   int64_t cc = 0;                      // output channels per task (a multiple of 16)
   int64_t group_co = 0, ngroup = 0;    // output channels per transformed-weight group
-  int64_t pstride = 0;                 // floats per 16-column panel of the transformed weight: nxi * C * 16
+  int64_t pstride = 0;                 // floats per 16-column panel of the transformed weight: nwp * C * 16
+  int nwp = 0;                         // distinct points of the transformed weight (0: nxi; the polyphase forms fewer)
   int64_t u_floats = 0;                // one group of the transformed weight
   int64_t off_v = 0, off_m = 0, off_sv = 0, off_b2v = 0, off_gs2 = 0, off_dv = 0, off_bv = 0, off_tmp = 0;
   int64_t per_thread = 0;
@@ -71,6 +72,11 @@ struct WinoPlan {
   // K block into the thread's slice at off_v (ust floats per 16-column panel) instead of per group.
   bool fused = false;
   int64_t v_floats = 0, ust = 0;
+  // The fused transposed form (winograd_up_fused.cpp): the accumulators of every output-channel
+  // chunk persist over the K blocks (mchunk floats each, from off_mall in the shared part), and
+  // rw / rh rows (N W and N H, rounded to the micro-kernel's 6) of each of the three rim GEMMs of
+  // the last output row and of the last output column.
+  int64_t mchunk = 0, off_mall = 0, rw = 0, rh = 0;
 };
 
 // u_budget: floats a transformed-weight group may take; 0: the modconv's rule (the direct path's
@@ -156,7 +162,7 @@ struct WinoGroupFns {
 // The transformed-weight groups of the polyphase forms (winograd_up.cpp, winograd_s2.cpp): whole
 // 16-column panels, at most budget_floats each (pairs where more than one fits), balanced; the
 // output-channel chunk per task (at most co_chunk_max, halved until the threads have two tasks
-// each); sets pstride, ngroup, group_co, cc and u_floats from the plan's nxi, C, Co and nblock.
+// each); sets pstride, ngroup, group_co, cc and u_floats from the plan's nwp (or nxi), C, Co and nblock.
 void plan_panel_groups(WinoPlan& pl, int64_t budget_floats, int64_t co_chunk_max, int threads);
 // The weight fields of WinoArgs: f32, or 8-bit codes with their scales (dequantised in the
 // weight transform); and all of them for a conv2d (input, bias, residual, output, activation,
@@ -177,6 +183,9 @@ constexpr int64_t kFusedMaxTiles = 96;
 WinoPlan make_wino_fused_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);
 // The whole fused op (pl from make_wino_fused_plan, C1 / C2 set), workspace aligned by the caller.
 void run_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace);
+// Images per run of a fused form: as many as fit kFusedMaxTiles tiles of m x m input positions
+// (0: one image does not). Monotone in N, so a smaller batch never needs more workspace.
+int64_t fused_images(int m, int64_t N, int64_t H, int64_t W);
 // On by default; GPEN_CPU_WINO_FUSED=0 starts a process with it off (A/B measurements). Tests switch
 // it to cover both forms; a workspace sized before a switch does not fit a run after it.
 void set_fused_enabled(bool on);

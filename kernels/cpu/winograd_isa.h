@@ -194,42 +194,71 @@ inline void with_prologue_load(const WinoPlan& pl, const WinoArgs& a, const floa
   }
 }
 
+// c[r][j] (+)= sum over kb of A[r][.] * B[.][j] for rows r < nrows (a multiple of 6), j < nco: A
+// row r at band + base[r], B's 16-column panels at b, pstride apart (rows 16 floats apart), c's
+// rows ldc apart. The inner loop of point_gemms and of the transposed form's rim GEMMs, whose rows
+// are gathered from several points.
+inline void rows_gemm(const modconv_detail::KBlock& kb, const float* band, const int64_t* base, int64_t nrows,
+                      const float* b, int64_t pstride, float* c, int64_t ldc, int64_t nco, bool acc) {
+  using modconv_detail::kMR;
+  for (int64_t j = 0; j < nco;) {
+    const float* bseg[1] = {b + (j / 16) * pstride};
+#if GPEN_ISA_AVX512
+    if (j + 16 < nco) {  // two panels per call at 16 lanes
+      for (int64_t mt = 0; mt < nrows; mt += kMR)
+        modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, pstride, 0, c + j + mt * ldc, ldc,
+                                                 acc);
+      j += 32;
+      continue;
+    }
+#endif
+    for (int64_t mt = 0; mt < nrows; mt += kMR)
+      modconv_detail::isa_base::micro_kernel(kb, band, base + mt, bseg, 16, 8, 0, c + j + mt * ldc, ldc, acc);
+    j += 16;
+  }
+}
+
+// One K block [k0, k1) for the micro-kernel: a single segment, A's columns from the row start.
+inline modconv_detail::KBlock one_segment(int64_t k0, int64_t k1) {
+  modconv_detail::KBlock kb;
+  kb.nseg = 1;
+  kb.len = static_cast<int>(k1 - k0);
+  kb.a_off[0] = 0;
+  kb.seg_len[0] = kb.len;
+  return kb;
+}
+
 // m[xi][t][j] (+)= sum over the K block [k0, k1) of A[xi][t][.] * B[xi][.][j], j < nco, for the
 // T tiles: A of point xi starts at a + xi * a_xi (rows kcs apart), B's 16-column panels of point xi
 // at b + xi * b_xi, pstride apart; m of point xi at mbuf + xi * m_xi (rows cc apart). One loop for
 // the grouped and the fused forms' layouts and the stride-2 conv's (winograd_s2_kernel.cpp).
 inline void point_gemms(const WinoPlan& pl, float* mbuf, int64_t m_xi, const float* a, int64_t a_xi, const float* b,
                         int64_t b_xi, int64_t pstride, int64_t nco, int64_t k0, int64_t k1) {
-  using modconv_detail::KBlock;
-  using modconv_detail::kMR;
-  KBlock kb;
-  kb.nseg = 1;
-  kb.len = static_cast<int>(k1 - k0);
-  kb.a_off[0] = 0;
-  kb.seg_len[0] = kb.len;
+  const modconv_detail::KBlock kb = one_segment(k0, k1);
   int64_t base[kFusedMaxTiles];  // at least kMaxTileBlock and kS2MaxTileBlock
   for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
-  const bool acc = k0 > 0;
-  const int64_t ldc = pl.cc;
-  for (int xi = 0; xi < pl.nxi; ++xi) {
-    const float* band = a + xi * a_xi;
-    for (int64_t j = 0; j < nco;) {
-      const float* bseg[1] = {b + xi * b_xi + (j / 16) * pstride};
-      float* c = mbuf + xi * m_xi + j;
-#if GPEN_ISA_AVX512
-      if (j + 16 < nco) {  // two panels per call at 16 lanes
-        for (int64_t mt = 0; mt < pl.T; mt += kMR)
-          modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, pstride, 0, c + mt * ldc, ldc,
-                                                   acc);
-        j += 32;
-        continue;
-      }
-#endif
-      for (int64_t mt = 0; mt < pl.T; mt += kMR)
-        modconv_detail::isa_base::micro_kernel(kb, band, base + mt, bseg, 16, 8, 0, c + mt * ldc, ldc, acc);
-      j += 16;
-    }
-  }
+  for (int xi = 0; xi < pl.nxi; ++xi)
+    rows_gemm(kb, a + xi * a_xi, base, pl.T, b + xi * b_xi, pstride, mbuf + xi * m_xi, pl.cc, nco, k0 > 0);
+}
+
+// The transposed form's point GEMMs (winograd_up_kernel.cpp): P x P points of which the last P - D
+// per axis (the odd-phase copies) share the weight point D - 1: m[xi][t][j] (+)= sum over the K
+// block [k0, k1) of v[xi][t][.] * U[wp(xi)][.][j] for the pl.T tiles, j < nco, point (py, px)
+// taking U's (min(py, D - 1), min(px, D - 1)). v's points vs floats apart (rows kcs apart), m's
+// ms apart (rows cc apart), U's point wp at u + wp * u_wp (its 16-column panels pstride apart).
+// By weight point, so the points that share one read it from L1.
+template <int D, int P>
+inline void shared_point_gemms(const WinoPlan& pl, const float* v, int64_t vs, const float* u, int64_t u_wp,
+                               int64_t pstride, float* m, int64_t ms, int64_t nco, int64_t k0, int64_t k1) {
+  const modconv_detail::KBlock kbl = one_segment(k0, k1);
+  int64_t base[kFusedMaxTiles];
+  for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
+  for (int qy = 0; qy < D; ++qy)
+    for (int qx = 0; qx < D; ++qx)
+      for (int py = qy; py < (qy < D - 1 ? qy + 1 : P); ++py)
+        for (int px = qx; px < (qx < D - 1 ? qx + 1 : P); ++px)
+          rows_gemm(kbl, v + (py * P + px) * vs, base, pl.T, u + (qy * D + qx) * u_wp, pstride, m + (py * P + px) * ms,
+                    pl.cc, nco, k0 > 0);
 }
 
 }  // namespace

@@ -43,7 +43,17 @@ int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W
   // From 64x64 inputs: GPEN-256's 64 -> 129 layer (128 -> 64 channels) 1.04x (AVX-512) and 1.17x
   // (AVX2) over direct in CPU time (bench_cpu_winograd_up, 2026-12-01 s7); at 32x32 with 512
   // channels m = 2 is 0.86x, so the channel bound stays.
-  return H >= 64 && W >= 64 && C >= 32 && C <= 256 && Co >= 16 ? 2 : 0;
+  if (H >= 64 && W >= 64 && C >= 32 && C <= 256 && Co >= 16) return 2;
+  // The fused form (winograd_up_fused.cpp: exact tiles, 36 weight points transformed in L2 and
+  // never written out) pays where the grouped one did not: GPEN-256's 16x16 and 32x32 up convs
+  // (512 -> 256 and 512 -> 128) 1.18x and 1.32x faster than the direct path in the graph, and
+  // 1.17x / 1.18x on the AVX2 path (bench_cpu_winograd_up, 2026-12-02 session 11). Not at 8x8 (4
+  // tiles: 0.66x), nor with GPEN-512's 1024 -> 512 channels (16x16 at parity, 32x32 0.87x: the
+  // accumulators of all 512 output channels, kept over the K blocks, no longer stay in cache).
+  // Per image, as the stride-1 fused form, so the choice and the workspace never shrink with the
+  // batch.
+  const bool fused = H % 4 == 0 && W % 4 == 0 && (H / 4) * (W / 4) <= kFusedMaxTiles && fused_enabled();
+  return fused && H >= 16 && W >= 16 && C >= 256 && Co >= 128 && C * Co <= 512 * 256 ? 4 : 0;
 }
 
 WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
@@ -63,6 +73,7 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
   if (pl.kcs % 64 == 0) pl.kcs += 16;  // rows at a multiple of 1 KB would share L1 sets
   // Groups of whole panels within the direct path's packed weight (9 C Co floats) or
   // kUFloorFloats, whichever is more, balanced; one panel at least.
+  pl.nwp = (m + 2) * (m + 2);  // the odd-phase points share their weight (winograd_up_kernel.cpp)
   plan_panel_groups(pl, std::max(9 * C * cdiv(Co, 16) * 16, kUFloorFloats), kUpCoChunkMax, threads);
   int64_t off = 0;
   auto take = [&](int64_t floats) {
@@ -82,6 +93,11 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
 
 size_t modconv_winograd_up_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads) {
   const int nt = threads > 0 ? threads : std::max(1, num_threads());
+  if (m == 4) {
+    const int64_t chunk = fused_images(4, y[0], x_cat[1], x_cat[2]);
+    const WinoPlan f = make_wino_up_fused_plan(chunk ? chunk : y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
+    if (f.fused) return static_cast<size_t>(f.v_floats + f.per_thread * nt) * sizeof(float) + kAlign;
+  }
   const WinoPlan pl = make_wino_up_plan(m, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
   return static_cast<size_t>(pl.u_floats + pl.per_thread * nt) * sizeof(float) + kAlign;
 }
@@ -111,6 +127,27 @@ void modconv_winograd_up(int m, const ModConvParams& p, const ModConvArgs& args,
   a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
   set_weight(a, w);
 
+  if (m == 4) {
+    const int64_t chunk = fused_images(4, y.dim(0), x.dim(1), x.dim(2));
+    const WinoPlan f = make_wino_up_fused_plan(chunk ? chunk : y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
+    if (f.fused) {
+      const auto v = reinterpret_cast<uintptr_t>(workspace);
+      float* ws = reinterpret_cast<float*>((v + kAlign - 1) / kAlign * kAlign);
+      for (int64_t n0 = 0; n0 < y.dim(0); n0 += chunk) {
+        // Each chunk of images is a batch of its own: the same per-image arithmetic at any batch.
+        const int64_t nc = std::min(chunk, y.dim(0) - n0);
+        WinoPlan pc = nc == f.N ? f : make_wino_up_fused_plan(nc, x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
+        pc.C1 = pl.C1, pc.C2 = pl.C2;
+        WinoArgs b = a;
+        b.x += n0 * a.xs0;
+        if (b.x2) b.x2 += n0 * a.x2s0;
+        b.s += n0 * a.ss0;
+        b.y += n0 * a.ys0;
+        run_up_fused(pc, b, ws);
+      }
+      return;
+    }
+  }
   run_groups(pl, a, workspace, {isa_base::up_transform_weight, isa_base::up_run_task},
              {isa_avx512::up_transform_weight, isa_avx512::up_run_task});
 }

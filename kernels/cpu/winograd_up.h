@@ -47,11 +47,34 @@ int winograd_up_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, in
 // nxi = (2m + 1)^2 points; H, W the input's size; th x tw tiles cover H + 1 x W + 1 positions.
 WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);
 
+// The fused form for small images (winograd_up_fused.cpp), m = 4 only: H and W multiples of 4, so
+// th = H / 4 x tw = W / 4 tiles cover the outputs but the last even row and column exactly (no
+// tile of mostly padding), and those two come from six more GEMMs on points the transforms
+// already hold (winograd_up_kernel.cpp says how); at most kFusedMaxTiles tiles. Per K block of
+// kUpFusedKc channels the input is transformed once for every tile into a shared buffer, then
+// each task (kUpFusedCc output channels) transforms its slice of the weight into L2 and runs the
+// 87 GEMMs into its accumulators, which persist over the K blocks (the transformed input of every
+// channel at once would be 11 MB for GPEN-256's 32x32 layer, 512 channels). The plan, or one
+// with fused = false where it does not apply (another shape, or GPEN_CPU_WINO_FUSED=0).
+constexpr int64_t kUpFusedKc = 64;
+constexpr int64_t kUpFusedCc = 32;
+WinoPlan make_wino_up_fused_plan(int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);
+// The whole fused op (pl from make_wino_up_fused_plan, C1 / C2 set), workspace aligned by the caller.
+void run_up_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace);
+
+// The per-ISA halves (winograd_up_kernel.cpp): the grouped form's weight transform and task, as
+// winograd.h's; the fused form's input transform of K block kb for tiles [t0, t1) into the shared
+// v, and its task: K block kb of output channels [o0, o0 + nco) into their accumulators mc (the
+// outputs after the last K block).
 #define GPEN_WINO_UP_ISA_DECLS                                                                               \
   void up_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int np, int64_t c0,  \
                            int64_t c1, float* dst);                                                          \
   void up_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u, \
-                   int64_t group_o0, float* ws);
+                   int64_t group_o0, float* ws);                                                                \
+  void up_fused_input(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t t0, int64_t t1, float* v,          \
+                      float* ws);                                                                                    \
+  void up_fused_task(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t o0, int64_t nco, const float* v,    \
+                     float* mc, float* ws);
 namespace isa_base {
 GPEN_WINO_UP_ISA_DECLS
 }

@@ -24,7 +24,11 @@ inline int64_t mstride(const WinoPlan& pl) { const int64_t f = pl.T * pl.cc; ret
 // One axis of the transposed conv for m input positions per tile: NI = m + 1 inputs
 // (x[a0 - 1 .. a0 + m - 1]), P = 2m + 1 points (F(m, 2)'s m + 1, then the m odd-phase copies),
 // MO = 2m outputs (rows 2 a0 .. 2 a0 + 2m - 1, even and odd interleaved). G takes the three
-// taps (W0, W1, W2): the even phase correlates (x[a - 1], x[a]) with (W2, W0).
+// taps (W0, W1, W2): the even phase correlates (x[a - 1], x[a]) with (W2, W0). The m odd-phase
+// points all take the tap W1, so G has D = m + 2 distinct rows (GD: F(m, 2)'s m + 1, then W1):
+// the transformed weight holds D^2 points (36 for m = 4, 16 for m = 2, not 81 and 25), point
+// (py, px) using (min(py, D - 1), min(px, D - 1)), and the points that share one run their GEMMs
+// one after the other (shared_point_gemms, winograd_isa.h).
 template <int M>
 struct TrUp;
 template <>
@@ -33,9 +37,9 @@ struct TrUp<4> {
   static constexpr float BT[9][5] = {{2, -1, -2, 1, 0}, {0, -2, -1, 1, 0}, {0, 2, -3, 1, 0},
                                      {0, -1, 0, 1, 0},  {0, 2, -1, -2, 1}, {0, 1, 0, 0, 0},
                                      {0, 0, 1, 0, 0},   {0, 0, 0, 1, 0},   {0, 0, 0, 0, 1}};
-  static constexpr float G[9][3] = {{0, 0, 0.5f},         {-0.5f, 0, -0.5f}, {1.0f / 6, 0, -1.0f / 6},
-                                    {1.0f / 3, 0, 1.0f / 6}, {1, 0, 0},         {0, 1, 0},
-                                    {0, 1, 0},            {0, 1, 0},         {0, 1, 0}};
+  static constexpr int D = 6;
+  static constexpr float GD[6][3] = {{0, 0, 0.5f}, {-0.5f, 0, -0.5f}, {1.0f / 6, 0, -1.0f / 6},
+                                     {1.0f / 3, 0, 1.0f / 6}, {1, 0, 0}, {0, 1, 0}};
   static constexpr float AT[8][9] = {{1, 1, 1, 1, 0, 0, 0, 0, 0},  {0, 0, 0, 0, 0, 1, 0, 0, 0},
                                      {0, 1, -1, 2, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 1, 0, 0},
                                      {0, 1, 1, 4, 0, 0, 0, 0, 0},  {0, 0, 0, 0, 0, 0, 0, 1, 0},
@@ -45,7 +49,8 @@ template <>
 struct TrUp<2> {  // F(2, 2) on the points 0, 1, infinity
   static constexpr int NI = 3, P = 5, MO = 4;
   static constexpr float BT[5][3] = {{-1, 1, 0}, {0, 1, 0}, {0, -1, 1}, {0, 1, 0}, {0, 0, 1}};
-  static constexpr float G[5][3] = {{0, 0, -1}, {1, 0, 1}, {1, 0, 0}, {0, 1, 0}, {0, 1, 0}};
+  static constexpr int D = 4;
+  static constexpr float GD[4][3] = {{0, 0, -1}, {1, 0, 1}, {1, 0, 0}, {0, 1, 0}};
   static constexpr float AT[4][5] = {{1, 1, 0, 0, 0}, {0, 0, 0, 1, 0}, {0, 1, 1, 0, 0}, {0, 0, 0, 0, 1}};
 };
 
@@ -53,13 +58,13 @@ struct Scratch {
   float *v, *m, *sv, *b2v, *gs2, *tmp;
 };
 
-// The transformed inputs of the block's tiles for channels [k0, k1): v[xi][t][c - k0].
+// The transformed inputs of the block's tiles t0 + [tb, te) for channels [k0, k1): v[xi][t][c - k0].
 template <int M>
 void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t k0, int64_t k1, const Scratch& s,
-                     int64_t& last_n) {
+                     int64_t& last_n, int64_t tb, int64_t te) {
   constexpr int NI = TrUp<M>::NI, P = TrUp<M>::P, NN = NI * NI, PP = P * P;
   const int64_t per_img = pl.th * pl.tw;
-  for (int64_t t = 0; t < pl.T; ++t) {
+  for (int64_t t = tb; t < te; ++t) {
     const int64_t tile = t0 + t;
     if (tile >= pl.ntiles) {  // rows of the last block past the grid: zeros, their outputs unused
       for (int xi = 0; xi < PP; ++xi) std::memset(s.v + xi * vstride(pl) + t * pl.kcs, 0, sizeof(float) * pl.kcs);
@@ -94,38 +99,11 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
   }
 }
 
-// m[xi][t][j] (+)= sum_c v[xi][t][c] * U[xi][k0 + c][o0 + j] for the block's tiles, j < nco.
+// The grouped form's GEMMs for the block's tiles: U of the group in [panel][wp][C][16].
+template <int M>
 void gemms(const WinoPlan& pl, const Scratch& s, const float* u, int64_t jp0, int64_t nco, int64_t k0, int64_t k1) {
-  using modconv_detail::KBlock;
-  using modconv_detail::kMR;
-  KBlock kb;
-  kb.nseg = 1;
-  kb.len = static_cast<int>(k1 - k0);
-  kb.a_off[0] = 0;
-  kb.seg_len[0] = kb.len;
-  int64_t base[kUpMaxTileBlock];
-  for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
-  const bool acc = k0 > 0;
-  const int64_t ldc = pl.cc;
-  for (int xi = 0; xi < pl.nxi; ++xi) {
-    const float* band = s.v + xi * vstride(pl);
-    for (int64_t j = 0; j < nco;) {
-      const float* bseg[1] = {u + (jp0 + j / 16) * pl.pstride + (xi * pl.C + k0) * 16};
-      float* c = s.m + xi * mstride(pl) + j;
-#if GPEN_ISA_AVX512
-      if (j + 16 < nco) {  // two panels per call at 16 lanes
-        for (int64_t mt = 0; mt < pl.T; mt += kMR)
-          modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, pl.pstride, 0, c + mt * ldc, ldc,
-                                                   acc);
-        j += 32;
-        continue;
-      }
-#endif
-      for (int64_t mt = 0; mt < pl.T; mt += kMR)
-        modconv_detail::isa_base::micro_kernel(kb, band, base + mt, bseg, 16, 8, 0, c + mt * ldc, ldc, acc);
-      j += 16;
-    }
-  }
+  shared_point_gemms<TrUp<M>::D, TrUp<M>::P>(pl, s.v, vstride(pl), u + jp0 * pl.pstride + k0 * 16, pl.C * 16,
+                                             pl.pstride, s.m, mstride(pl), nco, k0, k1);
 }
 
 // y = A^T m A for the block's tiles, channels [o0, o0 + nco): the raw transposed conv.
@@ -168,10 +146,109 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
   int64_t last_n = -1;
   for (int64_t kb = 0; kb < pl.nkb; ++kb) {
     const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc);
-    input_transform<M>(pl, a, t0, k0, k1, s, last_n);
-    gemms(pl, s, u, (o0 - group_o0) / 16, nco, k0, k1);
+    input_transform<M>(pl, a, t0, k0, k1, s, last_n, 0, pl.T);
+    gemms<M>(pl, s, u, (o0 - group_o0) / 16, nco, k0, k1);
   }
   output_transform<M>(pl, a, t0, o0, nco, s);
+}
+
+// The fused form (winograd_up_fused.cpp): m = 4 on exact tiles, so the th x tw tiles give output
+// rows 0 .. 2H - 1 and columns 0 .. 2W - 1, and the last even row 2H and column 2W come from six
+// GEMMs on points the transforms already hold. Row 2H is x[H - 1] against the taps ky = 2 alone,
+// y[2H, 2b] = x[H - 1, b] W20 + x[H - 1, b - 1] W22 and y[2H, 2b + 1] = x[H - 1, b] W21; column 2W
+// the same along x with the taps kx = 2. B^T's rows 5-8 are the identity, so a tile's odd-phase
+// points are its raw pixels (prologue applied): point (8, 5 + j) of a last-row tile is
+// x[H - 1, b0 + j], point (5 + i, 8) of a last-column tile x[a0 + i, W - 1]. G's rows 0, 4, 5 take
+// W2 / 2, W0, W1, so the weight points (0, 4), (0, 5), (0, 0) are W20 / 2, W21 / 2, W22 / 4 and
+// (4, 0), (5, 0) W02 / 2, W12 / 2, exactly: the rim sums are scaled back by 2 or 4 (exact too).
+// (Weight points of the 6 x 6 the transform keeps: TrUp's GD.)
+constexpr int kRimPoint[6] = {0 * 6 + 4, 0 * 6 + 5, 0, 4 * 6 + 0, 5 * 6 + 0, 0};
+constexpr int64_t kRimMaxRows = 4 * kFusedMaxTiles + 6;  // one tile row of the last-row rim: W / 4 tiles
+
+// The offset of rim GEMM g's accumulators (0-2: row 2H's r0, r1, r2; 3-5: column 2W's c0, c1, c2) in
+// a chunk's, after the nxi points'.
+inline int64_t rim_off(const WinoPlan& pl, int g) {
+  const int64_t base = pl.nxi * mstride(pl);
+  return g < 3 ? base + g * pl.rw * pl.cc : base + (3 * pl.rw + (g - 3) * pl.rh) * pl.cc;
+}
+
+// The A rows of rim GEMM g in v (offsets from v): pixel i of image n's last row (g < 3) or last
+// column; rows past the N W (N H) pixels read row 0, their sums never stored. Returns the rows.
+int64_t rim_rows(const WinoPlan& pl, int g, int64_t* base) {
+  const bool row = g < 3;
+  const int64_t nrows = row ? pl.rw : pl.rh, len = row ? pl.W : pl.H, per_img = pl.th * pl.tw, vs = vstride(pl);
+  for (int64_t r = 0; r < nrows; ++r) {
+    if (r >= pl.N * len) {
+      base[r] = 0;
+      continue;
+    }
+    const int64_t n = r / len, i = r % len;
+    const int64_t t = n * per_img + (row ? (pl.th - 1) * pl.tw + i / 4 : (i / 4) * pl.tw + pl.tw - 1);
+    const int64_t xi = row ? 8 * 9 + 5 + i % 4 : (5 + i % 4) * 9 + 8;
+    base[r] = xi * vs + t * pl.kcs;
+  }
+  return nrows;
+}
+
+// Row 2H and column 2W of the chunk's channels [o0, o0 + nco) from the rim sums.
+void rim_output(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, const float* mc, float* tmp) {
+  const float *r0 = mc + rim_off(pl, 0), *r1 = mc + rim_off(pl, 1), *r2 = mc + rim_off(pl, 2);
+  const float *c0 = mc + rim_off(pl, 3), *c1 = mc + rim_off(pl, 4), *c2 = mc + rim_off(pl, 5);
+  const vf two = splat(2.0f), four = splat(4.0f);
+  const int64_t cc = pl.cc;
+  for (int64_t n = 0; n < pl.N; ++n)
+    for (int64_t o = 0; o < nco; o += L) {
+      const int64_t lanes = lmin(L, nco - o);
+      auto put = [&](int64_t oy, int64_t ox, vf v) {
+        float* yp = a.y + n * a.ys0 + oy * a.ys1 + ox * a.ys2 + (o0 + o) * a.ys3;
+        if (lanes == L && a.ys3 == 1) {
+          vst(yp, v);
+          return;
+        }
+        vst(tmp, v);
+        for (int64_t q = 0; q < lanes; ++q) yp[q * a.ys3] = tmp[q];
+      };
+      for (int64_t b = 0; b < pl.W; ++b) {
+        const int64_t e = (n * pl.W + b) * cc + o;
+        put(2 * pl.H, 2 * b, b > 0 ? two * vld(r0 + e) + four * vld(r2 + e - cc) : two * vld(r0 + e));
+        put(2 * pl.H, 2 * b + 1, two * vld(r1 + e));
+      }
+      put(2 * pl.H, 2 * pl.W, four * vld(r2 + (n * pl.W + pl.W - 1) * cc + o));
+      for (int64_t i = 0; i < pl.H; ++i) {
+        const int64_t e = (n * pl.H + i) * cc + o;
+        put(2 * i, 2 * pl.W, i > 0 ? two * vld(c0 + e) + four * vld(c2 + e - cc) : two * vld(c0 + e));
+        put(2 * i + 1, 2 * pl.W, two * vld(c1 + e));
+      }
+    }
+}
+
+// K block kb of one chunk (output channels [o0, o0 + nco)): its slice of the transformed weight
+// ([panel][xi][rows][16], a spare row per point as the stride-1 fused form), the 81 point GEMMs and
+// the six rim GEMMs into the chunk's accumulators mc; after the last K block, the outputs.
+void fused_up_task(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t o0, int64_t nco, const float* v,
+                   float* mc, const Scratch& s) {
+  constexpr int D = TrUp<4>::D;
+  const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc), rows = k1 - k0 + 1, ust = D * D * rows * 16;
+  for (int64_t c = k0; c < k1; ++c)
+    for (int64_t jp = 0; jp * 16 < nco; jp += 2)
+      transform_weight_panels(pl, a, TrUp<4>::GD, o0 / 16 + jp, jp * 16 + 16 < nco ? 2 : 1, c, c + 1, s.v + jp * ust,
+                              rows, k0, ust);
+  shared_point_gemms<D, TrUp<4>::P>(pl, v, vstride(pl), s.v, rows * 16, ust, mc, mstride(pl), nco, k0, k1);
+  const modconv_detail::KBlock kbl = one_segment(k0, k1);
+  int64_t base[kRimMaxRows];
+  for (int g = 0; g < 6; ++g) {
+    const int64_t nrows = rim_rows(pl, g, base);
+    rows_gemm(kbl, v, base, nrows, s.v + kRimPoint[g] * rows * 16, ust, mc + rim_off(pl, g), pl.cc, nco, k0 > 0);
+  }
+  if (k1 < pl.C) return;
+  Scratch so = s;
+  so.m = mc;
+  output_transform<4>(pl, a, 0, o0, nco, so);
+  rim_output(pl, a, o0, nco, mc, s.tmp);
+}
+
+Scratch scratch(const WinoPlan& pl, float* ws) {
+  return Scratch{ws + pl.off_v, ws + pl.off_m, ws + pl.off_sv, ws + pl.off_b2v, ws + pl.off_gs2, ws + pl.off_tmp};
 }
 
 }  // namespace
@@ -179,18 +256,33 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
 void up_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int np, int64_t c0, int64_t c1,
                          float* dst) {
   if (pl.m == 4)
-    transform_weight_panels(pl, a, TrUp<4>::G, panel, np, c0, c1, dst, pl.C, 0, pl.pstride);
+    transform_weight_panels(pl, a, TrUp<4>::GD, panel, np, c0, c1, dst, pl.C, 0, pl.pstride);
   else
-    transform_weight_panels(pl, a, TrUp<2>::G, panel, np, c0, c1, dst, pl.C, 0, pl.pstride);
+    transform_weight_panels(pl, a, TrUp<2>::GD, panel, np, c0, c1, dst, pl.C, 0, pl.pstride);
 }
 
 void up_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u,
                  int64_t group_o0, float* ws) {
-  const Scratch s{ws + pl.off_v, ws + pl.off_m, ws + pl.off_sv, ws + pl.off_b2v, ws + pl.off_gs2, ws + pl.off_tmp};
+  const Scratch s = scratch(pl, ws);
   if (pl.m == 4)
     run_task_m<4>(pl, a, block, o0, nco, u, group_o0, s);
   else
     run_task_m<2>(pl, a, block, o0, nco, u, group_o0, s);
+}
+
+void up_fused_input(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t t0, int64_t t1, float* v, float* ws) {
+  Scratch s = scratch(pl, ws);
+  s.v = v;
+  for (int64_t c = 0; c < pl.C2; ++c) s.b2v[c] = a.x2_bias[c * a.x2bs];
+  int64_t last_n = -1;
+  const int64_t k0 = kb * pl.kc;
+  // The rows past the tiles are zeroed once per call: no K block writes them after the first.
+  input_transform<4>(pl, a, 0, k0, lmin(pl.C, k0 + pl.kc), s, last_n, t0, kb == 0 ? t1 : lmin(t1, pl.ntiles));
+}
+
+void up_fused_task(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t o0, int64_t nco, const float* v,
+                   float* mc, float* ws) {
+  fused_up_task(pl, a, kb, o0, nco, v, mc, scratch(pl, ws));
 }
 
 }  // namespace gpen::cpu::winograd_detail::GPEN_ISA_NS
