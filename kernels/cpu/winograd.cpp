@@ -53,8 +53,6 @@ WinoArgs conv2d_wino_args(const Conv2dParams& p, const TensorView& x, const Tens
 namespace {
 
 constexpr size_t kAlign = 64;
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 enum class Mode { automatic, direct, wino4, wino2 };
 

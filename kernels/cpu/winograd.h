@@ -30,6 +30,14 @@
 
 namespace gpen::cpu::winograd_detail {
 
+// The plans' arithmetic, for the ISA-independent halves (the per-ISA files keep their own:
+// scripts/check_isa_symbols.py). odd_lines: floats rounded to an odd number of cache lines, the
+// stride between points' slices of a per-point buffer, so the slices one tile's transform writes
+// at once do not fall in a few L1 sets (the kernels' vstride / mstride follow the same rule).
+inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t round_up(int64_t v, int64_t m) { return cdiv(v, m) * m; }
+inline int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 16; }
+
 constexpr int64_t kMaxTileBlock = 30;   // tiles per task: each transformed weight element serves them all
 constexpr int64_t kKcMax = 128;         // input channels per K block (bounds the per-thread scratch)
 constexpr int64_t kCoChunkMax = 256;    // output channels per task (the input transform is redone per chunk)

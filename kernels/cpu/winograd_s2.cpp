@@ -21,10 +21,6 @@ namespace gpen::cpu::winograd_detail {
 namespace {
 
 constexpr size_t kAlign = 64;
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-// An odd number of cache lines per point's slice (the kernel's vstride / mstride: the same rule).
-int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 16; }
 
 // The shape rule of "auto" (docs/benchmarks.md, "CPU: Winograd for the stride-2 conv2d", and its
 // session-9 revision after the transforms came to keep the tile in registers). Measured with

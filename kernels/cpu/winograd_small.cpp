@@ -30,8 +30,6 @@
 namespace gpen::cpu::winograd_detail {
 
 namespace {
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t kFusedKc = 128;  // input channels per weight slice: 36 x 129 x 32 floats = 0.6 MB
 constexpr int64_t kFusedCc = 32;   // output channels per task
 

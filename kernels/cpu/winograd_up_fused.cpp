@@ -21,13 +21,6 @@
 
 namespace gpen::cpu::winograd_detail {
 
-namespace {
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-// An odd number of cache lines per point's slice (winograd_up_kernel.cpp's vstride / mstride).
-int64_t odd_lines(int64_t floats) { return floats / 16 % 2 ? floats : floats + 16; }
-}  // namespace
-
 WinoPlan make_wino_up_fused_plan(int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
   WinoPlan pl;
   if (N < 1 || H < 4 || W < 4 || H % 4 || W % 4 || C < 1 || Co < 1) return pl;
