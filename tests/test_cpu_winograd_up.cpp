@@ -206,21 +206,23 @@ TEST_CASE("winograd up: 8-bit weights equal the f32 weights they dequantise to, 
   // (kernels/cpu/weights8.h), so the transformed weights, and everything after, are identical.
   setenv("GPEN_CPU_CONV", "direct", 1);
   std::mt19937 rng(7);
-  const Case k{2, 2, 7, 9, 40, 24, 35, false};
-  Data d(k, rng);
-  const int64_t C = k.C1 + k.C2;
-  for (DType dt : {DType::i8, DType::f8e4m3}) {
-    CAPTURE(dtype_name(dt));
-    const Quantized8 q = quantize8(d.w.data(), 9 * C * k.Co, k.Co, dt);
-    std::vector<float> deq = dequantize8(q.codes.data(), q.scale.data(), 9 * C * k.Co, k.Co, dt);
-    TensorView w8 = make_view(const_cast<uint8_t*>(q.codes.data()), dt, Shape{3, 3, C, k.Co});
-    w8.qscale = q.scale.data();
-    for (int m : {2, 4}) {
-      const std::vector<float> got8 = run(d, m, &w8);
-      d.w = deq;  // the same data, f32
-      d.wv = make_view(d.w.data(), DType::f32, Shape{3, 3, C, k.Co});
-      const std::vector<float> got32 = run(d, m);
-      CHECK(std::memcmp(got8.data(), got32.data(), got8.size() * sizeof(float)) == 0);
+  // 7x9: the grouped forms; 8x8: m = 4 in the fused form (its weight slices dequantise the same way).
+  for (const Case& k : {Case{2, 2, 7, 9, 40, 24, 35, false}, Case{2, 2, 8, 8, 40, 24, 35, false}}) {
+    Data d(k, rng);
+    const int64_t C = k.C1 + k.C2;
+    for (DType dt : {DType::i8, DType::f8e4m3}) {
+      CAPTURE(dtype_name(dt));
+      const Quantized8 q = quantize8(d.w.data(), 9 * C * k.Co, k.Co, dt);
+      std::vector<float> deq = dequantize8(q.codes.data(), q.scale.data(), 9 * C * k.Co, k.Co, dt);
+      TensorView w8 = make_view(const_cast<uint8_t*>(q.codes.data()), dt, Shape{3, 3, C, k.Co});
+      w8.qscale = q.scale.data();
+      for (int m : {2, 4}) {
+        const std::vector<float> got8 = run(d, m, &w8);
+        d.w = deq;  // the same data, f32
+        d.wv = make_view(d.w.data(), DType::f32, Shape{3, 3, C, k.Co});
+        const std::vector<float> got32 = run(d, m);
+        CHECK(std::memcmp(got8.data(), got32.data(), got8.size() * sizeof(float)) == 0);
+      }
     }
   }
 }
@@ -281,7 +283,7 @@ TEST_CASE("winograd up plan: groups bound the transformed weight, the scratch do
   CHECK(wd::winograd_up_tile(banded, 1, 64, 64, 256, 256) == 0);
 }
 
-TEST_CASE("winograd up: auto runs m = 2 on the large up convs with few channels, the fused m = 4 on GPEN-256's small ones, direct elsewhere") {
+TEST_CASE("winograd up: auto runs m = 2 on the large up convs with few channels, the fused m = 4 on the 16x16 and 32x32 ones, direct elsewhere") {
   // ctest runs each case in its own process, so GPEN_CPU_CONV is the environment's (unset: auto).
   if (std::strcmp(wd::conv_mode_name(), "auto") != 0) {
     MESSAGE("GPEN_CPU_CONV is " << std::string(wd::conv_mode_name()) << " in this process: the auto rule is not checked");
@@ -296,7 +298,8 @@ TEST_CASE("winograd up: auto runs m = 2 on the large up convs with few channels,
   CHECK(wd::winograd_up_tile(up, 1, 32, 32, 512, 128) == 4);    // GPEN-256's convs.6.convT: the fused form
   CHECK(wd::winograd_up_tile(up, 1, 16, 16, 512, 256) == 4);    // GPEN-256's convs.4.convT: the fused form
   CHECK(wd::winograd_up_tile(up, 1, 8, 8, 512, 256) == 0);      // GPEN-256's convs.2.convT: 4 tiles
-  CHECK(wd::winograd_up_tile(up, 1, 32, 32, 1024, 512) == 0);   // GPEN-512's convs.6.convT: too many channels
+  CHECK(wd::winograd_up_tile(up, 1, 32, 32, 1024, 512) == 4);   // GPEN-512's convs.6.convT: the fused form
+  CHECK(wd::winograd_up_tile(up, 1, 32, 32, 128, 128) == 0);    // too few channels
   CHECK(wd::winograd_up_tile(up, 1, 30, 30, 512, 128) == 0);    // not a multiple of 4: no exact tiles
   CHECK(wd::winograd_up_tile(up, 1, 64, 64, 512, 256) == 0);    // 64x64 with 512 channels: the weight is too big
   ModConvParams plain;  // stride 1: winograd.h's business

@@ -41,15 +41,15 @@ int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W
   // channels m = 2 is 0.86x, so the channel bound stays.
   if (H >= 64 && W >= 64 && C >= 32 && C <= 256 && Co >= 16) return 2;
   // The fused form (winograd_up_fused.cpp: exact tiles, 36 weight points transformed in L2 and
-  // never written out) pays where the grouped one did not: GPEN-256's 16x16 and 32x32 up convs
-  // (512 -> 256 and 512 -> 128) 1.18x and 1.32x faster than the direct path in the graph, and
-  // 1.17x / 1.18x on the AVX2 path (bench_cpu_winograd_up, 2026-12-02 session 11). Not at 8x8 (4
-  // tiles: 0.66x), nor with GPEN-512's 1024 -> 512 channels (16x16 at parity, 32x32 0.87x: the
-  // accumulators of all 512 output channels, kept over the K blocks, no longer stay in cache).
-  // Per image, as the stride-1 fused form, so the choice and the workspace never shrink with the
-  // batch.
+  // never written out) pays where the grouped one did not, from 16x16 at C >= 256, Co >= 128:
+  // GPEN-256's 16x16 and 32x32 up convs (512 -> 256, 512 -> 128) 1.13-1.18x and 1.25-1.32x faster
+  // than the direct path in the graph, GPEN-512's (1024 -> 512) 1.06x and 1.22-1.25x; AVX2 path
+  // 1.05-1.25x (bench_cpu_winograd_up, 2026-12-02 session 11). Not at 8x8 (4 tiles: 0.72x). Its
+  // workspace (the K block's transformed input, every chunk's accumulators) stays below the direct
+  // path's packed weight at GPEN-512's and below the graph's largest op at GPEN-256's. Per image,
+  // as the stride-1 fused form, so the choice and the workspace never shrink with the batch.
   const bool fused = H % 4 == 0 && W % 4 == 0 && (H / 4) * (W / 4) <= kFusedMaxTiles && fused_enabled();
-  return fused && H >= 16 && W >= 16 && C >= 256 && Co >= 128 && C * Co <= 512 * 256 ? 4 : 0;
+  return fused && H >= 16 && W >= 16 && C >= 256 && Co >= 128 ? 4 : 0;
 }
 
 WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
