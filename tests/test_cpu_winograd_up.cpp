@@ -179,7 +179,7 @@ TEST_CASE("winograd up: the transposed modconv matches the float64 reference and
     const Data d(k, rng);
     std::vector<double> ref, mass;
     reference(d, ref, mass);
-    const bool fusable = wd::make_wino_up_fused_plan(1, k.H, k.W, k.C1 + k.C2, k.Co, 1).fused;
+    const bool fusable = wd::make_wino_up_fused_plan(1, k.H, k.W, k.C1 + k.C2, k.Co).fused;
     for (int m : {2, 4, 0})
       for (int threads : {1, 2})
         for (bool fused : {true, false}) {
@@ -196,7 +196,7 @@ TEST_CASE("winograd up: the transposed modconv matches the float64 reference and
     wd::set_fused_enabled(true);
     ++i;
   }
-  if (!wd::make_wino_up_fused_plan(2, 16, 16, 200 + 60, 70, 2).fused) FAIL("the fused cases no longer fuse");
+  if (!wd::make_wino_up_fused_plan(2, 16, 16, 200 + 60, 70).fused) FAIL("the fused cases no longer fuse");
   if (wd::make_wino_up_plan(4, 1, 4, 3, 512, 256, 2).ngroup < 2) FAIL("the group case no longer makes groups");
   cpu::set_num_threads(0);
 }

@@ -241,6 +241,17 @@ void run(const WinoPlan& pl, const WinoArgs& a, void* workspace) {
 }
 }  // namespace
 
+WinoArgs images_from(const WinoArgs& a, int64_t n0) {
+  WinoArgs b = a;
+  b.x += n0 * a.xs0;
+  if (b.x2) b.x2 += n0 * a.x2s0;
+  if (b.s) b.s += n0 * a.ss0;
+  if (b.d) b.d += n0 * a.ds0;
+  if (b.res) b.res += n0 * a.rs0;
+  b.y += n0 * a.ys0;
+  return b;
+}
+
 int64_t fused_images(int m, int64_t N, int64_t H, int64_t W) {
   const int64_t per_image = ((H + m - 1) / m) * ((W + m - 1) / m);
   return per_image > kFusedMaxTiles ? 0 : std::min(N, kFusedMaxTiles / per_image);
@@ -299,14 +310,7 @@ void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& args, co
       const int64_t nc = std::min(chunk, N - n0);
       WinoPlan pc = nc == pl.N ? pl : make_wino_fused_plan(m, nc, x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
       pc.C1 = pl.C1, pc.C2 = pl.C2;
-      WinoArgs b = a;
-      b.x += n0 * a.xs0;
-      if (b.x2) b.x2 += n0 * a.x2s0;
-      b.s += n0 * a.ss0;
-      if (b.d) b.d += n0 * a.ds0;
-      if (b.res) b.res += n0 * a.rs0;
-      b.y += n0 * a.ys0;
-      run_fused(pc, b, ws);
+      run_fused(pc, images_from(a, n0), ws);
     }
     return;
   }

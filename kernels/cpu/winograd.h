@@ -194,6 +194,9 @@ void run_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace);
 // Images per run of a fused form: as many as fit kFusedMaxTiles tiles of m x m input positions
 // (0: one image does not). Monotone in N, so a smaller batch never needs more workspace.
 int64_t fused_images(int m, int64_t N, int64_t H, int64_t W);
+// The args of images n0.. of a: every per-image pointer moved on by n0 images (a fused form runs a
+// batch in chunks of fused_images, each a batch of its own).
+WinoArgs images_from(const WinoArgs& a, int64_t n0);
 // On by default; GPEN_CPU_WINO_FUSED=0 starts a process with it off (A/B measurements). Tests switch
 // it to cover both forms; a workspace sized before a switch does not fit a run after it.
 void set_fused_enabled(bool on);

@@ -91,7 +91,7 @@ size_t modconv_winograd_up_workspace_bytes(int m, const Shape& x_cat, const Shap
   const int nt = threads > 0 ? threads : std::max(1, num_threads());
   if (m == 4) {
     const int64_t chunk = fused_images(4, y[0], x_cat[1], x_cat[2]);
-    const WinoPlan f = make_wino_up_fused_plan(chunk ? chunk : y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
+    const WinoPlan f = make_wino_up_fused_plan(chunk ? chunk : y[0], x_cat[1], x_cat[2], x_cat[3], y[3]);
     if (f.fused) return static_cast<size_t>(f.v_floats + f.per_thread * nt) * sizeof(float) + kAlign;
   }
   const WinoPlan pl = make_wino_up_plan(m, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
@@ -125,21 +125,16 @@ void modconv_winograd_up(int m, const ModConvParams& p, const ModConvArgs& args,
 
   if (m == 4) {
     const int64_t chunk = fused_images(4, y.dim(0), x.dim(1), x.dim(2));
-    const WinoPlan f = make_wino_up_fused_plan(chunk ? chunk : y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
+    const WinoPlan f = make_wino_up_fused_plan(chunk ? chunk : y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3));
     if (f.fused) {
       const auto v = reinterpret_cast<uintptr_t>(workspace);
       float* ws = reinterpret_cast<float*>((v + kAlign - 1) / kAlign * kAlign);
       for (int64_t n0 = 0; n0 < y.dim(0); n0 += chunk) {
         // Each chunk of images is a batch of its own: the same per-image arithmetic at any batch.
         const int64_t nc = std::min(chunk, y.dim(0) - n0);
-        WinoPlan pc = nc == f.N ? f : make_wino_up_fused_plan(nc, x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
+        WinoPlan pc = nc == f.N ? f : make_wino_up_fused_plan(nc, x.dim(1), x.dim(2), w.dim(2), w.dim(3));
         pc.C1 = pl.C1, pc.C2 = pl.C2;
-        WinoArgs b = a;
-        b.x += n0 * a.xs0;
-        if (b.x2) b.x2 += n0 * a.x2s0;
-        b.s += n0 * a.ss0;
-        b.y += n0 * a.ys0;
-        run_up_fused(pc, b, ws);
+        run_up_fused(pc, images_from(a, n0), ws);
       }
       return;
     }

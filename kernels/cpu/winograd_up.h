@@ -58,7 +58,8 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
 // with fused = false where it does not apply (another shape, or GPEN_CPU_WINO_FUSED=0).
 constexpr int64_t kUpFusedKc = 64;
 constexpr int64_t kUpFusedCc = 32;
-WinoPlan make_wino_up_fused_plan(int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);
+// The same at any thread count: the chunks go to the threads by a static schedule.
+WinoPlan make_wino_up_fused_plan(int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
 // The whole fused op (pl from make_wino_up_fused_plan, C1 / C2 set), workspace aligned by the caller.
 void run_up_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace);
 

@@ -106,6 +106,16 @@ void gemms(const WinoPlan& pl, const Scratch& s, const float* u, int64_t jp0, in
                                              pl.pstride, s.m, mstride(pl), nco, k0, k1);
 }
 
+// Lanes [0, lanes) of v to the output at yp (channel stride ys3): the up conv has no epilogue.
+inline void store_raw(const WinoArgs& a, float* yp, int64_t lanes, vf v, float* tmp) {
+  if (lanes == L && a.ys3 == 1) {
+    vst(yp, v);
+    return;
+  }
+  vst(tmp, v);
+  for (int64_t q = 0; q < lanes; ++q) yp[q * a.ys3] = tmp[q];
+}
+
 // y = A^T m A for the block's tiles, channels [o0, o0 + nco): the raw transposed conv.
 template <int M>
 void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t o0, int64_t nco, const Scratch& s) {
@@ -125,14 +135,7 @@ void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t
       const float* m0 = s.m + t * pl.cc + o;
       transform2d(TrUp<M>::AT, [&](int i, int j) { return vld(m0 + (i * P + j) * mstride(pl)); }, [&](int p, int q, vf yv) {
         const int e = p * MO + q;  // output pixel (p, q) of the tile
-        if (!py[e]) return;
-        float* yp = py[e] + o * a.ys3;
-        if (lanes == L && a.ys3 == 1) {
-          vst(yp, yv);
-          return;
-        }
-        vst(s.tmp, yv);
-        for (int64_t q2 = 0; q2 < lanes; ++q2) yp[q2 * a.ys3] = s.tmp[q2];
+        if (py[e]) store_raw(a, py[e] + o * a.ys3, lanes, yv, s.tmp);
       });
     }
   }
@@ -200,13 +203,7 @@ void rim_output(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, 
     for (int64_t o = 0; o < nco; o += L) {
       const int64_t lanes = lmin(L, nco - o);
       auto put = [&](int64_t oy, int64_t ox, vf v) {
-        float* yp = a.y + n * a.ys0 + oy * a.ys1 + ox * a.ys2 + (o0 + o) * a.ys3;
-        if (lanes == L && a.ys3 == 1) {
-          vst(yp, v);
-          return;
-        }
-        vst(tmp, v);
-        for (int64_t q = 0; q < lanes; ++q) yp[q * a.ys3] = tmp[q];
+        store_raw(a, a.y + n * a.ys0 + oy * a.ys1 + ox * a.ys2 + (o0 + o) * a.ys3, lanes, v, tmp);
       };
       for (int64_t b = 0; b < pl.W; ++b) {
         const int64_t e = (n * pl.W + b) * cc + o;
@@ -223,7 +220,8 @@ void rim_output(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, 
 }
 
 // K block kb of one chunk (output channels [o0, o0 + nco)): its slice of the transformed weight
-// ([panel][xi][rows][16], a spare row per point as the stride-1 fused form), the 81 point GEMMs and
+// ([panel][wp][rows][16], the 36 distinct points, a spare row per point as the stride-1 fused
+// form), the 81 point GEMMs and
 // the six rim GEMMs into the chunk's accumulators mc; after the last K block, the outputs.
 void fused_up_task(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t o0, int64_t nco, const float* v,
                    float* mc, const Scratch& s) {
