@@ -7,6 +7,7 @@
 # are random in the official layout (tests/reference/make_retinaface_fixtures.py --r50), made once
 # under build/peers_r50. Run it on an otherwise idle machine: the figures are wall times.
 # Usage: bench/cpu_peers.sh [INVOCATIONS] [OUT] [CONFIGS...]   (CONFIGS: gpen512 gpen256 r50)
+# GPEN_PEERS_OMP_SPIN=default: the engine with libgomp's default spin (below).
 # AVX2_ONLY=1 runs everything (engine and both peers) under bench/avx2_only.c, which hides AVX-512
 # from CPUID, so an AVX-512 machine measures the AVX2 code paths of all three (the AVX2 target).
 set -euo pipefail
@@ -24,7 +25,10 @@ if [[ " ${CONFIGS[*]} " == *" r50 "* ]] && [ ! -f $R50/r50.gpw ]; then
   /usr/bin/python3 tests/reference/make_retinaface_fixtures.py --r50 $R50 >/dev/null
   build/gpen convert $R50/checkpoint.pth -o $R50/r50.gpw >/dev/null
 fi
-export GOMP_SPINCOUNT=1000
+# The engine's OpenMP threads spin briefly by default here (the setting docs/benchmarks.md recommends on a
+# shared machine); GPEN_PEERS_OMP_SPIN=default leaves libgomp's own spin (about 300k iterations), as a
+# user's plain `gpen` run has it, like the peers' own thread pools, which spin by default.
+if [ "${GPEN_PEERS_OMP_SPIN:-short}" = default ]; then unset GOMP_SPINCOUNT; else export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}; fi
 if [ "${AVX2_ONLY:-0}" = 1 ]; then
   cc -O2 -Wall -shared -fPIC -o build/avx2_only.so bench/avx2_only.c
   export LD_PRELOAD=$PWD/build/avx2_only.so
@@ -38,6 +42,7 @@ args_for() {
   esac
 }
 lscpu | grep -E "Model name|^CPU\(s\)|Flags" | sed 's/Flags:.*\(avx512f\).*/Flags: ... avx512f .../' > "$OUT/cpu.txt"
+echo "engine OpenMP spin: ${GOMP_SPINCOUNT:-libgomp default}${OMP_WAIT_POLICY:+, OMP_WAIT_POLICY=$OMP_WAIT_POLICY}" >> "$OUT/cpu.txt"
 [ -z "${LD_PRELOAD:-}" ] || echo "AVX2_ONLY=1: AVX-512 hidden from CPUID (bench/avx2_only.c)" >> "$OUT/cpu.txt"
 build/gpen --version > "$OUT/version.txt"
 for i in $(seq 1 "$N"); do

@@ -173,6 +173,8 @@ TEST_CASE("winograd up: the transposed modconv matches the float64 reference and
       {3, 1, 4, 4, 24, 8, 33, false},      // broadcast x, one tile per image
       {2, 2, 8, 4, 20, 12, 19, true},      // strided x and y
       {2, 2, 32, 32, 48, 0, 64, false},    // 64 tiles per image: one image per run, two runs
+      // From kUpFusedSplitMinTiles tiles the threads split the points, not the chunks:
+      {1, 1, 24, 24, 200, 60, 70, false},  // 36 tiles, K blocks with a tail, the concat, Co tail
   };
   int i = 0;
   for (const Case& k : cases) {
@@ -181,9 +183,11 @@ TEST_CASE("winograd up: the transposed modconv matches the float64 reference and
     reference(d, ref, mass);
     const bool fusable = wd::make_wino_up_fused_plan(1, k.H, k.W, k.C1 + k.C2, k.Co).fused;
     for (int m : {2, 4, 0})
-      for (int threads : {1, 2})
+      for (int threads : {1, 2, 3, 5})
         for (bool fused : {true, false}) {
           if (!fused && (m != 4 || !fusable)) continue;  // the grouped m = 4 on a fusable shape too
+          // 3 threads: a three-way point split; 5: past kUpFusedSplitMax, the chunk split.
+          if (threads > 2 && !(m == 4 && fused && fusable)) continue;
           wd::set_fused_enabled(fused);
           cpu::set_num_threads(threads);
           const double rel = m == 4 ? 1e-5 : m == 2 ? 2e-6 : 1e-6;
@@ -197,6 +201,9 @@ TEST_CASE("winograd up: the transposed modconv matches the float64 reference and
     ++i;
   }
   if (!wd::make_wino_up_fused_plan(2, 16, 16, 200 + 60, 70).fused) FAIL("the fused cases no longer fuse");
+  if (wd::make_wino_up_fused_plan(1, 24, 24, 200 + 60, 70).ntiles < wd::kUpFusedSplitMinTiles ||
+      wd::kUpFusedSplitMax < 3 || wd::kUpFusedSplitMax >= 5)
+    FAIL("the point-split cases no longer cover both splits");
   if (wd::make_wino_up_plan(4, 1, 4, 3, 512, 256, 2).ngroup < 2) FAIL("the group case no longer makes groups");
   cpu::set_num_threads(0);
 }

@@ -85,6 +85,10 @@ struct WinoPlan {
   // rw / rh rows (N W and N H, rounded to the micro-kernel's 6) of each of the three rim GEMMs of
   // the last output row and of the last output column.
   int64_t mchunk = 0, off_mall = 0, rw = 0, rh = 0;
+  // Below kUpFusedSplitMinTiles tiles every thread transforms the input into its own copy at
+  // off_vt of its part, and the shared part holds the accumulators alone.
+  bool private_v = false;
+  int64_t off_vt = 0;
 };
 
 // u_budget: floats a transformed-weight group may take; 0: the modconv's rule (the direct path's

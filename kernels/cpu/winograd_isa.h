@@ -246,10 +246,12 @@ inline void point_gemms(const WinoPlan& pl, float* mbuf, int64_t m_xi, const flo
 // block [k0, k1) of v[xi][t][.] * U[wp(xi)][.][j] for the pl.T tiles, j < nco, point (py, px)
 // taking U's (min(py, D - 1), min(px, D - 1)). v's points vs floats apart (rows kcs apart), m's
 // ms apart (rows cc apart), U's point wp at u + wp * u_wp (its 16-column panels pstride apart).
-// By weight point, so the points that share one read it from L1.
-template <int D, int P>
+// By weight point, so the points that share one read it from L1. keep(xi): whether to run point
+// xi (a thread of the fused transposed form runs its own points only).
+template <int D, int P, class Keep>
 inline void shared_point_gemms(const WinoPlan& pl, const float* v, int64_t vs, const float* u, int64_t u_wp,
-                               int64_t pstride, float* m, int64_t ms, int64_t nco, int64_t k0, int64_t k1) {
+                               int64_t pstride, float* m, int64_t ms, int64_t nco, int64_t k0, int64_t k1,
+                               Keep&& keep) {
   const modconv_detail::KBlock kbl = one_segment(k0, k1);
   int64_t base[kFusedMaxTiles];
   for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
@@ -257,8 +259,9 @@ inline void shared_point_gemms(const WinoPlan& pl, const float* v, int64_t vs, c
     for (int qx = 0; qx < D; ++qx)
       for (int py = qy; py < (qy < D - 1 ? qy + 1 : P); ++py)
         for (int px = qx; px < (qx < D - 1 ? qx + 1 : P); ++px)
-          rows_gemm(kbl, v + (py * P + px) * vs, base, pl.T, u + (qy * D + qx) * u_wp, pstride, m + (py * P + px) * ms,
-                    pl.cc, nco, k0 > 0);
+          if (keep(py * P + px))
+            rows_gemm(kbl, v + (py * P + px) * vs, base, pl.T, u + (qy * D + qx) * u_wp, pstride,
+                      m + (py * P + px) * ms, pl.cc, nco, k0 > 0);
 }
 
 }  // namespace

@@ -58,24 +58,39 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
 // with fused = false where it does not apply (another shape, or GPEN_CPU_WINO_FUSED=0).
 constexpr int64_t kUpFusedKc = 64;
 constexpr int64_t kUpFusedCc = 32;
+// Up to kUpFusedSplitMax threads, on at least kUpFusedSplitMinTiles tiles, each owns a share of
+// the 81 points (winograd_up_fused.cpp); otherwise the threads split the tiles' transform and then
+// the chunks (each thread of the point split transforms every tile and its chunks' whole weight
+// slices, a cost the GEMMs of few tiles do not repay).
+constexpr int kUpFusedSplitMax = 4;
+constexpr int64_t kUpFusedSplitMinTiles = 32;
 // The same at any thread count: the chunks go to the threads by a static schedule.
 WinoPlan make_wino_up_fused_plan(int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
 // The whole fused op (pl from make_wino_up_fused_plan, C1 / C2 set), workspace aligned by the caller.
 void run_up_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace);
 
+// One thread's share of the fused form's 81 points (bit py * 9 + px of bits): it transforms the
+// input of those points alone and runs their GEMMs for every chunk, and the six rim GEMMs where
+// rim. Data only: the per-ISA halves read it (no inline function shared across ISAs).
+struct UpPoints {
+  uint64_t bits[2] = {0, 0};
+  bool rim = false;
+};
+
 // The per-ISA halves (winograd_up_kernel.cpp): the grouped form's weight transform and task, as
-// winograd.h's; the fused form's input transform of K block kb for tiles [t0, t1) into the shared
-// v, and its task: K block kb of output channels [o0, o0 + nco) into their accumulators mc (the
-// outputs after the last K block).
+// winograd.h's; the fused form's input transform of K block kb for tiles [t0, t1) and the points
+// own holds into the shared v, its GEMMs of K block kb for output channels [o0, o0 + nco) and
+// own's points into their accumulators mc, and the chunk's outputs from mc after the last K block.
 #define GPEN_WINO_UP_ISA_DECLS                                                                               \
   void up_transform_weight(const WinoPlan& pl, const WinoArgs& a, int64_t panel, int np, int64_t c0,  \
                            int64_t c1, float* dst);                                                          \
   void up_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0, int64_t nco, const float* u, \
                    int64_t group_o0, float* ws);                                                                \
-  void up_fused_input(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t t0, int64_t t1, float* v,          \
-                      float* ws);                                                                                    \
-  void up_fused_task(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t o0, int64_t nco, const float* v,    \
-                     float* mc, float* ws);
+  void up_fused_input(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t t0, int64_t t1,                 \
+                      const UpPoints& own, float* v, float* ws);                                                 \
+  void up_fused_task(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t o0, int64_t nco,                 \
+                     const UpPoints& own, const float* v, float* mc, float* ws);                                 \
+  void up_fused_output(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, float* mc, float* ws);
 namespace isa_base {
 GPEN_WINO_UP_ISA_DECLS
 }

@@ -40,7 +40,9 @@ WinoPlan make_wino_up_fused_plan(int64_t N, int64_t H, int64_t W, int64_t C, int
   pl.rw = round_up(N * W, 6), pl.rh = round_up(N * H, 6);
   // Shared: the K block's transformed input, then every chunk's accumulators (81 points, the rims).
   pl.mchunk = round_up(pl.nxi * odd_lines(pl.T * pl.cc) + 3 * (pl.rw + pl.rh) * pl.cc, 16);
-  pl.off_mall = round_up(pl.nxi * odd_lines(pl.T * pl.kcs), 16);
+  const int64_t v_size = round_up(pl.nxi * odd_lines(pl.T * pl.kcs), 16);
+  pl.private_v = pl.ntiles < kUpFusedSplitMinTiles;
+  pl.off_mall = pl.private_v ? 0 : v_size;
   pl.v_floats = pl.off_mall + cdiv(Co, pl.cc) * pl.mchunk;
   int64_t off = 0;
   auto take = [&](int64_t floats) {
@@ -55,9 +57,46 @@ WinoPlan make_wino_up_fused_plan(int64_t N, int64_t H, int64_t W, int64_t C, int
   pl.off_b2v = take(C);
   pl.off_gs2 = take(C);
   pl.off_tmp = take(16);
+  if (pl.private_v) pl.off_vt = take(v_size);
   pl.per_thread = off;
   return pl;
 }
+
+namespace {
+
+// Thread tid's points of nth: the 36 weight points' groups of points (one point, four along one axis
+// or the sixteen odd-odd ones, the rim with those as it reads their pixels) to the least loaded
+// thread, largest first. Each thread then reads only the v and accumulators it wrote: on a 2-core
+// Xeon (2 MiB L2, a mesh between cores) the chunk split, where every thread's GEMMs read the whole
+// v half of which the other core had written, ran 1.5x from one thread to two.
+UpPoints thread_points(const WinoPlan& pl, int nth, int tid) {
+  struct Group {
+    int qy, qx;
+    double cost;
+  };
+  Group g[36];
+  int ng = 0;
+  const double rim = 3.0 * static_cast<double>(pl.rw + pl.rh) / static_cast<double>(pl.T);
+  for (int qy = 0; qy < 6; ++qy)
+    for (int qx = 0; qx < 6; ++qx) g[ng++] = {qy, qx, (qy < 5 ? 1.0 : 4.0) * (qx < 5 ? 1.0 : 4.0) + (qy == 5 && qx == 5 ? rim : 0)};
+  std::stable_sort(g, g + ng, [](const Group& x, const Group& y) { return x.cost > y.cost; });
+  double load[kUpFusedSplitMax] = {};
+  UpPoints own;
+  for (int i = 0; i < ng; ++i) {
+    const int t = static_cast<int>(std::min_element(load, load + nth) - load);
+    load[t] += g[i].cost;
+    if (t != tid) continue;
+    own.rim |= g[i].qy == 5 && g[i].qx == 5;
+    for (int py = g[i].qy; py < (g[i].qy < 5 ? g[i].qy + 1 : 9); ++py)
+      for (int px = g[i].qx; px < (g[i].qx < 5 ? g[i].qx + 1 : 9); ++px) {
+        const int xi = py * 9 + px;
+        own.bits[xi >> 6] |= uint64_t{1} << (xi & 63);
+      }
+  }
+  return own;
+}
+
+}  // namespace
 
 void run_up_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace) {
   const int nt_req = std::max(1, num_threads());
@@ -67,22 +106,49 @@ void run_up_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace) {
   const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
   auto input = wide ? isa_avx512::up_fused_input : isa_base::up_fused_input;
   auto task = wide ? isa_avx512::up_fused_task : isa_base::up_fused_task;
-  // Two equal pieces of the tiles per thread for the input transform: no thread waits for another's
-  // extra piece at the barrier after it.
-  const int64_t npiece = std::min<int64_t>(2 * nt_req, pl.T), nchunk = cdiv(pl.Co, pl.cc);
+  auto output = wide ? isa_avx512::up_fused_output : isa_base::up_fused_output;
+  const int64_t nchunk = cdiv(pl.Co, pl.cc);
 #pragma omp parallel num_threads(nt_req)
   {
-    float* ws = thread_base + static_cast<int64_t>(omp_get_thread_num()) * pl.per_thread;
-    for (int64_t kb = 0; kb < pl.nkb; ++kb) {
+    const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+    float* ws = thread_base + static_cast<int64_t>(tid) * pl.per_thread;
+    UpPoints all;
+    all.bits[0] = all.bits[1] = ~uint64_t{0};
+    all.rim = true;
+    if (pl.private_v) {
+      // Few tiles: every thread transforms them all into its own copy, then runs its chunks (the
+      // input transform of few tiles costs less than the weight slices the point split repeats).
+      float* const vt = ws + pl.off_vt;
+      for (int64_t kb = 0; kb < pl.nkb; ++kb) {
+        input(pl, a, kb, 0, pl.T, all, vt, ws);
+        for (int64_t t = tid; t < nchunk; t += nth)
+          task(pl, a, kb, t * pl.cc, std::min(pl.cc, pl.Co - t * pl.cc), all, vt, mall + t * pl.mchunk, ws);
+      }
+    } else if (nth <= kUpFusedSplitMax) {
+      // Each thread its own points over every tile and chunk: no thread reads what another wrote
+      // until the outputs, so no barrier per K block (each transforms every tile, storing its points).
+      const UpPoints own = thread_points(pl, nth, tid);
+      for (int64_t kb = 0; kb < pl.nkb; ++kb)
+        if (own.bits[0] | own.bits[1]) {
+          input(pl, a, kb, 0, pl.T, own, v, ws);
+          for (int64_t t = 0; t < nchunk; ++t)
+            task(pl, a, kb, t * pl.cc, std::min(pl.cc, pl.Co - t * pl.cc), own, v, mall + t * pl.mchunk, ws);
+        }
+    } else {
+      // Many threads: the tiles' transform in pieces, then the chunks, a barrier after each (the
+      // transform once per tile rather than once per thread).
+      const int64_t npiece = std::min<int64_t>(2 * nth, pl.T);
+      for (int64_t kb = 0; kb < pl.nkb; ++kb) {
 #pragma omp for schedule(static)
-      for (int64_t p = 0; p < npiece; ++p) input(pl, a, kb, p * pl.T / npiece, (p + 1) * pl.T / npiece, v, ws);
-      // implicit barrier: the K block's transformed input is whole before any task reads it
+        for (int64_t p = 0; p < npiece; ++p) input(pl, a, kb, p * pl.T / npiece, (p + 1) * pl.T / npiece, all, v, ws);
 #pragma omp for schedule(static)
-      for (int64_t t = 0; t < nchunk; ++t) {
-        const int64_t o0 = t * pl.cc;
-        task(pl, a, kb, o0, std::min(pl.cc, pl.Co - o0), v, mall + t * pl.mchunk, ws);
-      }  // implicit barrier: no task still reads v when the next K block overwrites it
+        for (int64_t t = 0; t < nchunk; ++t)
+          task(pl, a, kb, t * pl.cc, std::min(pl.cc, pl.Co - t * pl.cc), all, v, mall + t * pl.mchunk, ws);
+      }
     }
+#pragma omp barrier
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < nchunk; ++t) output(pl, a, t * pl.cc, std::min(pl.cc, pl.Co - t * pl.cc), mall + t * pl.mchunk, ws);
   }
 }
 

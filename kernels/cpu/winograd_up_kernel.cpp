@@ -58,16 +58,20 @@ struct Scratch {
   float *v, *m, *sv, *b2v, *gs2, *tmp;
 };
 
-// The transformed inputs of the block's tiles t0 + [tb, te) for channels [k0, k1): v[xi][t][c - k0].
+inline bool owns(const UpPoints* own, int xi) { return !own || (own->bits[xi >> 6] >> (xi & 63) & 1); }
+
+// The transformed inputs of the block's tiles t0 + [tb, te) for channels [k0, k1): v[xi][t][c - k0],
+// only the points own holds (all where own is null).
 template <int M>
 void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t k0, int64_t k1, const Scratch& s,
-                     int64_t& last_n, int64_t tb, int64_t te) {
+                     int64_t& last_n, int64_t tb, int64_t te, const UpPoints* own = nullptr) {
   constexpr int NI = TrUp<M>::NI, P = TrUp<M>::P, NN = NI * NI, PP = P * P;
   const int64_t per_img = pl.th * pl.tw;
   for (int64_t t = tb; t < te; ++t) {
     const int64_t tile = t0 + t;
     if (tile >= pl.ntiles) {  // rows of the last block past the grid: zeros, their outputs unused
-      for (int xi = 0; xi < PP; ++xi) std::memset(s.v + xi * vstride(pl) + t * pl.kcs, 0, sizeof(float) * pl.kcs);
+      for (int xi = 0; xi < PP; ++xi)
+        if (owns(own, xi)) std::memset(s.v + xi * vstride(pl) + t * pl.kcs, 0, sizeof(float) * pl.kcs);
       continue;
     }
     const int64_t nn = tile / per_img, r = tile % per_img;
@@ -92,7 +96,9 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
       float* dst = s.v + t * pl.kcs + (c - k0);
       auto tile = [&](auto&& load) {
         transform2d(TrUp<M>::BT, [&](int i, int j) { return load(i * NI + j); },
-                    [&](int q, int p, vf v) { vst(dst + (q * P + p) * vs, v); });
+                    [&](int q, int p, vf v) {
+                      if (owns(own, q * P + p)) vst(dst + (q * P + p) * vs, v);
+                    });
       };
       with_prologue_load(pl, a, px, px2, c, k1, nxt, nxt2, s.sv, s.gs2, s.b2v, s.tmp, tile);
     }
@@ -103,7 +109,7 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
 template <int M>
 void gemms(const WinoPlan& pl, const Scratch& s, const float* u, int64_t jp0, int64_t nco, int64_t k0, int64_t k1) {
   shared_point_gemms<TrUp<M>::D, TrUp<M>::P>(pl, s.v, vstride(pl), u + jp0 * pl.pstride + k0 * 16, pl.C * 16,
-                                             pl.pstride, s.m, mstride(pl), nco, k0, k1);
+                                             pl.pstride, s.m, mstride(pl), nco, k0, k1, [](int) { return true; });
 }
 
 // Lanes [0, lanes) of v to the output at yp (channel stride ys3): the up conv has no epilogue.
@@ -221,28 +227,24 @@ void rim_output(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, 
 
 // K block kb of one chunk (output channels [o0, o0 + nco)): its slice of the transformed weight
 // ([panel][wp][rows][16], the 36 distinct points, a spare row per point as the stride-1 fused
-// form), the 81 point GEMMs and
-// the six rim GEMMs into the chunk's accumulators mc; after the last K block, the outputs.
-void fused_up_task(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t o0, int64_t nco, const float* v,
-                   float* mc, const Scratch& s) {
+// form), the GEMMs of own's points and (own.rim) the six rim GEMMs into the chunk's accumulators mc.
+void fused_up_task(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t o0, int64_t nco, const UpPoints& own,
+                   const float* v, float* mc, const Scratch& s) {
   constexpr int D = TrUp<4>::D;
   const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc), rows = k1 - k0 + 1, ust = D * D * rows * 16;
   for (int64_t c = k0; c < k1; ++c)
     for (int64_t jp = 0; jp * 16 < nco; jp += 2)
       transform_weight_panels(pl, a, TrUp<4>::GD, o0 / 16 + jp, jp * 16 + 16 < nco ? 2 : 1, c, c + 1, s.v + jp * ust,
                               rows, k0, ust);
-  shared_point_gemms<D, TrUp<4>::P>(pl, v, vstride(pl), s.v, rows * 16, ust, mc, mstride(pl), nco, k0, k1);
+  shared_point_gemms<D, TrUp<4>::P>(pl, v, vstride(pl), s.v, rows * 16, ust, mc, mstride(pl), nco, k0, k1,
+                                    [&](int xi) { return owns(&own, xi); });
+  if (!own.rim) return;
   const modconv_detail::KBlock kbl = one_segment(k0, k1);
   int64_t base[kRimMaxRows];
   for (int g = 0; g < 6; ++g) {
     const int64_t nrows = rim_rows(pl, g, base);
     rows_gemm(kbl, v, base, nrows, s.v + kRimPoint[g] * rows * 16, ust, mc + rim_off(pl, g), pl.cc, nco, k0 > 0);
   }
-  if (k1 < pl.C) return;
-  Scratch so = s;
-  so.m = mc;
-  output_transform<4>(pl, a, 0, o0, nco, so);
-  rim_output(pl, a, o0, nco, mc, s.tmp);
 }
 
 Scratch scratch(const WinoPlan& pl, float* ws) {
@@ -268,19 +270,27 @@ void up_run_task(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o
     run_task_m<2>(pl, a, block, o0, nco, u, group_o0, s);
 }
 
-void up_fused_input(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t t0, int64_t t1, float* v, float* ws) {
+void up_fused_input(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t t0, int64_t t1, const UpPoints& own,
+                    float* v, float* ws) {
   Scratch s = scratch(pl, ws);
   s.v = v;
   for (int64_t c = 0; c < pl.C2; ++c) s.b2v[c] = a.x2_bias[c * a.x2bs];
   int64_t last_n = -1;
   const int64_t k0 = kb * pl.kc;
   // The rows past the tiles are zeroed once per call: no K block writes them after the first.
-  input_transform<4>(pl, a, 0, k0, lmin(pl.C, k0 + pl.kc), s, last_n, t0, kb == 0 ? t1 : lmin(t1, pl.ntiles));
+  input_transform<4>(pl, a, 0, k0, lmin(pl.C, k0 + pl.kc), s, last_n, t0, kb == 0 ? t1 : lmin(t1, pl.ntiles), &own);
 }
 
-void up_fused_task(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t o0, int64_t nco, const float* v,
-                   float* mc, float* ws) {
-  fused_up_task(pl, a, kb, o0, nco, v, mc, scratch(pl, ws));
+void up_fused_task(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t o0, int64_t nco, const UpPoints& own,
+                   const float* v, float* mc, float* ws) {
+  fused_up_task(pl, a, kb, o0, nco, own, v, mc, scratch(pl, ws));
+}
+
+void up_fused_output(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, float* mc, float* ws) {
+  Scratch s = scratch(pl, ws);
+  s.m = mc;
+  output_transform<4>(pl, a, 0, o0, nco, s);
+  rim_output(pl, a, o0, nco, mc, s.tmp);
 }
 
 }  // namespace gpen::cpu::winograd_detail::GPEN_ISA_NS
