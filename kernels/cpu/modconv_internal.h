@@ -122,6 +122,10 @@ void micro_kernel(const KBlock& kb, const float* band, const int64_t* base, cons
 namespace isa_avx512 {  // AVX-512 (L = 16): two neighbouring panels, b2 = the distance between them
 void micro_kernel(const KBlock& kb, const float* band, const int64_t* base, const float* const* bseg, int64_t ldb,
                   int64_t b2, int64_t pf_delta, float* c, int64_t ldc, bool accumulate);
+// The same for 12 rows lda floats apart (row r at a + r lda), one segment of len, B rows 16
+// floats apart: C[12 x 32] (+)= A[12 x len] * B[len x 32], the same bits as two 6-row calls.
+void micro_kernel12(const float* a, int64_t lda, int64_t len, const float* b, int64_t b2, float* c, int64_t ldc,
+                    bool accumulate);
 }
 
 struct Inputs {

@@ -101,6 +101,39 @@ __attribute__((noinline)) void micro_kernel(const KBlock& kb, const float* band,
   else
     tile<false>(kb, band, base, bseg, ldb, b2, 0, c, ldc, accumulate);
 }
+#if GPEN_ISA_AVX512
+// 12 rows x 2 panels, 24 accumulators: 14 loads per 24 FMAs where the 6-row tile has 8 per 12,
+// for A rows lda floats apart in one segment (the Winograd point GEMMs). Four row pointers with
+// lda in a register address the 12 rows ([p], [p + lda], [p + 2 lda]); more would spill. Each
+// column sums in the 6-row tile's order: the same bits.
+__attribute__((noinline)) void micro_kernel12(const float* a, int64_t lda, int64_t len, const float* b, int64_t b2,
+                                              float* c, int64_t ldc, bool accumulate) {
+  V acc[24];
+#pragma GCC unroll 12
+  for (int r = 0; r < 12; ++r) {
+    acc[2 * r] = accumulate ? vload(c + r * ldc) : vzero();
+    acc[2 * r + 1] = accumulate ? vload(c + r * ldc + 16) : vzero();
+  }
+  const float* p0 = a;
+  const float* p1 = a + 3 * lda;
+  const float* p2 = a + 6 * lda;
+  const float* p3 = a + 9 * lda;
+  for (int64_t i = 0; i < len; ++i) {
+    const V b0 = vload(b), b1 = vload(b + b2);
+    b += 16;
+    const float* p[4] = {p0, p1, p2, p3};
+#pragma GCC unroll 12
+    for (int r = 0; r < 12; ++r) {
+      const V av = vbcast(p[r / 3] + (r % 3) * lda);
+      acc[2 * r] = vfma(av, b0, acc[2 * r]);
+      acc[2 * r + 1] = vfma(av, b1, acc[2 * r + 1]);
+    }
+    ++p0, ++p1, ++p2, ++p3;
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < 12; ++r) vstore(c + r * ldc, acc[2 * r]), vstore(c + r * ldc + 16, acc[2 * r + 1]);
+}
+#endif
 #else
 // Without AVX2 (other architectures): the same sums in scalar code, 8 + 8 columns.
 void micro_kernel(const KBlock& kb, const float* band, const int64_t* base, const float* const* bseg, int64_t ldb,

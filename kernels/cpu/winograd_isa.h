@@ -205,7 +205,17 @@ inline void rows_gemm(const modconv_detail::KBlock& kb, const float* band, const
     const float* bseg[1] = {b + (j / 16) * pstride};
 #if GPEN_ISA_AVX512
     if (j + 16 < nco) {  // two panels per call at 16 lanes
-      for (int64_t mt = 0; mt < nrows; mt += kMR)
+      int64_t mt = 0;
+      for (; kb.nseg == 1 && mt + 2 * kMR <= nrows; mt += 2 * kMR) {  // 12 rows where they are evenly spaced
+        const int64_t* r = base + mt;
+        const int64_t d = r[1] - r[0];
+        bool even = true;
+        for (int q = 2; q < 2 * kMR; ++q) even = even && r[q] - r[0] == q * d;
+        if (!even) break;
+        modconv_detail::isa_avx512::micro_kernel12(band + r[0] + kb.a_off[0], d, kb.seg_len[0], bseg[0], pstride,
+                                                   c + j + mt * ldc, ldc, acc);
+      }
+      for (; mt < nrows; mt += kMR)
         modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, pstride, 0, c + j + mt * ldc, ldc,
                                                  acc);
       j += 32;
