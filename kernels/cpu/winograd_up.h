@@ -51,11 +51,13 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
 // th = H / 4 x tw = W / 4 tiles cover the outputs but the last even row and column exactly (no
 // tile of mostly padding), and those two come from six more GEMMs on points the transforms
 // already hold (winograd_up_kernel.cpp says how); at most kFusedMaxTiles tiles. Per K block of
-// kUpFusedKc channels the input is transformed once for every tile into a shared buffer, then
-// each task (kUpFusedCc output channels) transforms its slice of the weight into L2 and runs the
-// 87 GEMMs into its accumulators, which persist over the K blocks (the transformed input of every
-// channel at once would be 11 MB for GPEN-256's 32x32 layer, 512 channels). The plan, or one
-// with fused = false where it does not apply (another shape, or GPEN_CPU_WINO_FUSED=0).
+// kUpFusedKc channels the input is transformed for every tile, and per chunk of kUpFusedCc output
+// channels a slice of the weight is transformed into L2 and the 87 GEMMs run into the chunk's
+// accumulators, which persist over the K blocks (the transformed input of every channel at once
+// would be 11 MB for GPEN-256's 32x32 layer, 512 channels). How the threads share that
+// (winograd_up_fused.cpp): each owns a share of the 81 points, or below kUpFusedSplitMinTiles
+// its own copy of the transformed input and a share of the chunks. The plan, or one with
+// fused = false where it does not apply (another shape, or GPEN_CPU_WINO_FUSED=0).
 constexpr int64_t kUpFusedKc = 64;
 constexpr int64_t kUpFusedCc = 32;
 // Up to kUpFusedSplitMax threads, on at least kUpFusedSplitMinTiles tiles, each owns a share of

@@ -6,7 +6,8 @@
 // tiles where 16 and 64 would do, and makes the transformed weight (81 / 9 = 9x the weight) in
 // groups of the direct path's packed weight, transforming the input again for every group.
 // Here the tiles are exact, the rim is six small GEMMs, and every transformed weight element is
-// made once per call, in L2, and serves every tile.
+// made in L2 once per call and thread (each thread of the point split makes its chunks' whole
+// slices) and serves every tile.
 #include <omp.h>
 
 #include <algorithm>
