@@ -201,20 +201,25 @@ inline void with_prologue_load(const WinoPlan& pl, const WinoArgs& a, const floa
 inline void rows_gemm(const modconv_detail::KBlock& kb, const float* band, const int64_t* base, int64_t nrows,
                       const float* b, int64_t pstride, float* c, int64_t ldc, int64_t nco, bool acc) {
   using modconv_detail::kMR;
+#if GPEN_ISA_AVX512
+  // The leading rows that run as 12-row tiles: whole blocks of 12 evenly spaced rows (the same for
+  // every panel pair, so found once).
+  int64_t rows12 = 0;
+  for (; kb.nseg == 1 && rows12 + 2 * kMR <= nrows; rows12 += 2 * kMR) {
+    const int64_t* r = base + rows12;
+    bool even = true;
+    for (int q = 2; q < 2 * kMR; ++q) even = even && r[q] - r[0] == q * (r[1] - r[0]);
+    if (!even) break;
+  }
+#endif
   for (int64_t j = 0; j < nco;) {
     const float* bseg[1] = {b + (j / 16) * pstride};
 #if GPEN_ISA_AVX512
     if (j + 16 < nco) {  // two panels per call at 16 lanes
       int64_t mt = 0;
-      for (; kb.nseg == 1 && mt + 2 * kMR <= nrows; mt += 2 * kMR) {  // 12 rows where they are evenly spaced
-        const int64_t* r = base + mt;
-        const int64_t d = r[1] - r[0];
-        bool even = true;
-        for (int q = 2; q < 2 * kMR; ++q) even = even && r[q] - r[0] == q * d;
-        if (!even) break;
-        modconv_detail::isa_avx512::micro_kernel12(band + r[0] + kb.a_off[0], d, kb.seg_len[0], bseg[0], pstride,
-                                                   c + j + mt * ldc, ldc, acc);
-      }
+      for (; mt < rows12; mt += 2 * kMR)
+        modconv_detail::isa_avx512::micro_kernel12(band + base[mt] + kb.a_off[0], base[mt + 1] - base[mt],
+                                                   kb.seg_len[0], bseg[0], pstride, c + j + mt * ldc, ldc, acc);
       for (; mt < nrows; mt += kMR)
         modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, pstride, 0, c + j + mt * ldc, ldc,
                                                  acc);

@@ -109,31 +109,33 @@ void run_up_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace) {
   auto task = wide ? isa_avx512::up_fused_task : isa_base::up_fused_task;
   auto output = wide ? isa_avx512::up_fused_output : isa_base::up_fused_output;
   const int64_t nchunk = cdiv(pl.Co, pl.cc);
+  // Chunk t's output channels and accumulators, in K block kb, for the points own holds, from vb.
+  auto chunk = [&](int64_t kb, int64_t t, const UpPoints& own, const float* vb, float* ws) {
+    task(pl, a, kb, t * pl.cc, std::min(pl.cc, pl.Co - t * pl.cc), own, vb, mall + t * pl.mchunk, ws);
+  };
+  UpPoints all;
+  all.bits[0] = all.bits[1] = ~uint64_t{0};
+  all.rim = true;
 #pragma omp parallel num_threads(nt_req)
   {
     const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
     float* ws = thread_base + static_cast<int64_t>(tid) * pl.per_thread;
-    UpPoints all;
-    all.bits[0] = all.bits[1] = ~uint64_t{0};
-    all.rim = true;
     if (pl.private_v) {
       // Few tiles: every thread transforms them all into its own copy, then runs its chunks (the
       // input transform of few tiles costs less than the weight slices the point split repeats).
       float* const vt = ws + pl.off_vt;
       for (int64_t kb = 0; kb < pl.nkb; ++kb) {
         input(pl, a, kb, 0, pl.T, all, vt, ws);
-        for (int64_t t = tid; t < nchunk; t += nth)
-          task(pl, a, kb, t * pl.cc, std::min(pl.cc, pl.Co - t * pl.cc), all, vt, mall + t * pl.mchunk, ws);
+        for (int64_t t = tid; t < nchunk; t += nth) chunk(kb, t, all, vt, ws);
       }
     } else if (nth <= kUpFusedSplitMax) {
       // Each thread its own points over every tile and chunk: no thread reads what another wrote
       // until the outputs, so no barrier per K block (each transforms every tile, storing its points).
       const UpPoints own = thread_points(pl, nth, tid);
-      for (int64_t kb = 0; kb < pl.nkb; ++kb)
-        if (own.bits[0] | own.bits[1]) {
+      if (own.bits[0] | own.bits[1])
+        for (int64_t kb = 0; kb < pl.nkb; ++kb) {
           input(pl, a, kb, 0, pl.T, own, v, ws);
-          for (int64_t t = 0; t < nchunk; ++t)
-            task(pl, a, kb, t * pl.cc, std::min(pl.cc, pl.Co - t * pl.cc), own, v, mall + t * pl.mchunk, ws);
+          for (int64_t t = 0; t < nchunk; ++t) chunk(kb, t, own, v, ws);
         }
     } else {
       // Many threads: the tiles' transform in pieces, then the chunks, a barrier after each (the
@@ -143,8 +145,7 @@ void run_up_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace) {
 #pragma omp for schedule(static)
         for (int64_t p = 0; p < npiece; ++p) input(pl, a, kb, p * pl.T / npiece, (p + 1) * pl.T / npiece, all, v, ws);
 #pragma omp for schedule(static)
-        for (int64_t t = 0; t < nchunk; ++t)
-          task(pl, a, kb, t * pl.cc, std::min(pl.cc, pl.Co - t * pl.cc), all, v, mall + t * pl.mchunk, ws);
+        for (int64_t t = 0; t < nchunk; ++t) chunk(kb, t, all, v, ws);
       }
     }
 #pragma omp barrier
