@@ -21,6 +21,7 @@
 #include <benchmark/benchmark.h>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -45,13 +46,19 @@ namespace {
 
 constexpr int kPoints = 36, kM = 48, kK = 128, kN = 256;
 
+// Asked once per process: the CPU's AMX-TILE and AMX-BF16 bits (leaf 7 EDX; clang's
+// __builtin_cpu_supports has no names for them, and gcc's and clang's cpuid.h name the bits
+// differently), then the kernel's grant of the tile state.
 bool amx_usable() {
-  if (!__builtin_cpu_supports("avx512bf16")) return false;
-  unsigned a, b, c, d;
-  __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
-  if (!(d & (1u << 24)) || !(d & (1u << 22))) return false;  // AMX-TILE, AMX-BF16
-  constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;  // the kernel's opt-in for the tile state
-  return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  static const bool usable = [] {
+    unsigned a, b, c, d;
+    if (!__builtin_cpu_supports("avx512bf16") || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    constexpr unsigned kAmxTile = 1u << 24, kAmxBf16 = 1u << 22;
+    if (!(d & kAmxTile) || !(d & kAmxBf16)) return false;
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
+  return usable;
 }
 
 struct alignas(64) TileConfig {
