@@ -8,6 +8,9 @@
 # under build/peers_r50. Run it on an otherwise idle machine: the figures are wall times.
 # Usage: bench/cpu_peers.sh [INVOCATIONS] [OUT] [CONFIGS...]   (CONFIGS: gpen512 gpen256 r50)
 # GPEN_PEERS_OMP_SPIN=default: the engine with libgomp's default spin (below).
+# PEERS_RUNS=R: R timed runs for the engine and for each peer in every invocation (default 3 for gpen512
+# and r50, 5 for gpen256), the same for all three; each reports its median. More runs make a
+# median that a short disturbance of the host cannot move (a 90 ms engine median of 5 spans 0.5 s).
 # AVX2_ONLY=1 runs everything (engine and both peers) under bench/avx2_only.c, which hides AVX-512
 # from CPUID, so an AVX-512 machine measures the AVX2 code paths of all three (the AVX2 target).
 set -euo pipefail
@@ -36,12 +39,13 @@ if [ "${AVX2_ONLY:-0}" = 1 ]; then
 fi
 args_for() {
   case $1 in
-    gpen512) echo "--device cpu --size 512 --runs 3" ;;
-    gpen256) echo "--device cpu --size 256 --channel-multiplier 1 --narrow 0.5 --runs 5" ;;
-    r50) echo "--device cpu --arch retinaface -d $R50/r50.gpw --image ../shared/images/kids_1024x768.jpg --runs 3 --pytorch-checkpoint $R50/checkpoint.pth" ;;
+    gpen512) echo "--device cpu --size 512 --runs ${PEERS_RUNS:-3}" ;;
+    gpen256) echo "--device cpu --size 256 --channel-multiplier 1 --narrow 0.5 --runs ${PEERS_RUNS:-5}" ;;
+    r50) echo "--device cpu --arch retinaface -d $R50/r50.gpw --image ../shared/images/kids_1024x768.jpg --runs ${PEERS_RUNS:-3} --pytorch-checkpoint $R50/checkpoint.pth" ;;
   esac
 }
 lscpu | grep -E "Model name|^CPU\(s\)|Flags" | sed 's/Flags:.*\(avx512f\).*/Flags: ... avx512f .../' > "$OUT/cpu.txt"
+echo "timed runs per engine and peer: ${PEERS_RUNS:-default}" >> "$OUT/cpu.txt"
 echo "engine OpenMP spin: ${GOMP_SPINCOUNT:-libgomp default}${OMP_WAIT_POLICY:+, OMP_WAIT_POLICY=$OMP_WAIT_POLICY}" >> "$OUT/cpu.txt"
 [ -z "${LD_PRELOAD:-}" ] || echo "AVX2_ONLY=1: AVX-512 hidden from CPUID (bench/avx2_only.c)" >> "$OUT/cpu.txt"
 build/gpen --version > "$OUT/version.txt"

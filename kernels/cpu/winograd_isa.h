@@ -65,7 +65,11 @@ inline void transform2d(const float (&mat)[R][K], Load&& load, Store&& store) {
 // prefetchers learn per instruction, and NP whole lines of each row; the loop that had one load
 // instruction for all nine streams stalled on them, even with a software prefetch (1.3-1.44x on
 // the fused layers, docs/benchmarks.md, session 10). One loop for the stride-1, stride-2 and
-// transposed forms.
+// transposed forms. Each tap row also asks for its line kWeightAhead channels on: the rows of
+// consecutive channels lie Co floats apart, nine such streams at once, and the fused forms (one
+// channel of every panel pair per call) otherwise wait on them: GPEN-256's fused layers 2-14 %
+// faster in the graph (docs/benchmarks.md, session 17).
+constexpr int64_t kWeightAhead = 4;
 template <int R, int NP = 1>
 inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const float (&G)[R][3], int64_t panel,
                                    int64_t c0, int64_t c1, float* dst, int64_t xi_rows, int64_t c_base,
@@ -88,6 +92,8 @@ inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const 
       for (int t = 0; t < 9; ++t) {
         const float* src = a.w + (t / 3) * a.ws0 + (t % 3) * a.ws1 + c * a.ws2 + o0;
         for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(src + h2 * L);
+        if (c + kWeightAhead < pl.C)
+          for (int h = 0; h < NP; ++h) __builtin_prefetch(src + kWeightAhead * a.ws2 + h * 16);
       }
     } else if constexpr (NP == 1) {
       for (int t = 0; t < 9; ++t) {
