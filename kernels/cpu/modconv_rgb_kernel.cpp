@@ -1,7 +1,9 @@
 // The per-ISA dot products of the to_rgb modconv (overview: modconv_rgb.h), compiled once per
 // ISA (isa_ns.h): per output pixel, kMaxCo accumulators of the ISA's width run across the
-// channels, one load of x per kMaxCo FMAs, and are summed at the end (hsum4). Nothing here calls
-// an inline function of another header (scripts/check_isa_symbols.py).
+// channels, one load of x per kMaxCo FMAs, and are summed at the end (hsum4); on AVX-512, where
+// the channels are whole vectors, four pixels at a time (rgb_quad: the weights loaded once for
+// the four, the same sums). Nothing here calls an inline function of another header
+// (scripts/check_isa_symbols.py).
 #include <cstring>
 
 #include "kernels/cpu/isa_ns.h"
@@ -49,6 +51,69 @@ inline v4 hsum4(vf c0, vf c1, vf c2, vf c3) {
 #endif
 }
 
+#if GPEN_ISA_AVX512
+// hsum4's sums for four pixels at once, {p0: c0..c3, p1: c0..c3, p2, p3} in one vector: each
+// accumulator's lanes pair up exactly as in hsum4 (same additions, same bits), but the last two
+// halvings are shared by two and then four pixels.
+inline vf hsum4x4(const vf (&c)[4][4]) {
+  vf y[4];
+  for (int p = 0; p < 4; ++p) {
+    const vf x0 = __builtin_shufflevector(c[p][0], c[p][1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                  __builtin_shufflevector(c[p][0], c[p][1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    const vf x1 = __builtin_shufflevector(c[p][2], c[p][3], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                  __builtin_shufflevector(c[p][2], c[p][3], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    y[p] = __builtin_shufflevector(x0, x1, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+           __builtin_shufflevector(x0, x1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  }
+  // hsum4's z of two pixels side by side, then its last halving of all four.
+  const vf z01 = __builtin_shufflevector(y[0], y[1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
+                 __builtin_shufflevector(y[0], y[1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
+  const vf z23 = __builtin_shufflevector(y[2], y[3], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
+                 __builtin_shufflevector(y[2], y[3], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
+  return __builtin_shufflevector(z01, z23, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
+         __builtin_shufflevector(z01, z23, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+}
+
+// Four consecutive pixels of row (n, oy) from ox, where C1 and C2 are whole vectors: each weight
+// vector is loaded once for the four, and the finish (demod, bias, activation, residual) runs on
+// the sixteen sums in one vector. Every output is the per-pixel loop's to the bit.
+inline void rgb_quad(const RgbArgs& a, const float* const* w, const float* xr, const float* x2r, int64_t ox,
+                     int64_t n, int64_t oy, const vf& dv16, const vf& bv16) {
+  const vf vscale = vf{} + a.x2_scale, vone = vf{} + 1.0f, vslope = vf{} + a.x2_slope;
+  vf c[4][4] = {};
+  for (int64_t k = 0; k < a.C1; k += L) {
+    const vf w0 = vld(w[0] + k), w1 = vld(w[1] + k), w2 = vld(w[2] + k), w3 = vld(w[3] + k);
+    for (int p = 0; p < 4; ++p) {
+      const vf v = vld(xr + (ox + p) * a.xs2 + k);
+      c[p][0] += v * w0, c[p][1] += v * w1, c[p][2] += v * w2, c[p][3] += v * w3;
+    }
+  }
+  if (x2r) {
+    for (int64_t k = 0; k < a.C2; k += L) {
+      const vf w0 = vld(w[0] + a.C1p + k), w1 = vld(w[1] + a.C1p + k), w2 = vld(w[2] + a.C1p + k),
+               w3 = vld(w[3] + a.C1p + k), b2 = vld(a.b2 + k);
+      for (int p = 0; p < 4; ++p) {
+        vf v = vld(x2r + (ox + p) * a.x2s2 + k) * vscale + b2;
+        v *= v < 0.0f ? vslope : vone;
+        c[p][0] += v * w0, c[p][1] += v * w1, c[p][2] += v * w2, c[p][3] += v * w3;
+      }
+    }
+  }
+  // + 0.0f: the per-pixel loop adds its (empty) scalar channel tail.
+  const vf v = (hsum4x4(c) + 0.0f) * dv16 + bv16;
+  float t[16], r[16] = {};
+  float* yp = a.y + n * a.ys0 + oy * a.ys1 + ox * a.ys2;
+  if (a.res) {
+    const float* rp = a.res + n * a.rs0 + oy * a.rs1 + ox * a.rs2;
+    for (int p = 0; p < 4; ++p)
+      for (int64_t o = 0; o < a.Co; ++o) r[p * 4 + o] = rp[p * a.rs2 + o * a.rs3];
+  }
+  vst(t, v * (v < 0.0f ? vf{} + a.gneg : vf{} + a.gpos) + vld(r));
+  for (int p = 0; p < 4; ++p)
+    for (int64_t o = 0; o < a.Co; ++o) yp[p * a.ys2 + o * a.ys3] = t[p * 4 + o];
+}
+#endif
+
 }  // namespace
 
 void rgb_rows(const RgbArgs& a, int64_t n, int64_t r0, int64_t r1) {
@@ -64,7 +129,16 @@ void rgb_rows(const RgbArgs& a, int64_t n, int64_t r0, int64_t r1) {
   for (int64_t oy = r0; oy < r1; ++oy) {
     const float* xr = a.x + n * a.xs0 + oy * a.xs1;
     const float* x2r = a.x2 ? a.x2 + n * a.x2s0 + oy * a.x2s1 : nullptr;
-    for (int64_t ox = 0; ox < a.W; ++ox) {
+    int64_t ox = 0;
+#if GPEN_ISA_AVX512
+    if (C1 % L == 0 && C2 % L == 0) {
+      const float* const w[4] = {w0, w1, w2, w3};
+      vf dv16, bv16;
+      for (int q = 0; q < 16; ++q) dv16[q] = dv[q % 4], bv16[q] = bv[q % 4];
+      for (; ox + 4 <= a.W; ox += 4) rgb_quad(a, w, xr, x2r, ox, n, oy, dv16, bv16);
+    }
+#endif
+    for (; ox < a.W; ++ox) {
       const float* xp = xr + ox * a.xs2;
       vf c0 = {}, c1 = {}, c2 = {}, c3 = {};
       int64_t c = 0;
