@@ -6,7 +6,7 @@ reps=int(sys.argv[1]); size=sys.argv[2]; vs=[]
 for a in sys.argv[3:]:
     lab,e=a.split(':',1); env={}
     if e!='-':
-        for kv in e.split(','): k,v=kv.split('='); env[k]=v
+        for kv in e.split(','): k,v=kv.split('=',1); env[k]=v
     vs.append((lab,env))
 args=['build/gpen','--threads','2','bench','--device','cpu','--size',size,'--runs','3','--profile','--json']
 if size=='256': args+=['--channel-multiplier','1','--narrow','0.5']
