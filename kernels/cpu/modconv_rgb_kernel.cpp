@@ -17,19 +17,26 @@ namespace {
 using namespace gpen::cpu::GPEN_ISA_NS::simd;
 typedef float v4 __attribute__((vector_size(4 * sizeof(float))));
 
+#if GPEN_ISA_AVX512
+// The first two halvings of hsum4 (below): {c0, c1, c2, c3} with 4 partial lanes each. 16 lanes:
+// halves of (c0, c1) and (c2, c3) -> 8 + 8 lanes each; then 4 + 4 per accumulator.
+inline vf quarter_sums(vf c0, vf c1, vf c2, vf c3) {
+  const vf x0 = __builtin_shufflevector(c0, c1, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                __builtin_shufflevector(c0, c1, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  const vf x1 = __builtin_shufflevector(c2, c3, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+                __builtin_shufflevector(c2, c3, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  return __builtin_shufflevector(x0, x1, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+         __builtin_shufflevector(x0, x1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+}
+#endif
+
 // The lane sums of four accumulators, {sum c0, sum c1, sum c2, sum c3}. On AVX-512 each step adds
 // the two halves of a pair of vectors into one, so the four reduce in four shuffle-add steps with
 // no trip through memory (a store and narrower reloads per accumulator stalled on store
 // forwarding: to_rgb 1.04-1.24x in bench_cpu_gpen256, session 10).
 inline v4 hsum4(vf c0, vf c1, vf c2, vf c3) {
 #if GPEN_ISA_AVX512
-  // 16 lanes: halves of (c0, c1) and (c2, c3) -> 8 + 8 lanes each; then 4 + 4 per accumulator.
-  const vf x0 = __builtin_shufflevector(c0, c1, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-                __builtin_shufflevector(c0, c1, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  const vf x1 = __builtin_shufflevector(c2, c3, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-                __builtin_shufflevector(c2, c3, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  const vf y = __builtin_shufflevector(x0, x1, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
-               __builtin_shufflevector(x0, x1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  const vf y = quarter_sums(c0, c1, c2, c3);
   // y: 4 lanes per accumulator; two more halvings.
   typedef float v8 __attribute__((vector_size(8 * sizeof(float))));
   const v8 z = __builtin_shufflevector(y, y, 0, 1, 4, 5, 8, 9, 12, 13) +
@@ -51,20 +58,19 @@ inline v4 hsum4(vf c0, vf c1, vf c2, vf c3) {
 #endif
 }
 
+// The noise input's prologue on a vector of channels: act2(x2 * scale + bias2).
+inline vf x2_in(vf raw, vf b2, vf scale, vf slope, vf one) {
+  const vf v = raw * scale + b2;
+  return v * (v < 0.0f ? slope : one);
+}
+
 #if GPEN_ISA_AVX512
 // hsum4's sums for four pixels at once, {p0: c0..c3, p1: c0..c3, p2, p3} in one vector: each
 // accumulator's lanes pair up exactly as in hsum4 (same additions, same bits), but the last two
 // halvings are shared by two and then four pixels.
 inline vf hsum4x4(const vf (&c)[4][4]) {
   vf y[4];
-  for (int p = 0; p < 4; ++p) {
-    const vf x0 = __builtin_shufflevector(c[p][0], c[p][1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-                  __builtin_shufflevector(c[p][0], c[p][1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    const vf x1 = __builtin_shufflevector(c[p][2], c[p][3], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-                  __builtin_shufflevector(c[p][2], c[p][3], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    y[p] = __builtin_shufflevector(x0, x1, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
-           __builtin_shufflevector(x0, x1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  }
+  for (int p = 0; p < 4; ++p) y[p] = quarter_sums(c[p][0], c[p][1], c[p][2], c[p][3]);
   // hsum4's z of two pixels side by side, then its last halving of all four.
   const vf z01 = __builtin_shufflevector(y[0], y[1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
                  __builtin_shufflevector(y[0], y[1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
@@ -93,8 +99,7 @@ inline void rgb_quad(const RgbArgs& a, const float* const* w, const float* xr, c
       const vf w0 = vld(w[0] + a.C1p + k), w1 = vld(w[1] + a.C1p + k), w2 = vld(w[2] + a.C1p + k),
                w3 = vld(w[3] + a.C1p + k), b2 = vld(a.b2 + k);
       for (int p = 0; p < 4; ++p) {
-        vf v = vld(x2r + (ox + p) * a.x2s2 + k) * vscale + b2;
-        v *= v < 0.0f ? vslope : vone;
+        const vf v = x2_in(vld(x2r + (ox + p) * a.x2s2 + k), b2, vscale, vslope, vone);
         c[p][0] += v * w0, c[p][1] += v * w1, c[p][2] += v * w2, c[p][3] += v * w3;
       }
     }
@@ -126,17 +131,19 @@ void rgb_rows(const RgbArgs& a, int64_t n, int64_t r0, int64_t r1) {
   const float* bv = dv + kMaxCo;
   const int64_t C1 = a.C1, C2 = a.C2, C1p = a.C1p;
   const vf vscale = vf{} + a.x2_scale, vone = vf{} + 1.0f, vslope = vf{} + a.x2_slope;
+#if GPEN_ISA_AVX512
+  const bool quads = C1 % L == 0 && C2 % L == 0;
+  const float* const w[4] = {w0, w1, w2, w3};
+  vf dv16, bv16;  // d and bias of the four outputs, once per pixel of a quad
+  for (int q = 0; q < 16; ++q) dv16[q] = dv[q % 4], bv16[q] = bv[q % 4];
+#endif
   for (int64_t oy = r0; oy < r1; ++oy) {
     const float* xr = a.x + n * a.xs0 + oy * a.xs1;
     const float* x2r = a.x2 ? a.x2 + n * a.x2s0 + oy * a.x2s1 : nullptr;
     int64_t ox = 0;
 #if GPEN_ISA_AVX512
-    if (C1 % L == 0 && C2 % L == 0) {
-      const float* const w[4] = {w0, w1, w2, w3};
-      vf dv16, bv16;
-      for (int q = 0; q < 16; ++q) dv16[q] = dv[q % 4], bv16[q] = bv[q % 4];
+    if (quads)
       for (; ox + 4 <= a.W; ox += 4) rgb_quad(a, w, xr, x2r, ox, n, oy, dv16, bv16);
-    }
 #endif
     for (; ox < a.W; ++ox) {
       const float* xp = xr + ox * a.xs2;
@@ -159,8 +166,7 @@ void rgb_rows(const RgbArgs& a, int64_t n, int64_t r0, int64_t r1) {
         const float* u3 = w3 + C1p;
         c = 0;
         for (; c + L <= C2; c += L) {
-          vf v = vld(x2p + c) * vscale + vld(a.b2 + c);
-          v *= v < 0.0f ? vslope : vone;
+          const vf v = x2_in(vld(x2p + c), vld(a.b2 + c), vscale, vslope, vone);
           c0 += v * vld(u0 + c), c1 += v * vld(u1 + c), c2 += v * vld(u2 + c), c3 += v * vld(u3 + c);
         }
         for (; c < C2; ++c) {
