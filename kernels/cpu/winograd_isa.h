@@ -68,7 +68,10 @@ inline void transform2d(const float (&mat)[R][K], Load&& load, Store&& store) {
 // transposed forms. Each tap row also asks for its line kWeightAhead channels on: the rows of
 // consecutive channels lie Co floats apart, nine such streams at once, and the fused forms (one
 // channel of every panel pair per call) otherwise wait on them: GPEN-256's fused layers 2-14 %
-// faster in the graph (docs/benchmarks.md, session 17).
+// faster in the graph (docs/benchmarks.md, session 17). Each store likewise asks for its point's
+// line one channel on: the 36-81 point rows are store streams, more than the hardware tracks, and
+// every line otherwise waits for ownership from L2 as the store reaches it (the fused layers'
+// transform about 12 % less of the op, the grouped ones' 15 %: docs/benchmarks.md, session 19).
 constexpr int64_t kWeightAhead = 4;
 template <int R, int NP = 1>
 inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const float (&G)[R][3], int64_t panel,
@@ -86,6 +89,7 @@ inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const 
   }
   float tmp[16];
   for (int64_t c = c0; c < c1; ++c) {
+    const bool ahead = c - c_base + 1 < xi_rows;  // the next channel's rows are in dst
     vf g[9][V];  // taps
     if (fast) {
 #pragma GCC unroll 9
@@ -113,7 +117,11 @@ inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const 
     for (int h2 = 0; h2 < V; ++h2) {
       float* d = dst + (h2 / VP) * dst_pstride + (c - c_base) * 16 + (h2 % VP) * L;
       transform2d(G, [&](int kx, int ky) { return g[ky * 3 + kx][h2]; },
-                  [&](int q, int p, vf v) { vst(d + (p * R + q) * xi_rows * 16, v); });
+                  [&](int q, int p, vf v) {
+                    float* dp = d + (p * R + q) * xi_rows * 16;
+                    if (ahead) __builtin_prefetch(dp + 16, 1, 3);
+                    vst(dp, v);
+                  });
     }
   }
 }
