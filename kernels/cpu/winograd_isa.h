@@ -70,8 +70,8 @@ inline void transform2d(const float (&mat)[R][K], Load&& load, Store&& store) {
 // channel of every panel pair per call) otherwise wait on them: GPEN-256's fused layers 2-14 %
 // faster in the graph (docs/benchmarks.md, session 17). Each store likewise asks for its point's
 // line one channel on: the 36-81 point rows are store streams, more than the hardware tracks, and
-// every line otherwise waits for ownership from L2 as the store reaches it (the fused layers'
-// transform about 12 % less of the op, the grouped ones' 15 %: docs/benchmarks.md, session 19).
+// every line otherwise waits for ownership from L2 as the store reaches it (the transform's share
+// of the fused layers about 14 % smaller, of the grouped ones 15 %: docs/benchmarks.md, session 19).
 constexpr int64_t kWeightAhead = 4;
 template <int R, int NP = 1>
 inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const float (&G)[R][3], int64_t panel,
