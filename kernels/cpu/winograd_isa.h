@@ -89,7 +89,6 @@ inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const 
   }
   float tmp[16];
   for (int64_t c = c0; c < c1; ++c) {
-    const bool ahead = c - c_base + 1 < xi_rows;  // the next channel's rows are in dst
     vf g[9][V];  // taps
     if (fast) {
 #pragma GCC unroll 9
@@ -113,13 +112,17 @@ inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const 
         for (int h2 = 0; h2 < V; ++h2) g[t][h2] = vld(tmp + h2 * L);
       }
     }
+    // The store prefetch: once per 16-float row (the AVX2 path stores each in two halves), while
+    // the next channel's rows are still in dst.
+    const bool ahead = c - c_base + 1 < xi_rows;
     // Transposed in and out, so the sums run along ky first, as they always have (the bits stay).
     for (int h2 = 0; h2 < V; ++h2) {
       float* d = dst + (h2 / VP) * dst_pstride + (c - c_base) * 16 + (h2 % VP) * L;
+      const bool pf = ahead && h2 % VP == 0;
       transform2d(G, [&](int kx, int ky) { return g[ky * 3 + kx][h2]; },
                   [&](int q, int p, vf v) {
                     float* dp = d + (p * R + q) * xi_rows * 16;
-                    if (ahead) __builtin_prefetch(dp + 16, 1, 3);
+                    if (pf) __builtin_prefetch(dp + 16, 1, 3);
                     vst(dp, v);
                   });
     }
