@@ -91,8 +91,11 @@ bool modconv_rgb(const ModConvParams& p, const ModConvArgs& a, const TensorView&
 
   const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
   const int64_t rows = N * r.H;
-  // Rows of at least ~4K pixels per chunk keep the thread start-up small against the work.
-  const int64_t rows_per = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, r.W));
+  // Chunks of at least ~64K input floats (256 KB read, tens of microseconds) keep the thread
+  // start-up small against the work. Counted in pixels alone (4K a chunk) GPEN-256's 64x64 and
+  // 32x32 layers, 256 and 512 channels, were one chunk and ran on one thread at half the bus.
+  const int64_t row_floats = std::max<int64_t>(1, r.W * (r.C1 + r.C2));
+  const int64_t rows_per = std::max<int64_t>(1, (int64_t{1} << 16) / row_floats);
   const int64_t nchunk = (rows + rows_per - 1) / rows_per;
   const int nt = static_cast<int>(std::min<int64_t>(std::max(1, num_threads()), nchunk));
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
