@@ -112,9 +112,9 @@ void print_detector_profile(const nlohmann::json& s, int top) {
   std::printf("  profile (median of %d runs, each node timed alone: %.3f ms in all)\n", s["runs"].get<int>(),
               s["total_ms"].get<double>());
   if (s.contains("peak_gflops"))
-    std::printf("    CPU path %s: peak %.0f GFLOP/s (%.0f MHz from /proc/cpuinfo); GPEN_CPU_CONV=%s; GFLOP/s count\n"
+    std::printf("    CPU path %s: %s; GPEN_CPU_CONV=%s; GFLOP/s count\n"
                 "    the direct conv's FLOPs, so a Winograd conv shows its effective rate\n",
-                s["cpu_isa"].get<std::string>().c_str(), s["peak_gflops"].get<double>(), s["cpu_mhz"].get<double>(),
+                s["cpu_isa"].get<std::string>().c_str(), describe_peak(s).c_str(),
                 s.value("cpu_conv", std::string("?")).c_str());
   std::printf("    %-22s %10s %7s %10s %8s\n", "op", "ms", "share", "GFLOP/s", "of peak");
   for (const auto& e : s["by_op"])

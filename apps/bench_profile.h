@@ -2,6 +2,7 @@
 // gpen bench --profile: where the time of one run goes, node by node and per op kind, with the
 // arithmetic rate of each (node_flops / time), so kernel work on a GPU starts from measurements.
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "engine/graph/graph.h"
@@ -12,10 +13,14 @@ namespace gpen::cli {
 // median over the runs; JSON {"runs", "total_ms", "by_op": [...], "nodes": [...]}, both lists
 // sorted by time, each entry with ms, share of the total, GFLOP and GFLOP/s.
 nlohmann::json profile_summary(const Graph& g, const std::vector<std::vector<double>>& runs);
-// CPU runs: the path's peak, threads x FMA flops per cycle of the ISA in use (kernels/cpu/isa.h)
-// x the clock /proc/cpuinfo reports ("cpu_isa", "cpu_mhz", "peak_gflops"), and each op's
-// fraction of it ("of_peak"), printed with the op table.
+// CPU runs: the path's peak, measured on `threads` threads (kernels/cpu/fma_peak.h; "peak_gflops",
+// "peak_source": "measured"), with threads x FMA flops per cycle of the ISA (kernels/cpu/isa.h) x
+// the clock /proc/cpuinfo reports beside it ("cpu_mhz", "clock_peak_gflops"; the peak itself,
+// "peak_source": "clock", where the measurement fails), and each op's fraction of the peak
+// ("of_peak"), printed with the op table.
 void add_cpu_peak(nlohmann::json& summary, int threads);
+// "peak N GFLOP/s (measured ...)" for a summary holding peak_gflops.
+std::string describe_peak(const nlohmann::json& summary);
 // The op table and the `top` slowest nodes.
 void print_profile(const nlohmann::json& summary, int top);
 

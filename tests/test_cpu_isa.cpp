@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/fma_peak.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/modconv_internal.h"
@@ -75,6 +76,15 @@ TEST_CASE("the CPU path is named and GPEN_CPU_ISA is honoured") {
   if (const char* env = std::getenv("GPEN_CPU_ISA")) CHECK(name == std::string(env));
   if (isa == cpu::Isa::avx512) CHECK(cpu::cpu_has_avx512());
   CHECK(cpu::isa_flops_per_cycle(isa) == (isa == cpu::Isa::avx512 ? 64 : 32));
+}
+
+TEST_CASE("the measured FMA peak of the path in use is a rate, and none without threads") {
+  // Not a timing assertion: only that the loop ran on the path's vectors and gave a finite,
+  // positive rate (the profile divides by it).
+  const double one = cpu::measured_fma_peak_gflops(1);
+  CHECK(std::isfinite(one));
+  CHECK(one > 0.0);
+  CHECK(cpu::measured_fma_peak_gflops(0) == 0.0);
 }
 
 TEST_CASE("each ISA copy of the panel GEMM computes the product") {
