@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_context.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/modconv_internal.h"
 #include "kernels/cpu/ops.h"
@@ -160,10 +161,7 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("blur_down_256x32", BM_blur, 256, 32, 1, 2, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::RegisterBenchmark("blur_up_129x64", BM_blur, 129, 64, 1, 1, 1)->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::RegisterBenchmark("rgb_upsample_128x3", BM_blur, 128, 3, 2, 2, 1)->Unit(benchmark::kMillisecond)->UseRealTime();
-  const cpu::Isa isa = cpu::cpu_isa();
-  benchmark::AddCustomContext("cpu_isa", cpu::isa_name(isa));
-  benchmark::AddCustomContext("peak_flops_per_cycle_per_core", std::to_string(cpu::isa_flops_per_cycle(isa)));
-  benchmark::AddCustomContext("cpu_conv", cpu::winograd_detail::conv_mode_name());
+  gpen::bench::add_cpu_context();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_context.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd.h"
@@ -149,13 +150,7 @@ int main(int argc, char** argv) {
       ->UseRealTime()
       ->MeasureProcessCPUTime()
       ->Iterations(1);
-  // The path in use and its peak per core per cycle (x threads x clock = the GFLOP/s ceiling).
-  const cpu::Isa isa = cpu::cpu_isa();
-  benchmark::AddCustomContext("cpu_isa", cpu::isa_name(isa));
-  benchmark::AddCustomContext("peak_flops_per_cycle_per_core", std::to_string(cpu::isa_flops_per_cycle(isa)));
-  // Stride-1 3x3 convs may run as Winograd (GPEN_CPU_CONV, kernels/cpu/winograd.h): the FLOP
-  // counters count the direct conv's FLOPs, so for those they are effective rates.
-  benchmark::AddCustomContext("cpu_conv", cpu::winograd_detail::conv_mode_name());
+  gpen::bench::add_cpu_context();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
