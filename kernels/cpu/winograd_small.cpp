@@ -31,6 +31,15 @@ namespace gpen::cpu::winograd_detail {
 
 namespace {
 constexpr int64_t kFusedKc = 128;  // input channels per weight slice: 36 x 129 x 32 floats = 0.6 MB
+// From kFusedDeepMinTiles tiles, K blocks of kFusedKcDeep (a 1.2 MB slice) where the workspace
+// then stays within the direct path's packed weight of the layer (9 C Co floats, the bound the
+// fused form keeps): each point GEMM runs twice as deep per pass over the tiles' accumulators.
+// On a 2-core Xeon (session 20, bench_cpu_gpen256): GPEN-512's 32x32 layer (1024 -> 512) 14.1-14.4
+// -> 12.0-12.8 ms. GPEN-256's (512 -> 256) ran 3.19-3.28 -> 3.00-3.21 ms too, but its workspace
+// would pass that bound and the graph's (7.1 -> 8.0 MB), so it keeps kFusedKc; the 16x16 layer
+// (16 tiles) ran slower (1.07 -> 1.16 ms). 16-column chunks to keep the slice at 0.6 MB: 1.5x slower.
+constexpr int64_t kFusedKcDeep = 256;
+constexpr int64_t kFusedDeepMinTiles = 64;
 constexpr int64_t kFusedCc = 32;   // output channels per task
 
 std::atomic<int>& fused_flag() {
@@ -47,7 +56,8 @@ std::atomic<int>& fused_flag() {
 void set_fused_enabled(bool on) { fused_flag().store(on ? 1 : 0); }
 bool fused_enabled() { return fused_flag().load() != 0; }
 
-WinoPlan make_wino_fused_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
+namespace {
+WinoPlan fused_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads, int64_t kc_max) {
   WinoPlan pl;
   if (m != 2 && m != 4) return pl;
   pl.m = m, pl.n = m + 2, pl.nxi = pl.n * pl.n;
@@ -60,7 +70,7 @@ WinoPlan make_wino_fused_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C,
   // Rows of the transformed input at a multiple of 1 KB would share L1 sets (see modconv_plan.cpp).
   pl.kcs = round_up(C, 16);
   if (pl.kcs % 64 == 0) pl.kcs += 16;
-  pl.nkb = cdiv(C, kFusedKc);
+  pl.nkb = cdiv(C, kc_max);
   pl.kc = round_up(cdiv(C, pl.nkb), 16);
   pl.nkb = cdiv(C, pl.kc);
   // Enough chunks for every thread, in whole 16-column panels.
@@ -85,6 +95,15 @@ WinoPlan make_wino_fused_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C,
   pl.off_tmp = take(16);
   pl.per_thread = off;
   return pl;
+}
+}  // namespace
+
+WinoPlan make_wino_fused_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
+  const WinoPlan pl = fused_plan(m, N, H, W, C, Co, threads, kFusedKc);
+  if (!pl.fused || pl.ntiles < kFusedDeepMinTiles || C <= kFusedKc) return pl;
+  const WinoPlan deep = fused_plan(m, N, H, W, C, Co, threads, kFusedKcDeep);
+  const int64_t floats = deep.v_floats + std::max(1, threads) * deep.per_thread;
+  return floats <= 9 * C * round_up(Co, 16) ? deep : pl;
 }
 
 void run_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace) {
