@@ -67,19 +67,36 @@ class Serve(unittest.TestCase):
             o = os.path.join(out, os.path.basename(p))
             common.gpen("restore", "-m", model, "-d", det, "--device", "cpu", p, "-o", o)
             want[p] = common.read(o)
-        port = free_port_block()
         env = dict(os.environ, PYTRITON_HOME=os.path.join(common.TMP, "pytriton-home"))
-        t0 = time.time()
         log, err = os.path.join(out, "stdout.txt"), os.path.join(out, "stderr.txt")
-        with open(log, "w") as so, open(err, "w") as se:
-            server = subprocess.Popen([sys.executable, "-m", "gpen_engine.serve", "--model", model, "--detector", det,
-                                       "--instances", "2", "--threads", "1", "--port", str(port),
-                                       "--log-file", os.path.join(out, "triton.log")], stdout=so, stderr=se, env=env)
+
+        def start():
+            port = free_port_block()
+            with open(log, "w") as so, open(err, "w") as se:
+                return port, subprocess.Popen([sys.executable, "-m", "gpen_engine.serve", "--model", model, "--detector",
+                                               det, "--instances", "2", "--threads", "1", "--port", str(port),
+                                               "--log-file", os.path.join(out, "triton.log")], stdout=so, stderr=se,
+                                              env=env)
+
+        t0 = time.time()
+        port, server = start()
+        retried = False
         try:
             ready = None
             while ready is None and time.time() - t0 < 180:
                 if server.poll() is not None:
-                    self.fail("the server exited before it was ready: " + common.read(err).decode(errors="replace")[-3000:])
+                    msg = common.read(err).decode(errors="replace")
+                    # PyTriton's proxy model sometimes reaches its handshake socket before the socket
+                    # listens (seen once in 5 CI runs, session 20: "get_config_from_handshake_server ...
+                    # Connection refused"), and Triton then fails the model's load: the server's own
+                    # start-up, not the engine. One more start; any other exit, or a second one, fails.
+                    if not retried and "get_config_from_handshake_server" in msg:
+                        retried = True
+                        print("test_serve: PyTriton's handshake race at start-up, starting the server again",
+                              file=sys.stderr)
+                        port, server = start()
+                        continue
+                    self.fail("the server exited before it was ready: " + msg[-3000:])
                 lines = [ln for ln in common.read(log).decode(errors="replace").splitlines() if ln.startswith('{"serving"')]
                 ready = json.loads(lines[0]) if lines else time.sleep(0.2)
             self.assertIsNotNone(ready, "the server was not ready within 3 minutes")
