@@ -9,7 +9,8 @@
 namespace gpen::cpu {
 
 // GFLOP/s of `threads` threads each running independent FMA chains on the ISA's vectors (a
-// multiply-add counted as 2), the best of a few passes of about 10 ms; 0 where it cannot tell.
+// multiply-add counted as 2), the best of three passes of about 4 ms after one to warm up; 0
+// where it cannot tell.
 double measured_fma_peak_gflops(int threads);
 
 // The per-ISA halves: `iters` rounds of 12 vector FMAs on one thread; returns a value to keep.
