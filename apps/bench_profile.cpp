@@ -84,7 +84,7 @@ void add_cpu_peak(nlohmann::json& s, int threads) {
     const int m = cpu::winograd_detail::winograd_up_tile(up, 1, 256, 256, 256, 64);
     const bool automatic = std::string(cpu::winograd_detail::conv_mode_name()) == "auto";
     s["cpu_conv_up"] = !m          ? std::string("direct")
-                       : automatic ? "polyphase Winograd F(2, 2) from 64x64 inputs with 32..256 channels, F(4, 2) "
+                       : automatic ? "polyphase Winograd F(4, 2) from 64x64 inputs with 32..256 channels and "
                                      "fused from 16x16 with C >= 256, Co >= 128 (at most 96 tiles), else direct "
                                      "(kernels/cpu/winograd_up.cpp)"
                                    : "polyphase Winograd F(" + std::to_string(m) + ", 2) on every one";

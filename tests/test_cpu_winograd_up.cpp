@@ -279,7 +279,8 @@ TEST_CASE("winograd up plan: groups bound the transformed weight, the scratch do
   CHECK(a.per_thread == b.per_thread);
   CHECK(a.u_floats == b.u_floats);
   CHECK(a.T % 6 == 0);
-  CHECK(a.T <= wd::kUpMaxTileBlock);
+  CHECK(a.T <= wd::kUpMaxTileBlock4);  // m = 4's smaller tile blocks
+  CHECK(wd::make_wino_up_plan(2, 1, 256, 256, 256, 64, 2).T <= wd::kUpMaxTileBlock);
   CHECK_THROWS_AS(wd::make_wino_up_plan(3, 1, 8, 8, 8, 8, 1), Error);
   // The choice: never for a stride-1 conv, a banded op, or under GPEN_CPU_CONV=direct.
   ModConvParams up;
@@ -290,7 +291,7 @@ TEST_CASE("winograd up plan: groups bound the transformed weight, the scratch do
   CHECK(wd::winograd_up_tile(banded, 1, 64, 64, 256, 256) == 0);
 }
 
-TEST_CASE("winograd up: auto runs m = 2 on the large up convs with few channels, the fused m = 4 on the 16x16 and 32x32 ones, direct elsewhere") {
+TEST_CASE("winograd up: auto runs m = 4 on the large up convs with few channels (grouped) and on the 16x16 and 32x32 ones (fused), direct elsewhere") {
   // ctest runs each case in its own process, so GPEN_CPU_CONV is the environment's (unset: auto).
   if (std::strcmp(wd::conv_mode_name(), "auto") != 0) {
     MESSAGE("GPEN_CPU_CONV is " << std::string(wd::conv_mode_name()) << " in this process: the auto rule is not checked");
@@ -298,10 +299,10 @@ TEST_CASE("winograd up: auto runs m = 2 on the large up convs with few channels,
   }
   ModConvParams up;
   up.up = true;
-  CHECK(wd::winograd_up_tile(up, 1, 256, 256, 256, 64) == 2);  // GPEN-512's last (convs.12.convT)
-  CHECK(wd::winograd_up_tile(up, 1, 128, 128, 64, 32) == 2);   // GPEN-256's last
+  CHECK(wd::winograd_up_tile(up, 1, 256, 256, 256, 64) == 4);  // GPEN-512's last (convs.12.convT)
+  CHECK(wd::winograd_up_tile(up, 1, 128, 128, 64, 32) == 4);   // GPEN-256's last
   CHECK(wd::winograd_up_tile(up, 1, 128, 128, 512, 128) == 0);  // GPEN-512's convs.10: the weight is too big
-  CHECK(wd::winograd_up_tile(up, 1, 64, 64, 128, 64) == 2);     // GPEN-256's convs.8.convT
+  CHECK(wd::winograd_up_tile(up, 1, 64, 64, 128, 64) == 4);     // GPEN-256's convs.8.convT
   CHECK(wd::winograd_up_tile(up, 1, 32, 32, 512, 128) == 4);    // GPEN-256's convs.6.convT: the fused form
   CHECK(wd::winograd_up_tile(up, 1, 16, 16, 512, 256) == 4);    // GPEN-256's convs.4.convT: the fused form
   CHECK(wd::winograd_up_tile(up, 1, 8, 8, 512, 256) == 0);      // GPEN-256's convs.2.convT: 4 tiles

@@ -55,13 +55,4 @@ const char* isa_name(Isa isa) {
 
 int isa_flops_per_cycle(Isa isa) { return isa == Isa::avx512 ? 64 : 32; }
 
-bool cpu_is_amd() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return __builtin_cpu_is("amd");
-#else
-  return false;
-#endif
-}
-
 }  // namespace gpen::cpu

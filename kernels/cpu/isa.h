@@ -21,8 +21,5 @@ bool cpu_has_avx512();
 // Single-precision flops per cycle per core of the path's FMA units (two FMA ports: 2 x 2 x
 // lanes), for the profile's fraction of peak.
 int isa_flops_per_cycle(Isa isa);
-// True on an AMD CPU (cpuid's vendor): the few memory-system rules measured to differ between
-// the vendors' parts (upfirdn2d.cpp's streaming stores) ask this.
-bool cpu_is_amd();
 
 }  // namespace gpen::cpu

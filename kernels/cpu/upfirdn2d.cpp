@@ -41,15 +41,13 @@ using upfirdn2d_detail::kFewChannels;
 using upfirdn2d_detail::weighted_sum;
 using upfirdn2d_detail::weighted_sum_stream;
 
-// Outputs from this size bypass the caches (streaming stores). Measured per vendor, GPEN's blurs in
-// the graph (docs/benchmarks.md): on the AMD EPYC (Zen 4) the 8.4 MiB outputs of GPEN-256 ran
-// 1.4x faster streamed; on the Intel Xeons they ran at parity (session 19) or twice as fast with
-// plain stores (session 20: the consumer then finds the output in L3), while GPEN-512's outputs
-// of 16 MiB and more still ran 1.2-1.5x faster streamed.
-int64_t stream_min_bytes() {
-  static const int64_t b = cpu_is_amd() ? int64_t{4} << 20 : int64_t{16} << 20;
-  return b;
-}
+// Outputs from this size bypass the caches (streaming stores). GPEN's blurs in the graph
+// (docs/benchmarks.md): at 4-8 MiB (GPEN-256's full- and half-resolution blurs) plain stores pay
+// on both vendors, since the consumer then finds the output in L3: on the Intel Xeon of session
+// 20 the blurs ran twice as fast, on the AMD EPYC (Zen 4) of session 22 the blurs ran 1.2x slower
+// but their consumers 0.1-0.3 ms each faster (GPEN-256 0.8 ms in all); GPEN-512's outputs of 16
+// MiB and more still run 1.2-1.5x faster streamed on the Xeon and no slower on the EPYC.
+constexpr int64_t kStreamMinBytes = int64_t{16} << 20;
 constexpr int64_t kMaxRingFloats = int64_t{1} << 20;  // separable path: ring rows per thread (4 MiB)
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -240,7 +238,7 @@ void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, cons
   // Outputs of many MiB (GPEN's full-resolution blurs) are written with streaming stores, the
   // fused epilogue applied before the store.
   const bool stream = y_rows_dense && p.kh <= kTapBatch &&
-                      y.numel() * static_cast<int64_t>(sizeof(float)) >= stream_min_bytes();
+                      y.numel() * static_cast<int64_t>(sizeof(float)) >= kStreamMinBytes;
   const bool few_up_x = !flat_x && p.up_x > 1 && p.down_x == 1 && C < kFewChannels && x.stride(3) == 1;
   // Static scheduling hands each thread one contiguous band of output rows, so consecutive rows
   // find most of their horizontally filtered input rows already in the ring.

@@ -30,16 +30,17 @@ int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W
   if (std::strcmp(mode, "direct") == 0) return 0;
   if (std::strcmp(mode, "winograd4") == 0) return 4;
   if (std::strcmp(mode, "winograd2") == 0) return 2;
-  // "auto": m = 2 where it measured faster than the direct path on an AVX-512 Xeon, on both ISA
-  // paths (docs/benchmarks.md, "Winograd for the transposed convs"): large inputs with at most
-  // 256 channels (GPEN-512's last up conv, GPEN-256's). m = 4 is slower on every GPEN layer:
-  // its 1.78x fewer multiplies do not pay for transforms over 81 points per tile and a
-  // transformed weight 9x the weight, streamed from L3 once per tile block, against a direct
-  // path at ~87 % of peak; m = 2 (25 points, 2.8x the weight) wins where the weight is small.
-  // From 64x64 inputs: GPEN-256's 64 -> 129 layer (128 -> 64 channels) 1.04x (AVX-512) and 1.17x
-  // (AVX2) over direct in CPU time (bench_cpu_winograd_up, 2026-12-01 s7); at 32x32 with 512
-  // channels m = 2 is 0.86x, so the channel bound stays.
-  if (H >= 64 && W >= 64 && C >= 32 && C <= 256 && Co >= 16) return 2;
+  // "auto": the grouped form on large inputs with at most 256 channels (GPEN-512's last up conv,
+  // GPEN-256's last two), where it measured faster than the direct path (docs/benchmarks.md,
+  // "Winograd for the transposed convs"; above 256 channels the transformed weight, streamed from
+  // L3 once per tile block, costs more than the multiplies it saves). m = 2 (25 points, 1.44x
+  // fewer multiplies) ruled there until session 22 measured m = 4 (81 points, 1.78x) with tile
+  // blocks of 12 (kUpMaxTileBlock4) ahead on an AMD EPYC (Zen 4), per node in the graph:
+  // GPEN-256's 64 -> 129 (128 -> 64 channels) 4.75 -> 4.61 and 128 -> 257 (64 -> 32) 4.80 -> 4.66
+  // ms, GPEN-512's 256 -> 513 (256 -> 64) 71.6 -> 66.5 ms; the AVX2 path 1.00x and 1.03x on
+  // GPEN-256's. (On session 19's Xeon, with tile blocks of 12-18, m = 4 ran the 128 -> 257 layer
+  // 5-10 % ahead of m = 2 and the 64 -> 129 one at about parity.)
+  if (H >= 64 && W >= 64 && C >= 32 && C <= 256 && Co >= 16) return 4;
   // The fused form (winograd_up_fused.cpp: exact tiles, 36 weight points transformed in L2 and
   // never written out) pays where the grouped one did not, from 16x16 at C >= 256, Co >= 128:
   // GPEN-256's 16x16 and 32x32 up convs (512 -> 256, 512 -> 128) 1.13-1.18x and 1.25-1.32x faster
@@ -60,7 +61,7 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
   pl.N = N, pl.H = H, pl.W = W, pl.C = C, pl.Co = Co;
   // Even outputs exist at H + 1 positions per axis (rows 0, 2, .., 2H), odd ones at H.
   pl.th = cdiv(H + 1, m), pl.tw = cdiv(W + 1, m), pl.ntiles = N * pl.th * pl.tw;
-  pl.nblock = cdiv(pl.ntiles, kUpMaxTileBlock);
+  pl.nblock = cdiv(pl.ntiles, m == 4 ? kUpMaxTileBlock4 : kUpMaxTileBlock);
   pl.T = round_up(cdiv(pl.ntiles, pl.nblock), 6);
   pl.nblock = cdiv(pl.ntiles, pl.T);
   pl.nkb = cdiv(C, kKcMax);

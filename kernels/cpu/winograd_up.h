@@ -22,8 +22,9 @@
 // The up conv has no epilogue (kernels/params.h): the output is the raw conv, 2H + 1 x 2W + 1.
 //
 // Choice: GPEN_CPU_CONV as in winograd.h ("direct": never; "winograd" / "winograd4": m = 4 on
-// every 3x3 up conv; "winograd2": m = 2; "auto": m = 2 on large inputs with few channels, where it
-// measured faster, else direct: winograd_up_tile in winograd_up.cpp says why). Banded ops
+// every 3x3 up conv; "winograd2": m = 2; "auto": m = 4 on large inputs with few channels and in
+// the fused form on small channel-rich ones, where it measured faster, else direct:
+// winograd_up_tile in winograd_up.cpp says why). Banded ops
 // (split_rows > 0) stay direct, for the reason winograd.cpp gives.
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +37,10 @@ namespace gpen::cpu::winograd_detail {
 // block is winograd.h's kKcMax. Chosen by the sweep in docs/benchmarks.md (T 24..96, K block
 // 32..128, chunk 32..128): about 2 MB of scratch per thread.
 constexpr int64_t kUpMaxTileBlock = 30;
+// The same for m = 4, whose 81 points per tile make a tile block's transformed inputs and
+// accumulators 3.2x those of m = 2: 12 tiles keep them near 1 MiB, a Zen 4 core's L2, where 30
+// ran GPEN-256's 128 -> 257 layer 4-5 % slower (session 22, docs/benchmarks.md).
+constexpr int64_t kUpMaxTileBlock4 = 12;
 constexpr int64_t kUpCoChunkMax = 64;
 
 // 0: the direct path; 2 or 4: the polyphase Winograd with m input positions per tile and axis.
