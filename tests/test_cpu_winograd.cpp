@@ -217,13 +217,21 @@ TEST_CASE("winograd fused form: its plan, its workspace against the direct path'
   CHECK((256 + f.cc - 1) / f.cc >= 4);  // enough tasks for both threads
   // Its workspace: for GPEN-512's 32x32 layer (1024 -> 512), which ran direct before, below the
   // direct path's packed weight (9 C Co floats); for GPEN-256's, within the largest workspace of
-  // that graph (its 64x64 layer, 256 -> 128, grouped), so the plan's workspace does not grow.
+  // that graph before it (its 64x64 layer, 256 -> 128, grouped, with the 30-tile blocks of a 2 MiB
+  // L2; a core with less L2 runs that layer in smaller blocks, fit_tile_block, and the fused one
+  // then sets the graph's workspace, still below that figure), so the plan's workspace does not grow.
   const wd::WinoPlan g512 = wd::make_wino_fused_plan(4, 1, 32, 32, 1024, 512, 2);
   CHECK(g512.v_floats + 2 * g512.per_thread <= 9 * 1024 * 512);
   const size_t conv5 = wd::modconv_winograd_workspace_bytes(4, Shape{1, 32, 32, 512}, Shape{1, 32, 32, 256}, 2);
+  wd::set_tile_scratch_l2_bytes(int64_t{2} << 20);
   const size_t conv7 = wd::modconv_winograd_workspace_bytes(4, Shape{1, 64, 64, 256}, Shape{1, 64, 64, 128}, 2);
-  MESSAGE("fused 32x32 512 -> 256: " << conv5 << " bytes; grouped 64x64 256 -> 128: " << conv7 << " bytes");
+  wd::set_tile_scratch_l2_bytes(int64_t{1} << 20);  // a Zen 4 core's: smaller blocks, less workspace
+  const size_t conv7_1m = wd::modconv_winograd_workspace_bytes(4, Shape{1, 64, 64, 256}, Shape{1, 64, 64, 128}, 2);
+  wd::set_tile_scratch_l2_bytes(0);
+  MESSAGE("fused 32x32 512 -> 256: " << conv5 << " bytes; grouped 64x64 256 -> 128: " << conv7 << " bytes (2 MiB L2), "
+                                     << conv7_1m << " (1 MiB)");
   CHECK(conv5 <= conv7);
+  CHECK(conv7_1m < conv7);
   // The 8x8 layers' F(2x2) fused form (GPEN-512's: 1024 -> 512) stays below that too.
   CHECK(wd::modconv_winograd_workspace_bytes(2, Shape{1, 8, 8, 1024}, Shape{1, 8, 8, 512}, 2) <= conv7);
   // Past kFusedMaxTiles the grouped form.

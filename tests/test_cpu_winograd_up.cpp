@@ -279,8 +279,10 @@ TEST_CASE("winograd up plan: groups bound the transformed weight, the scratch do
   CHECK(a.per_thread == b.per_thread);
   CHECK(a.u_floats == b.u_floats);
   CHECK(a.T % 6 == 0);
-  CHECK(a.T <= wd::kUpMaxTileBlock4);  // m = 4's smaller tile blocks
-  CHECK(wd::make_wino_up_plan(2, 1, 256, 256, 256, 64, 2).T <= wd::kUpMaxTileBlock);
+  CHECK(a.T <= wd::kUpMaxTileBlock);
+  // The tile block's scratch fits the L2 budget (fit_tile_block), or is the smallest block.
+  CHECK(a.T >= 12);
+  CHECK((a.T == 12 || a.T * a.nxi * (a.kcs + a.cc) * 4 <= wd::tile_scratch_budget_bytes()));
   CHECK_THROWS_AS(wd::make_wino_up_plan(3, 1, 8, 8, 8, 8, 1), Error);
   // The choice: never for a stride-1 conv, a banded op, or under GPEN_CPU_CONV=direct.
   ModConvParams up;

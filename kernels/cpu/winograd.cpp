@@ -2,8 +2,10 @@
 // the workspace, and the parallel loop over transformed-weight groups and tasks, which forwards to
 // the copy of winograd_kernel.cpp for the ISA in use.
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -160,6 +162,7 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
   pl.cc = round_up(cdiv(pl.group_co, cdiv(pl.group_co, kCoChunkMax)), 16);
   const int64_t want = 2 * std::max(1, threads);
   while (pl.nblock * cdiv(pl.group_co, pl.cc) < want && pl.cc > 32) pl.cc = round_up(pl.cc / 2, 16);
+  fit_tile_block(pl, pl.nxi * (pl.kcs + pl.cc));
   pl.pstride = pl.nxi * C * 16;
   pl.u_floats = round_up(pl.group_co / 16 * pl.pstride, 16);
   int64_t off = 0;
@@ -178,6 +181,30 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
   pl.off_tmp = take(16);
   pl.per_thread = off;
   return pl;
+}
+
+namespace {
+std::atomic<int64_t> g_l2_override{0};
+}
+
+int64_t tile_scratch_budget_bytes() {
+  static const int64_t l2 = [] {
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return v > 0 ? int64_t{v} : int64_t{2} << 20;
+  }();
+  const int64_t o = g_l2_override.load(std::memory_order_relaxed);
+  return (o > 0 ? o : l2) / 8 * 5;
+}
+
+void set_tile_scratch_l2_bytes(int64_t l2_bytes) { g_l2_override.store(l2_bytes, std::memory_order_relaxed); }
+
+void fit_tile_block(WinoPlan& pl, int64_t per_tile_floats, int64_t min_T) {
+  const int64_t budget = tile_scratch_budget_bytes();
+  while (pl.T - 6 >= min_T && pl.T * per_tile_floats * static_cast<int64_t>(sizeof(float)) > budget) {
+    pl.nblock = cdiv(pl.ntiles, pl.T - 6);
+    pl.T = round_up(cdiv(pl.ntiles, pl.nblock), 6);
+    pl.nblock = cdiv(pl.ntiles, pl.T);
+  }
 }
 
 void plan_panel_groups(WinoPlan& pl, int64_t budget_floats, int64_t co_chunk_max, int threads) {

@@ -176,6 +176,20 @@ struct WinoGroupFns {
 // output-channel chunk per task (at most co_chunk_max, halved until the threads have two tasks
 // each); sets pstride, ngroup, group_co, cc and u_floats from the plan's nwp (or nxi), C, Co and nblock.
 void plan_panel_groups(WinoPlan& pl, int64_t budget_floats, int64_t co_chunk_max, int threads);
+// A tile block's scratch (its transformed inputs and accumulators) stays in the core's L2: once
+// the plan has its K block and chunk, fit_tile_block lowers T (whole micro-tiles of 6, balanced
+// over the tiles, nblock to match) until T x per_tile_floats fits tile_scratch_budget_bytes(),
+// 5/8 of the L2 that sysconf reports per core (2 MiB where it reports none), or T reaches min_T.
+// On an AMD EPYC (Zen 4, 1 MiB) GPEN-256's 64x64 and 128x128 stride-1 layers (1.2 and 0.9 MB at
+// 30 tiles) ran 0.15-0.35 ms faster with 12 and 18 tiles, its 256x256 one (0.5 MB) slower below
+// 30, R50's 64x48 layer3 convs 1.1-1.5 ms faster each with 6, and the m = 4 transposed form (81
+// points a tile) best at 6-12 (min_T 12 there: GPEN-512's last up conv measured at 12; session
+// 22, docs/benchmarks.md); the Xeons' 2 MiB keep every stride-1 layer of GPEN at 30, the size
+// their sweeps chose. Bits unchanged: each tile's sums run in the same order in any block.
+int64_t tile_scratch_budget_bytes();
+// Tests: the budget as on a CPU with l2_bytes of L2 per core (0: sysconf's again).
+void set_tile_scratch_l2_bytes(int64_t l2_bytes);
+void fit_tile_block(WinoPlan& pl, int64_t per_tile_floats, int64_t min_T = 6);
 // The weight fields of WinoArgs: f32, or 8-bit codes with their scales (dequantised in the
 // weight transform); and all of them for a conv2d (input, bias, residual, output, activation,
 // weight), as the stride-1 and the stride-2 conv2d forms fill them.

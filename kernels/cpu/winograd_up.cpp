@@ -35,7 +35,7 @@ int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W
   // "Winograd for the transposed convs"; above 256 channels the transformed weight, streamed from
   // L3 once per tile block, costs more than the multiplies it saves). m = 2 (25 points, 1.44x
   // fewer multiplies) ruled there until session 22 measured m = 4 (81 points, 1.78x) with tile
-  // blocks of 12 (kUpMaxTileBlock4) ahead on an AMD EPYC (Zen 4), per node in the graph:
+  // blocks of 12 (fit_tile_block) ahead on an AMD EPYC (Zen 4), per node in the graph:
   // GPEN-256's 64 -> 129 (128 -> 64 channels) 4.75 -> 4.61 and 128 -> 257 (64 -> 32) 4.80 -> 4.66
   // ms, GPEN-512's 256 -> 513 (256 -> 64) 71.6 -> 66.5 ms; the AVX2 path 1.00x and 1.03x on
   // GPEN-256's. (On session 19's Xeon, with tile blocks of 12-18, m = 4 ran the 128 -> 257 layer
@@ -61,7 +61,7 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
   pl.N = N, pl.H = H, pl.W = W, pl.C = C, pl.Co = Co;
   // Even outputs exist at H + 1 positions per axis (rows 0, 2, .., 2H), odd ones at H.
   pl.th = cdiv(H + 1, m), pl.tw = cdiv(W + 1, m), pl.ntiles = N * pl.th * pl.tw;
-  pl.nblock = cdiv(pl.ntiles, m == 4 ? kUpMaxTileBlock4 : kUpMaxTileBlock);
+  pl.nblock = cdiv(pl.ntiles, kUpMaxTileBlock);
   pl.T = round_up(cdiv(pl.ntiles, pl.nblock), 6);
   pl.nblock = cdiv(pl.ntiles, pl.T);
   pl.nkb = cdiv(C, kKcMax);
@@ -72,6 +72,7 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
   // kUFloorFloats, whichever is more, balanced; one panel at least.
   pl.nwp = (m + 2) * (m + 2);  // the odd-phase points share their weight (winograd_up_kernel.cpp)
   plan_panel_groups(pl, std::max(9 * C * cdiv(Co, 16) * 16, kUFloorFloats), kUpCoChunkMax, threads);
+  fit_tile_block(pl, pl.nxi * (pl.kcs + pl.cc), 12);
   int64_t off = 0;
   auto take = [&](int64_t floats) {
     const int64_t o = off;

@@ -35,12 +35,9 @@ namespace gpen::cpu::winograd_detail {
 
 // Tiles per task (a multiple of 6: the micro-kernel's rows) and output channels per task; the K
 // block is winograd.h's kKcMax. Chosen by the sweep in docs/benchmarks.md (T 24..96, K block
-// 32..128, chunk 32..128): about 2 MB of scratch per thread.
+// 32..128, chunk 32..128): about 2 MB of scratch per thread, less where the core's L2 asks
+// (fit_tile_block, winograd.h: m = 4's 81 points a tile take 12-18 tiles on 1-2 MiB of L2).
 constexpr int64_t kUpMaxTileBlock = 30;
-// The same for m = 4, whose 81 points per tile make a tile block's transformed inputs and
-// accumulators 3.2x those of m = 2: 12 tiles keep them near 1 MiB, a Zen 4 core's L2, where 30
-// ran GPEN-256's 128 -> 257 layer 4-5 % slower (session 22, docs/benchmarks.md).
-constexpr int64_t kUpMaxTileBlock4 = 12;
 constexpr int64_t kUpCoChunkMax = 64;
 
 // 0: the direct path; 2 or 4: the polyphase Winograd with m input positions per tile and axis.
