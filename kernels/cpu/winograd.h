@@ -184,8 +184,9 @@ void plan_panel_groups(WinoPlan& pl, int64_t budget_floats, int64_t co_chunk_max
 // 30 tiles) ran 0.15-0.35 ms faster with 12 and 18 tiles, its 256x256 one (0.5 MB) slower below
 // 30, R50's 64x48 layer3 convs 1.1-1.5 ms faster each with 6, and the m = 4 transposed form (81
 // points a tile) best at 6-12 (min_T 12 there: GPEN-512's last up conv measured at 12; session
-// 22, docs/benchmarks.md); the Xeons' 2 MiB keep every stride-1 layer of GPEN at 30, the size
-// their sweeps chose. Bits unchanged: each tile's sums run in the same order in any block.
+// 22, docs/benchmarks.md). The Xeons' 2 MiB keep GPEN-256's stride-1 layers at 30, the size
+// their sweeps chose; there GPEN-512's and R50's wide layers (cc 256) take 18, not measured on a
+// Xeon yet. Bits unchanged: each tile's sums run in the same order in any block.
 int64_t tile_scratch_budget_bytes();
 // Tests: the budget as on a CPU with l2_bytes of L2 per core (0: sysconf's again).
 void set_tile_scratch_l2_bytes(int64_t l2_bytes);
