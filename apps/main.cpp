@@ -52,9 +52,10 @@ static std::string kVersionText() {
     v += std::string("\nCPU 3x3 convs: ") + gpen::cpu::winograd_detail::conv_mode_name() +
          " (GPEN_CPU_CONV: auto = Winograd F(4x4,3x3) on the stride-1 modconvs from 48 px (channel-rich ones from 32 px) and"
          " conv2d from 24 px,"
-         " polyphase F(4,2) on the large narrow transposed ones and the fused small channel-rich ones, polyphase F(4x4) / F(2x2) on the stride-2 conv2ds from"
-         " 96 / 64 px with at most 128 input channels; direct; winograd4 / winograd2 = on every stride-1 and"
-         " transposed 3x3 modconv and every stride-2 3x3 conv2d)";
+         " polyphase F(4,2) on the large narrow transposed ones and the fused small channel-rich ones,"
+         " polyphase F(4x4) / F(2x2) on the stride-2 conv2ds from 96 / 64 px with at most 128 input channels;"
+         " direct; winograd4 / winograd2 = on every stride-1 and transposed 3x3 modconv and every stride-2 3x3"
+         " conv2d)";
   } catch (const gpen::Error& e) {
     v += std::string("\nCPU kernels: ") + e.what();
   }
