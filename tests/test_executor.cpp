@@ -3,10 +3,13 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "engine/runtime/device_weights.h"
 #include "engine/runtime/executor.h"
 #include "engine/plan/memory_plan.h"
 #include "kernels/cpu/ops.h"
@@ -151,4 +154,26 @@ TEST_CASE("memory plan: views share their root, in-place reuses a dying input") 
   CHECK(plan.tensor_offset[s1] - plan.tensor_offset[s0] == 3 * 4);
   // Graph inputs are never overwritten in place.
   CHECK(plan.tensor_offset[n.y] != plan.tensor_offset[n.x]);
+}
+
+TEST_CASE("pack_host_weights: one backend allocation, 256-byte slots, each blob's source released after its copy") {
+  auto backend = make_cpu_backend();
+  const std::vector<size_t> sizes = {10, 300, 0, (size_t{3} << 20) + 7};
+  std::vector<std::string> events;
+  const PackedWeights p = pack_host_weights(
+      *backend, sizes,
+      [&](size_t i, uint8_t* dst) {
+        events.push_back("fill" + std::to_string(i));
+        std::memset(dst, static_cast<int>(i + 1), sizes[i]);
+      },
+      [&](size_t i) { events.push_back("copied" + std::to_string(i)); });
+  CHECK(backend->allocations() == 1);
+  CHECK(events == std::vector<std::string>{"fill0", "copied0", "fill1", "copied1", "fill2", "copied2", "fill3", "copied3"});
+  REQUIRE(p.offset.size() == 4);
+  CHECK(p.offset == std::vector<size_t>{0, 256, 768, 768});
+  CHECK(p.bytes == 768 + (size_t{3} << 20) + 256);
+  const auto* b = static_cast<const uint8_t*>(p.base);
+  CHECK(b[p.offset[1] + 299] == 2);
+  CHECK(b[p.offset[3] + sizes[3] - 1] == 4);
+  backend->release(p.base);
 }

@@ -116,6 +116,26 @@ TEST_CASE("gpw: write then read back every dtype, 256-byte aligned, views into t
   CHECK(g.at("a.weight").f32()[5] == 1.5f);
 }
 
+TEST_CASE("gpw: drop_pages lets a copied tensor's pages go and they read back the same") {
+  fs::path p = temp_dir() / "drop.gpw";
+  GpwWriter w("gpen", {{"size", 16}});
+  std::vector<float> big(3 * 4096 + 5);  // spans whole pages and partial ones at both ends
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i) * 0.25f;
+  w.add_f32("big", DType::f32, Shape{static_cast<int64_t>(big.size())}, big.data());
+  w.write(p.string());
+  GpwFile f = GpwFile::open(p.string());
+  const TensorView& v = f.at("big");
+  std::vector<float> copy(v.f32(), v.f32() + big.size());
+  f.drop_pages(v.data, copy.size() * 4);
+  f.drop_pages(v.data, 0);
+  f.drop_pages(&big[0], 64);  // not in the mapping: nothing happens
+  CHECK(std::memcmp(v.f32(), big.data(), big.size() * 4) == 0);  // refaulted from the file
+  CHECK(copy == big);
+  GpwFile m = GpwFile::from_memory(slurp(p).data(), fs::file_size(p));
+  m.drop_pages(m.at("big").data, big.size() * 4);  // a copy in memory: nothing to drop
+  CHECK(m.at("big").f32()[12000] == 3000.0f);
+}
+
 TEST_CASE("gpw: a failing write leaves no output and no temporary file") {
   fs::path d = temp_dir() / "atomic";
   fs::remove_all(d);

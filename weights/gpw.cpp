@@ -113,6 +113,15 @@ GpwFile& GpwFile::operator=(GpwFile&& o) noexcept {
   return *this;
 }
 
+void GpwFile::drop_pages(const void* p, size_t bytes) const {
+  if (!map_ || bytes == 0) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+  const uintptr_t m0 = reinterpret_cast<uintptr_t>(map_), m1 = m0 + size_;
+  if (lo < hi && lo >= m0 && hi <= m1) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 GpwFile::~GpwFile() {
   if (map_) ::munmap(map_, size_);
 }

@@ -49,6 +49,11 @@ class GpwFile {
   // Throws unless present with this exact shape (and dtype when given).
   const TensorView& require(const std::string& name, const Shape& shape) const;
 
+  // Lets the pages wholly inside [p, p + bytes) of the mapping go from this process (their
+  // contents stay in the file): a loader that has copied a tensor elsewhere keeps the resident
+  // size at one copy. Nothing for a from_memory file.
+  void drop_pages(const void* p, size_t bytes) const;
+
   int64_t parameter_count() const;   // sum of numel over all tensors
   uint64_t tensor_bytes() const;      // sum of stored tensor bytes
 

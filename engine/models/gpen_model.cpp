@@ -118,8 +118,8 @@ std::unique_ptr<GpenModel> GpenModel::open(const std::string& gpw_path, Backend&
   WeightMap src;
   for (const auto& e : m->file_->tensors()) src[e.name] = e.view;
   m->load_weights(src, gpw_path);
-  // On a device the upload is the only copy needed: unmap the file.
-  if (m->device_) m->file_.reset();
+  // The weights are copied (the device's upload, the CPU's huge-page copy): unmap the file.
+  m->file_.reset();
   return m;
 }
 
@@ -130,6 +130,7 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
   if (!device_) {
     GPEN_CHECK(p == DType::f32, std::string("the CPU backend runs fp32 only (precision ") + precision_name(p) + " asked)");
     weights_ = src;
+    pack_cpu_weights(origin);
     link_qscales(weights_, origin);
     return;
   }
@@ -187,11 +188,36 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
   link_qscales(weights_, origin);
 }
 
+void GpenModel::pack_cpu_weights(const std::string& origin) {
+  std::vector<TensorView*> views;
+  std::vector<size_t> sizes;
+  std::map<const void*, int> readers;  // a source goes once its last reader is copied
+  for (auto& [name, v] : weights_) {
+    GPEN_CHECK(v.contiguous(), origin + ": weight '" + name + "' is not contiguous");
+    views.push_back(&v);
+    sizes.push_back(static_cast<size_t>(v.numel()) * dtype_size(v.dtype));
+    ++readers[v.data];
+  }
+  const PackedWeights packed = pack_host_weights(
+      backend_, sizes, [&](size_t i, uint8_t* dst) { std::memcpy(dst, views[i]->data, sizes[i]); },
+      [&](size_t i) {
+        const void* d = views[i]->data;
+        if (--readers[d] > 0) return;
+        if (file_) file_->drop_pages(d, sizes[i]);
+        for (auto& s : synthetic_data_)
+          if (s.data() == d) std::vector<float>().swap(s);
+      });
+  host_weights_ = packed.base;
+  for (size_t i = 0; i < views.size(); ++i) views[i]->data = static_cast<uint8_t*>(packed.base) + packed.offset[i];
+  synthetic_data_.clear();
+}
+
 GpenModel::~GpenModel() {
   smaller_.clear();
   exec_.reset();
   release_io();
   if (device_weights_) backend_.release(device_weights_);
+  if (host_weights_) backend_.release(host_weights_);
 }
 
 void GpenModel::release_io() {

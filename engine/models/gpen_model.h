@@ -112,10 +112,12 @@ class GpenModel {
   };
   Prepared prepared_for(int n);  // the executor for n faces (a smaller plan in the same arena)
   void release_io();
+  void pack_cpu_weights(const std::string& origin);
   Backend& backend_;
   DeviceBackend* device_ = nullptr;
   void* device_weights_ = nullptr;
   size_t device_weights_bytes_ = 0;
+  void* host_weights_ = nullptr;  // the CPU backend's copy (pack_cpu_weights)
   void* io_in_ = nullptr;  // pinned, batch faces in the activation dtype (device backends)
   void* io_out_ = nullptr;
   bool timing_ = false;

@@ -4,14 +4,33 @@
 
 namespace gpen {
 
-PackedWeights upload_packed(Backend& backend, const std::vector<size_t>& sizes,
-                            const std::function<void(size_t, uint8_t*)>& fill) {
+namespace {
+PackedWeights layout(const std::vector<size_t>& sizes) {
   PackedWeights p;
   p.offset.reserve(sizes.size());
   for (size_t s : sizes) {
     p.offset.push_back(p.bytes);
     p.bytes += (s + 255) / 256 * 256;
   }
+  return p;
+}
+}  // namespace
+
+PackedWeights pack_host_weights(Backend& backend, const std::vector<size_t>& sizes,
+                                const std::function<void(size_t, uint8_t*)>& fill,
+                                const std::function<void(size_t)>& copied) {
+  PackedWeights p = layout(sizes);
+  p.base = backend.allocate(std::max<size_t>(p.bytes, 1));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    fill(i, static_cast<uint8_t*>(p.base) + p.offset[i]);
+    copied(i);
+  }
+  return p;
+}
+
+PackedWeights upload_packed(Backend& backend, const std::vector<size_t>& sizes,
+                            const std::function<void(size_t, uint8_t*)>& fill) {
+  PackedWeights p = layout(sizes);
   std::vector<uint8_t> host(std::max<size_t>(p.bytes, 1), 0);
   for (size_t i = 0; i < sizes.size(); ++i) fill(i, host.data() + p.offset[i]);
   p.base = backend.allocate(p.bytes);
