@@ -156,24 +156,30 @@ TEST_CASE("memory plan: views share their root, in-place reuses a dying input") 
   CHECK(plan.tensor_offset[n.y] != plan.tensor_offset[n.x]);
 }
 
-TEST_CASE("pack_host_weights: one backend allocation, 256-byte slots, each blob's source released after its copy") {
+TEST_CASE("pack_host_weights: one backend allocation, 256-byte slots, views repointed, a source released after its last reader") {
   auto backend = make_cpu_backend();
-  const std::vector<size_t> sizes = {10, 300, 0, (size_t{3} << 20) + 7};
-  std::vector<std::string> events;
-  const PackedWeights p = pack_host_weights(
-      *backend, sizes,
-      [&](size_t i, uint8_t* dst) {
-        events.push_back("fill" + std::to_string(i));
-        std::memset(dst, static_cast<int>(i + 1), sizes[i]);
-      },
-      [&](size_t i) { events.push_back("copied" + std::to_string(i)); });
+  std::vector<float> a(3, 1.5f), b(75, 2.5f), c((size_t{3} << 18) + 2, 3.5f);
+  TensorView va = make_view(a.data(), DType::f32, Shape{3});
+  TensorView vb = make_view(b.data(), DType::f32, Shape{75});
+  TensorView vb2 = make_view(b.data(), DType::f32, Shape{75});  // a second reader of b
+  TensorView vc = make_view(c.data(), DType::f32, Shape{static_cast<int64_t>(c.size())});
+  std::vector<TensorView*> views = {&va, &vb, &vc, &vb2};
+  std::vector<std::pair<const void*, size_t>> released;
+  const PackedWeights p =
+      pack_host_weights(*backend, views, [&](const void* d, size_t n) { released.emplace_back(d, n); });
   CHECK(backend->allocations() == 1);
-  CHECK(events == std::vector<std::string>{"fill0", "copied0", "fill1", "copied1", "fill2", "copied2", "fill3", "copied3"});
-  REQUIRE(p.offset.size() == 4);
-  CHECK(p.offset == std::vector<size_t>{0, 256, 768, 768});
-  CHECK(p.bytes == 768 + (size_t{3} << 20) + 256);
-  const auto* b = static_cast<const uint8_t*>(p.base);
-  CHECK(b[p.offset[1] + 299] == 2);
-  CHECK(b[p.offset[3] + sizes[3] - 1] == 4);
+  REQUIRE(released.size() == 3);  // a, c, then b once its second reader is in
+  CHECK(released[0] == std::make_pair(static_cast<const void*>(a.data()), size_t{12}));
+  CHECK(released[1] == std::make_pair(static_cast<const void*>(c.data()), c.size() * 4));
+  CHECK(released[2] == std::make_pair(static_cast<const void*>(b.data()), size_t{300}));
+  CHECK(p.offset == std::vector<size_t>{0, 256, 768, 768 + c.size() * 4 + 248});
+  const auto* base = static_cast<const uint8_t*>(p.base);
+  for (size_t i = 0; i < views.size(); ++i) {
+    CHECK(views[i]->data == base + p.offset[i]);
+    CHECK(reinterpret_cast<uintptr_t>(views[i]->data) % 256 == 0);
+  }
+  CHECK(vb2.f32()[74] == 2.5f);
+  CHECK(vc.f32()[c.size() - 1] == 3.5f);
+  CHECK(va.f32()[2] == 1.5f);
   backend->release(p.base);
 }

@@ -190,25 +190,15 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
 
 void GpenModel::pack_cpu_weights(const std::string& origin) {
   std::vector<TensorView*> views;
-  std::vector<size_t> sizes;
-  std::map<const void*, int> readers;  // a source goes once its last reader is copied
   for (auto& [name, v] : weights_) {
     GPEN_CHECK(v.contiguous(), origin + ": weight '" + name + "' is not contiguous");
     views.push_back(&v);
-    sizes.push_back(static_cast<size_t>(v.numel()) * dtype_size(v.dtype));
-    ++readers[v.data];
   }
-  const PackedWeights packed = pack_host_weights(
-      backend_, sizes, [&](size_t i, uint8_t* dst) { std::memcpy(dst, views[i]->data, sizes[i]); },
-      [&](size_t i) {
-        const void* d = views[i]->data;
-        if (--readers[d] > 0) return;
-        if (file_) file_->drop_pages(d, sizes[i]);
-        for (auto& s : synthetic_data_)
-          if (s.data() == d) std::vector<float>().swap(s);
-      });
-  host_weights_ = packed.base;
-  for (size_t i = 0; i < views.size(); ++i) views[i]->data = static_cast<uint8_t*>(packed.base) + packed.offset[i];
+  host_weights_ = pack_host_weights(backend_, views, [&](const void* d, size_t bytes) {
+                    if (file_) file_->drop_pages(d, bytes);
+                    for (auto& s : synthetic_data_)
+                      if (s.data() == d) std::vector<float>().swap(s);
+                  }).base;
   synthetic_data_.clear();
 }
 

@@ -154,6 +154,9 @@ RetinaFaceDetector::RetinaFaceDetector(const std::string& path, std::unique_ptr<
     GPEN_CHECK(v.dtype == DType::f32, path + ": tensor '" + e.name + "' has unsupported dtype " + dtype_name(v.dtype));
     model_->weights[e.name] = v;
   }
+  // On the CPU the weights stay in the file's mapping: a copy on 2 MiB pages, as GpenModel makes
+  // (device_weights.h), ran R50 1-3 % slower here, its layer3 1x1 convs most (docs/benchmarks.md,
+  // session 23).
   Backend& inner = static_cast<SharedArenaBackend&>(*backend_).inner();
   if (is_device_backend(inner)) {
     // One upload (device_weights.h); the host copies go.

@@ -1,6 +1,8 @@
 #include "engine/runtime/device_weights.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 
 namespace gpen {
 
@@ -16,14 +18,21 @@ PackedWeights layout(const std::vector<size_t>& sizes) {
 }
 }  // namespace
 
-PackedWeights pack_host_weights(Backend& backend, const std::vector<size_t>& sizes,
-                                const std::function<void(size_t, uint8_t*)>& fill,
-                                const std::function<void(size_t)>& copied) {
+PackedWeights pack_host_weights(Backend& backend, const std::vector<TensorView*>& views,
+                                const std::function<void(const void*, size_t)>& release) {
+  std::vector<size_t> sizes;
+  std::map<const void*, int> readers;
+  for (const TensorView* v : views) {
+    sizes.push_back(static_cast<size_t>(v->numel()) * dtype_size(v->dtype));
+    ++readers[v->data];
+  }
   PackedWeights p = layout(sizes);
   p.base = backend.allocate(std::max<size_t>(p.bytes, 1));
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    fill(i, static_cast<uint8_t*>(p.base) + p.offset[i]);
-    copied(i);
+  for (size_t i = 0; i < views.size(); ++i) {
+    const void* src = views[i]->data;
+    std::memcpy(static_cast<uint8_t*>(p.base) + p.offset[i], src, sizes[i]);
+    views[i]->data = static_cast<uint8_t*>(p.base) + p.offset[i];
+    if (--readers[src] == 0) release(src, sizes[i]);
   }
   return p;
 }

@@ -24,11 +24,11 @@ PackedWeights upload_packed(Backend& backend, const std::vector<size_t>& sizes,
 // The same layout for a backend whose memory is the host's (the CPU): one allocation of the
 // backend's, which advises 2 MiB pages (GPEN streams every conv weight once a forward, and with
 // 4 KiB pages each page costs a TLB walk: GPEN-256's 4x4-16x16 layers took 5-37 % less time,
-// its forward about 3 %, docs/benchmarks.md session 23),
-// filled blob by blob with no staging copy. `copied(i)` runs once blob i is in, so the caller can
-// let its source go and the resident size never holds much more than one copy.
-PackedWeights pack_host_weights(Backend& backend, const std::vector<size_t>& sizes,
-                                const std::function<void(size_t, uint8_t*)>& fill,
-                                const std::function<void(size_t)>& copied);
+// its forward about 3 %, docs/benchmarks.md session 23), filled view by view with no staging
+// copy; each view is repointed into it. `release(data, bytes)` runs once the last view reading
+// `data` is copied, so the caller can let that source go and the resident size never holds much
+// more than one copy. Views must be contiguous (the caller names the file in its check).
+PackedWeights pack_host_weights(Backend& backend, const std::vector<TensorView*>& views,
+                                const std::function<void(const void*, size_t)>& release);
 
 }  // namespace gpen
