@@ -183,3 +183,21 @@ TEST_CASE("pack_host_weights: one backend allocation, 256-byte slots, views repo
   CHECK(va.f32()[2] == 1.5f);
   backend->release(p.base);
 }
+
+TEST_CASE("upload_views: one upload, 256-byte slots, each view repointed with its bytes") {
+  auto backend = make_cpu_backend();  // its upload is a copy: the device loaders' path, checkable
+  std::vector<float> a(3, 1.5f), b(75, 2.5f);
+  TensorView va = make_view(a.data(), DType::f32, Shape{3});
+  TensorView vb = make_view(b.data(), DType::f32, Shape{5, 15});
+  std::vector<TensorView*> views = {&va, &vb};
+  const PackedWeights p = upload_views(*backend, views);
+  CHECK(backend->allocations() == 1);
+  CHECK(p.offset == std::vector<size_t>{0, 256});
+  CHECK(p.bytes == 256 + 512);
+  CHECK(va.data == p.base);
+  CHECK(vb.data == static_cast<const uint8_t*>(p.base) + 256);
+  CHECK(vb.shape == Shape{5, 15});
+  CHECK(va.f32()[2] == 1.5f);
+  CHECK(vb.f32()[74] == 2.5f);
+  backend->release(p.base);
+}

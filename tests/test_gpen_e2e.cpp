@@ -151,6 +151,61 @@ TEST_CASE("GPEN plan with reuse gives the same output as without") {
   CHECK(y1 == y2);
 }
 
+namespace {
+// The CPU backend as a machine without transparent huge pages sees it (THP "never", or
+// GPEN_CPU_HUGEPAGES=0).
+class NoHugePages final : public Backend {
+ public:
+  const char* name() const override { return inner_->name(); }
+  size_t workspace_bytes(const Graph& g, const Node& n) const override { return inner_->workspace_bytes(g, n); }
+  void* allocate(size_t bytes) override {
+    ++allocations_;
+    return inner_->allocate(bytes);
+  }
+  void release(void* p) override { inner_->release(p); }
+  void upload(void* d, const void* s, size_t b) override { inner_->upload(d, s, b); }
+  void download(void* d, const void* s, size_t b) override { inner_->download(d, s, b); }
+  void run(const Node& n, std::span<const TensorView> in, std::span<const TensorView> out, void* ws) override {
+    inner_->run(n, in, out, ws);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_ = make_cpu_backend();
+};
+}  // namespace
+
+TEST_CASE("GPEN on a CPU without huge pages reads its weights in place (no copy), with the same bits") {
+  cpu::set_num_threads(2);
+  auto be = make_cpu_backend();
+  NoHugePages plain;
+  auto copied = load("s64", *be);
+  auto mapped = load("s64", plain);  // its file is unlinked: the mapping must outlive that
+  // The copy is the one allocation a load makes, and only where the pages are huge.
+  CHECK(be->allocations() == (be->huge_pages() ? 1u : 0u));
+  CHECK(plain.allocations() == 0);
+  npy::Array in = npy::load(kDir + "s64/input.npy");
+  std::vector<float> x(in.numel()), y1(in.numel()), y2(in.numel());
+  for (int64_t i = 0; i < in.numel(); ++i) x[i] = in.data<float>()[i];
+  copied->prepare(2);
+  mapped->prepare(2);
+  copied->run(x.data(), y1.data());
+  mapped->run(x.data(), y2.data());
+  CHECK(y1 == y2);
+  // Synthetic weights stay in their vectors the same way.
+  GpenConfig c;
+  c.size = 32;
+  c.channel_multiplier = 1;
+  c.narrow = 0.5;
+  auto s1 = GpenModel::synthetic(c, *be, 7);
+  auto s2 = GpenModel::synthetic(c, plain, 7);
+  std::vector<float> a(size_t(32) * 32 * 3, 0.25f), b1(a.size()), b2(a.size());
+  s1->prepare(1);
+  s2->prepare(1);
+  s1->run(a.data(), b1.data());
+  s2->run(a.data(), b2.data());
+  CHECK(b1 == b2);
+}
+
 TEST_CASE("GPEN model refuses a RetinaFace file") {
   auto be = make_cpu_backend();
   std::string pth = std::string(GPEN_SHARED_DIR) + "/models/retinaface-mobilenet0.25.pth";

@@ -120,8 +120,8 @@ std::unique_ptr<GpenModel> GpenModel::open(const std::string& gpw_path, Backend&
   WeightMap src;
   for (const auto& e : m->file_->tensors()) src[e.name] = e.view;
   m->load_weights(src, gpw_path);
-  // The weights are copied (the device's upload, the CPU's huge-page copy): unmap the file.
-  m->file_.reset();
+  // Once the weights are copied (the device's upload, the CPU's huge-page copy), unmap the file.
+  if (m->device_ || m->host_weights_) m->file_.reset();
   return m;
 }
 
@@ -132,7 +132,8 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
   if (!device_) {
     GPEN_CHECK(p == DType::f32, std::string("the CPU backend runs fp32 only (precision ") + precision_name(p) + " asked)");
     weights_ = src;
-    pack_cpu_weights(origin);
+    // Without huge pages the views stay on the file's mapping (or the synthetic vectors).
+    if (backend_.huge_pages()) pack_cpu_weights(origin);
     link_qscales(weights_, origin);
     return;
   }

@@ -27,8 +27,9 @@ GpenConfig gpen_config_from_gpw(const GpwFile& f);
 
 class GpenModel {
  public:
-  // Loads a converted model. CPU: the weights stay mapped and are not copied (fp32 only). Device:
-  // converted to `precision` (default: default_precision(backend)) and uploaded once.
+  // Loads a converted model. CPU (fp32 only): the weights are copied once onto 2 MiB pages where
+  // the backend has them (Backend::huge_pages), else they stay mapped. Device: converted to
+  // `precision` (default: default_precision(backend)) and uploaded once.
   static std::unique_ptr<GpenModel> open(const std::string& gpw_path, Backend& backend,
                                          std::optional<DType> precision = std::nullopt);
   // Random weights of the right shapes (seeded), for benchmarks without a checkpoint. The

@@ -65,7 +65,7 @@ std::unique_ptr<GpenModel> GpenModel::synthetic(const GpenConfig& c, Backend& ba
     quantize_host_weights(build_gpen_graph(qc).graph, host, m->synthetic_data_);
   }
   m->load_weights(host, "synthetic GPEN");
-  m->synthetic_data_.clear();  // copied (uploaded, or packed for the CPU): no longer read
+  if (m->device_ || m->host_weights_) m->synthetic_data_.clear();  // copied: no longer read
   return m;
 }
 

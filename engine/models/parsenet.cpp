@@ -128,16 +128,11 @@ ParseNetModel::ParseNetModel(const std::string& path, Backend& backend) : backen
   }
   if (is_device_backend(backend_)) {
     std::vector<TensorView*> views;
-    std::vector<size_t> sizes;
     for (auto& [name, v] : w_->views) {
       GPEN_CHECK(v.contiguous(), path + ": tensor '" + name + "' is not contiguous");
       views.push_back(&v);
-      sizes.push_back(static_cast<size_t>(v.numel()) * 4);
     }
-    const PackedWeights packed =
-        upload_packed(backend_, sizes, [&](size_t i, uint8_t* dst) { std::memcpy(dst, views[i]->data, sizes[i]); });
-    w_->device = packed.base;
-    for (size_t i = 0; i < views.size(); ++i) views[i]->data = static_cast<uint8_t*>(packed.base) + packed.offset[i];
+    w_->device = upload_views(backend_, views).base;
     w_->widened.clear();
   }
 }

@@ -83,6 +83,7 @@ class SharedArenaBackend final : public Backend {
 
   const char* name() const override { return inner_->name(); }
   size_t workspace_bytes(const Graph& g, const Node& n) const override { return inner_->workspace_bytes(g, n); }
+  bool huge_pages() const override { return inner_->huge_pages(); }
   void* allocate(size_t bytes) override {
     // First request after reserve(): the arena; second: the workspace.
     const int k = next_++;
@@ -161,17 +162,11 @@ RetinaFaceDetector::RetinaFaceDetector(const std::string& path, std::unique_ptr<
   if (is_device_backend(inner)) {
     // One upload (device_weights.h); the host copies go.
     std::vector<TensorView*> views;
-    std::vector<size_t> sizes;
     for (auto& [name, v] : model_->weights) {
       GPEN_CHECK(v.contiguous(), path + ": tensor '" + name + "' is not contiguous");
       views.push_back(&v);
-      sizes.push_back(static_cast<size_t>(v.numel()) * 4);
     }
-    const PackedWeights packed = upload_packed(
-        inner, sizes, [&](size_t i, uint8_t* dst) { std::memcpy(dst, views[i]->data, sizes[i]); });
-    model_->device_weights = packed.base;
-    for (size_t i = 0; i < views.size(); ++i)
-      views[i]->data = static_cast<uint8_t*>(packed.base) + packed.offset[i];
+    model_->device_weights = upload_views(inner, views).base;
     model_->widened.clear();
   }
 }

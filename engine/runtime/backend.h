@@ -26,6 +26,10 @@ class Backend {
   virtual void run(const Node& n, std::span<const TensorView> in, std::span<const TensorView> out,
                    void* workspace) = 0;
   virtual void synchronize() {}
+  // Whether allocations of 2 MiB and more come on transparent huge pages. GPEN's CPU weights are
+  // copied into one such allocation only then: the copy pays for its load time in fewer TLB misses
+  // (docs/benchmarks.md, session 23), which a copy onto 4 KiB pages would not.
+  virtual bool huge_pages() const { return false; }
   size_t allocations() const { return allocations_; }
 
  protected:

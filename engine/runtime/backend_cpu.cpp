@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -41,7 +42,7 @@ class CpuBackend final : public Backend {
     // Allocations of 2 MiB and more (arena, workspace) start on a 2 MiB boundary and their whole
     // 2 MiB pages are advised as transparent huge pages (kHuge says why); the tail stays in 4 KiB
     // pages, so the resident size grows by no more than the untouched part of a huge page.
-    const bool huge = bytes >= kHuge && huge_pages();
+    const bool huge = bytes >= kHuge && advise_huge();
     const size_t n = align(bytes);
     void* p = std::aligned_alloc(huge ? kHuge : 256, huge ? (n + kHuge - 1) / kHuge * kHuge : n);
     if (!p) throw std::bad_alloc();
@@ -96,13 +97,28 @@ class CpuBackend final : public Backend {
   // memory-bound ops (blur, the early encoder), whose 4 KiB pages each cost a TLB walk; the
   // blurs and ecd2 / ecd3 measured 5-27 % faster with them (docs/benchmarks.md, session 10).
   static constexpr size_t kHuge = size_t{2} << 20;
-  static bool huge_pages() {
+  static bool advise_huge() {
     static const bool on = [] {
       const char* e = std::getenv("GPEN_CPU_HUGEPAGES");
       return !(e && std::string(e) == "0");
     }();
     return on;
   }
+
+ public:
+  // Advised, and the kernel's THP mode grants the advice ("always" or "madvise", not "never" nor a
+  // kernel without THP).
+  bool huge_pages() const override {
+    static const bool thp = [] {
+      std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+      std::string mode;
+      std::getline(f, mode);
+      return mode.find("[always]") != std::string::npos || mode.find("[madvise]") != std::string::npos;
+    }();
+    return advise_huge() && thp;
+  }
+
+ private:
   static size_t align(size_t b) { return b == 0 ? 256 : (b + 255) / 256 * 256; }
 };
 

@@ -37,6 +37,15 @@ PackedWeights pack_host_weights(Backend& backend, const std::vector<TensorView*>
   return p;
 }
 
+PackedWeights upload_views(Backend& backend, const std::vector<TensorView*>& views) {
+  std::vector<size_t> sizes;
+  for (const TensorView* v : views) sizes.push_back(static_cast<size_t>(v->numel()) * dtype_size(v->dtype));
+  PackedWeights p =
+      upload_packed(backend, sizes, [&](size_t i, uint8_t* dst) { std::memcpy(dst, views[i]->data, sizes[i]); });
+  for (size_t i = 0; i < views.size(); ++i) views[i]->data = static_cast<uint8_t*>(p.base) + p.offset[i];
+  return p;
+}
+
 PackedWeights upload_packed(Backend& backend, const std::vector<size_t>& sizes,
                             const std::function<void(size_t, uint8_t*)>& fill) {
   PackedWeights p = layout(sizes);

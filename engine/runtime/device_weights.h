@@ -21,6 +21,11 @@ struct PackedWeights {
 PackedWeights upload_packed(Backend& backend, const std::vector<size_t>& sizes,
                             const std::function<void(size_t, uint8_t*)>& fill);
 
+// The views' bytes as they are (contiguous views: the caller names the file in its check) into one
+// device allocation, uploaded once as upload_packed does, each view repointed into it: the
+// detector's and ParseNet's device load.
+PackedWeights upload_views(Backend& backend, const std::vector<TensorView*>& views);
+
 // The same layout for a backend whose memory is the host's (the CPU): one allocation of the
 // backend's, which advises 2 MiB pages (GPEN streams every conv weight once a forward, and with
 // 4 KiB pages each page costs a TLB walk: GPEN-256's 4x4-16x16 layers took 5-37 % less time,
