@@ -144,3 +144,35 @@ TEST_CASE("the AVX-512 modconv micro-kernel gives the AVX2 kernel's bits over tw
   }
 #endif
 }
+
+TEST_CASE("the AVX-512 tail micro-kernel gives the 6-row kernel's bits on its 1-4 rows") {
+#if GPEN_HAVE_AVX512_KERNELS
+  if (!cpu::cpu_has_avx512()) return;
+  using namespace cpu::modconv_detail;
+  std::mt19937 rng(5);
+  // One segment, rows lda floats apart (a Winograd point GEMM's A), two panels kdim rows apart.
+  const int64_t len = 53, lda = 71, kdim = 64;
+  const auto a = random_vec(static_cast<size_t>(kMR * lda), rng);
+  const auto panels = random_vec(static_cast<size_t>(2 * kdim * kNR), rng);
+  KBlock kb;
+  kb.nseg = 1;
+  kb.len = kb.seg_len[0] = static_cast<int>(len);
+  kb.a_off[0] = kb.b_off[0] = 0;
+  const int64_t base[kMR] = {0, lda, 2 * lda, 3 * lda, 4 * lda, 5 * lda};
+  const float* bseg[kMaxSeg] = {panels.data()};
+  for (bool acc : {false, true})
+    for (int rows = 1; rows <= 4; ++rows) {
+      CAPTURE(acc);
+      CAPTURE(rows);
+      const int64_t ldc = 40;
+      const auto start = random_vec(static_cast<size_t>(kMR * ldc), rng);
+      auto six = start, tail = start;
+      isa_avx512::micro_kernel(kb, a.data(), base, bseg, kNR, kdim * kNR, 0, six.data(), ldc, acc);
+      isa_avx512::micro_kernel_tail(rows, a.data(), lda, len, panels.data(), kdim * kNR, tail.data(), ldc, acc);
+      // The tail's rows are the 6-row tile's; it leaves the rows past them alone.
+      CHECK(std::memcmp(six.data(), tail.data(), static_cast<size_t>(rows * ldc) * sizeof(float)) == 0);
+      CHECK(std::memcmp(start.data() + rows * ldc, tail.data() + rows * ldc,
+                        static_cast<size_t>((kMR - rows) * ldc) * sizeof(float)) == 0);
+    }
+#endif
+}

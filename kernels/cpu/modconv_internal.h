@@ -126,6 +126,10 @@ void micro_kernel(const KBlock& kb, const float* band, const int64_t* base, cons
 // floats apart: C[12 x 32] (+)= A[12 x len] * B[len x 32], the same bits as two 6-row calls.
 void micro_kernel12(const float* a, int64_t lda, int64_t len, const float* b, int64_t b2, float* c, int64_t ldc,
                     bool accumulate);
+// The same for the last rows <= 4 (1-4) of a GEMM whose rows stop short of a 6-row tile: the fused
+// Winograd forms' 16 and 64 tiles would otherwise compute 2 rows of padding.
+void micro_kernel_tail(int rows, const float* a, int64_t lda, int64_t len, const float* b, int64_t b2, float* c,
+                       int64_t ldc, bool accumulate);
 }
 
 struct Inputs {

@@ -3,7 +3,8 @@
 // (AVX2, L = 8) covers one 16-column weight panel with its two halves; the AVX-512 copy (L = 16)
 // covers two neighbouring panels at once, the same 12 accumulators and 8 loads per 12 FMAs at
 // twice the width. Each output column sums its products in the same order on both paths, so
-// the two give the same bits.
+// the two give the same bits. The AVX-512 copy also has the Winograd point GEMMs' 12-row tile and
+// their 1-4 row tail, in the same order again.
 #include "kernels/cpu/isa_ns.h"
 #include "kernels/cpu/modconv_internal.h"
 
@@ -132,6 +133,42 @@ __attribute__((noinline)) void micro_kernel12(const float* a, int64_t lda, int64
   }
 #pragma GCC unroll 12
   for (int r = 0; r < 12; ++r) vstore(c + r * ldc, acc[2 * r]), vstore(c + r * ldc + 16, acc[2 * r + 1]);
+}
+// Each column sums as in the 6-row tile (the same bits); R rows, 2R accumulators.
+template <int R>
+inline void tail_tile(const float* a, int64_t lda, int64_t len, const float* b, int64_t b2, float* c, int64_t ldc,
+                      bool accumulate) {
+  V acc[2 * R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    acc[2 * r] = accumulate ? vload(c + r * ldc) : vzero();
+    acc[2 * r + 1] = accumulate ? vload(c + r * ldc + 16) : vzero();
+  }
+  for (int64_t i = 0; i < len; ++i) {
+    const V b0 = vload(b), b1 = vload(b + b2);
+    b += 16;
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const V av = vbcast(a + r * lda + i);
+      acc[2 * r] = vfma(av, b0, acc[2 * r]);
+      acc[2 * r + 1] = vfma(av, b1, acc[2 * r + 1]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) vstore(c + r * ldc, acc[2 * r]), vstore(c + r * ldc + 16, acc[2 * r + 1]);
+}
+__attribute__((noinline)) void micro_kernel_tail(int rows, const float* a, int64_t lda, int64_t len, const float* b,
+                                                 int64_t b2, float* c, int64_t ldc, bool accumulate) {
+  switch (rows) {
+    case 1:
+      return tail_tile<1>(a, lda, len, b, b2, c, ldc, accumulate);
+    case 2:
+      return tail_tile<2>(a, lda, len, b, b2, c, ldc, accumulate);
+    case 3:
+      return tail_tile<3>(a, lda, len, b, b2, c, ldc, accumulate);
+    default:
+      return tail_tile<4>(a, lda, len, b, b2, c, ldc, accumulate);
+  }
 }
 #endif
 #else

@@ -211,10 +211,19 @@ inline void with_prologue_load(const WinoPlan& pl, const WinoArgs& a, const floa
   }
 }
 
-// c[r][j] (+)= sum over kb of A[r][.] * B[.][j] for rows r < nrows (a multiple of 6), j < nco: A
-// row r at band + base[r], B's 16-column panels at b, pstride apart (rows 16 floats apart), c's
-// rows ldc apart. The inner loop of point_gemms and of the transposed form's rim GEMMs, whose rows
-// are gathered from several points.
+inline bool evenly_spaced(const int64_t* r, int64_t n) {
+  for (int64_t q = 2; q < n; ++q)
+    if (r[q] - r[0] != q * (r[1] - r[0])) return false;
+  return true;
+}
+
+// c[r][j] (+)= sum over kb of A[r][.] * B[.][j] for rows r < nrows, j < nco: A row r at band +
+// base[r], B's 16-column panels at b, pstride apart (rows 16 floats apart), c's rows ldc apart.
+// Rows run in tiles of 6 (12 where evenly spaced, on AVX-512), so rows up to nrows rounded up to 6
+// are computed and base must name them; on AVX-512 a last 1-4 evenly spaced rows run alone
+// (micro_kernel_tail), so the fused forms' 16 and 64 tiles compute no padding rows. The inner loop
+// of point_gemms and of the transposed form's rim GEMMs, whose rows are gathered from several points.
+
 inline void rows_gemm(const modconv_detail::KBlock& kb, const float* band, const int64_t* base, int64_t nrows,
                       const float* b, int64_t pstride, float* c, int64_t ldc, int64_t nco, bool acc) {
   using modconv_detail::kMR;
@@ -237,9 +246,17 @@ inline void rows_gemm(const modconv_detail::KBlock& kb, const float* band, const
       for (; mt < rows12; mt += 2 * kMR)
         modconv_detail::isa_avx512::micro_kernel12(band + base[mt] + kb.a_off[0], base[mt + 1] - base[mt],
                                                    kb.seg_len[0], bseg[0], pstride, c + j + mt * ldc, ldc, acc);
-      for (; mt < nrows; mt += kMR)
+      for (; mt < nrows; mt += kMR) {
+        const int64_t left = nrows - mt;
+        if (left <= 4 && kb.nseg == 1 && evenly_spaced(base + mt, left)) {
+          modconv_detail::isa_avx512::micro_kernel_tail(static_cast<int>(left), band + base[mt] + kb.a_off[0],
+                                                        left > 1 ? base[mt + 1] - base[mt] : 0, kb.seg_len[0],
+                                                        bseg[0], pstride, c + j + mt * ldc, ldc, acc);
+          break;
+        }
         modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, pstride, 0, c + j + mt * ldc, ldc,
                                                  acc);
+      }
       j += 32;
       continue;
     }
@@ -249,6 +266,10 @@ inline void rows_gemm(const modconv_detail::KBlock& kb, const float* band, const
     j += 16;
   }
 }
+
+// The point GEMMs' rows: a fused form's tiles are all one block, so its rows past the tiles
+// (T rounds them up to 6) are padding nobody reads; a grouped form's last block keeps T.
+inline int64_t gemm_rows(const WinoPlan& pl) { return pl.fused ? pl.ntiles : pl.T; }
 
 // One K block [k0, k1) for the micro-kernel: a single segment, A's columns from the row start.
 inline modconv_detail::KBlock one_segment(int64_t k0, int64_t k1) {
@@ -269,8 +290,9 @@ inline void point_gemms(const WinoPlan& pl, float* mbuf, int64_t m_xi, const flo
   const modconv_detail::KBlock kb = one_segment(k0, k1);
   int64_t base[kFusedMaxTiles];  // at least kMaxTileBlock and kS2MaxTileBlock
   for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
+  const int64_t rows = gemm_rows(pl);
   for (int xi = 0; xi < pl.nxi; ++xi)
-    rows_gemm(kb, a + xi * a_xi, base, pl.T, b + xi * b_xi, pstride, mbuf + xi * m_xi, pl.cc, nco, k0 > 0);
+    rows_gemm(kb, a + xi * a_xi, base, rows, b + xi * b_xi, pstride, mbuf + xi * m_xi, pl.cc, nco, k0 > 0);
 }
 
 // The transposed form's point GEMMs (winograd_up_kernel.cpp): P x P points of which the last P - D
@@ -287,12 +309,13 @@ inline void shared_point_gemms(const WinoPlan& pl, const float* v, int64_t vs, c
   const modconv_detail::KBlock kbl = one_segment(k0, k1);
   int64_t base[kFusedMaxTiles];
   for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
+  const int64_t rows = gemm_rows(pl);
   for (int qy = 0; qy < D; ++qy)
     for (int qx = 0; qx < D; ++qx)
       for (int py = qy; py < (qy < D - 1 ? qy + 1 : P); ++py)
         for (int px = qx; px < (qx < D - 1 ? qx + 1 : P); ++px)
           if (keep(py * P + px))
-            rows_gemm(kbl, v + (py * P + px) * vs, base, pl.T, u + (qy * D + qx) * u_wp, pstride,
+            rows_gemm(kbl, v + (py * P + px) * vs, base, rows, u + (qy * D + qx) * u_wp, pstride,
                       m + (py * P + px) * ms, pl.cc, nco, k0 > 0);
 }
 
