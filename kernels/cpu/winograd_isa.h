@@ -267,9 +267,10 @@ inline void rows_gemm(const modconv_detail::KBlock& kb, const float* band, const
   }
 }
 
-// The point GEMMs' rows: a fused form's tiles are all one block, so its rows past the tiles
-// (T rounds them up to 6) are padding nobody reads; a grouped form's last block keeps T.
-inline int64_t gemm_rows(const WinoPlan& pl) { return pl.fused ? pl.ntiles : pl.T; }
+// The point GEMMs' rows for the block from tile t0: its tiles, not the padding past the last one
+// (T rounds a fused form's tiles up to 6; a grouped form's last block may hold a single tile),
+// whose rows the input transform zeroes and no output transform reads.
+inline int64_t block_rows(const WinoPlan& pl, int64_t t0) { return lmin(pl.T, pl.ntiles - t0); }
 
 // One K block [k0, k1) for the micro-kernel: a single segment, A's columns from the row start.
 inline modconv_detail::KBlock one_segment(int64_t k0, int64_t k1) {
@@ -282,34 +283,34 @@ inline modconv_detail::KBlock one_segment(int64_t k0, int64_t k1) {
 }
 
 // m[xi][t][j] (+)= sum over the K block [k0, k1) of A[xi][t][.] * B[xi][.][j], j < nco, for the
-// T tiles: A of point xi starts at a + xi * a_xi (rows kcs apart), B's 16-column panels of point xi
+// tiles of the block from tile t0 (block_rows): A of point xi starts at a + xi * a_xi (rows kcs apart), B's 16-column panels of point xi
 // at b + xi * b_xi, pstride apart; m of point xi at mbuf + xi * m_xi (rows cc apart). One loop for
 // the grouped and the fused forms' layouts and the stride-2 conv's (winograd_s2_kernel.cpp).
-inline void point_gemms(const WinoPlan& pl, float* mbuf, int64_t m_xi, const float* a, int64_t a_xi, const float* b,
-                        int64_t b_xi, int64_t pstride, int64_t nco, int64_t k0, int64_t k1) {
+inline void point_gemms(const WinoPlan& pl, int64_t t0, float* mbuf, int64_t m_xi, const float* a, int64_t a_xi,
+                        const float* b, int64_t b_xi, int64_t pstride, int64_t nco, int64_t k0, int64_t k1) {
   const modconv_detail::KBlock kb = one_segment(k0, k1);
   int64_t base[kFusedMaxTiles];  // at least kMaxTileBlock and kS2MaxTileBlock
   for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
-  const int64_t rows = gemm_rows(pl);
+  const int64_t rows = block_rows(pl, t0);
   for (int xi = 0; xi < pl.nxi; ++xi)
     rows_gemm(kb, a + xi * a_xi, base, rows, b + xi * b_xi, pstride, mbuf + xi * m_xi, pl.cc, nco, k0 > 0);
 }
 
 // The transposed form's point GEMMs (winograd_up_kernel.cpp): P x P points of which the last P - D
 // per axis (the odd-phase copies) share the weight point D - 1: m[xi][t][j] (+)= sum over the K
-// block [k0, k1) of v[xi][t][.] * U[wp(xi)][.][j] for the pl.T tiles, j < nco, point (py, px)
+// block [k0, k1) of v[xi][t][.] * U[wp(xi)][.][j] for the block's tiles from t0, j < nco, point (py, px)
 // taking U's (min(py, D - 1), min(px, D - 1)). v's points vs floats apart (rows kcs apart), m's
 // ms apart (rows cc apart), U's point wp at u + wp * u_wp (its 16-column panels pstride apart).
 // By weight point, so the points that share one read it from L1. keep(xi): whether to run point
 // xi (a thread of the fused transposed form runs its own points only).
 template <int D, int P, class Keep>
-inline void shared_point_gemms(const WinoPlan& pl, const float* v, int64_t vs, const float* u, int64_t u_wp,
+inline void shared_point_gemms(const WinoPlan& pl, int64_t t0, const float* v, int64_t vs, const float* u, int64_t u_wp,
                                int64_t pstride, float* m, int64_t ms, int64_t nco, int64_t k0, int64_t k1,
                                Keep&& keep) {
   const modconv_detail::KBlock kbl = one_segment(k0, k1);
   int64_t base[kFusedMaxTiles];
   for (int64_t r = 0; r < pl.T; ++r) base[r] = r * pl.kcs;
-  const int64_t rows = gemm_rows(pl);
+  const int64_t rows = block_rows(pl, t0);
   for (int qy = 0; qy < D; ++qy)
     for (int qx = 0; qx < D; ++qx)
       for (int py = qy; py < (qy < D - 1 ? qy + 1 : P); ++py)

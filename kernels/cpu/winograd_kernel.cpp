@@ -91,8 +91,9 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
 }
 
 // m[xi][t][j] (+)= sum_c v[xi][t][c] * U[xi][k0 + c][o0 + j] for the block's tiles, j < nco.
-void gemms(const WinoPlan& pl, const Scratch& s, const float* u, int64_t jp0, int64_t nco, int64_t k0, int64_t k1) {
-  point_gemms(pl, s.m, pl.T * pl.cc, s.v, pl.T * pl.kcs, u + jp0 * pl.pstride + k0 * 16, pl.C * 16, pl.pstride, nco, k0, k1);
+void gemms(const WinoPlan& pl, int64_t t0, const Scratch& s, const float* u, int64_t jp0, int64_t nco, int64_t k0,
+           int64_t k1) {
+  point_gemms(pl, t0, s.m, pl.T * pl.cc, s.v, pl.T * pl.kcs, u + jp0 * pl.pstride + k0 * 16, pl.C * 16, pl.pstride, nco, k0, k1);
 }
 
 // y = act(A^T m A * d + bias) + residual for the block's tiles, channels [o0, o0 + nco).
@@ -146,7 +147,7 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
   for (int64_t kb = 0; kb < pl.nkb; ++kb) {
     const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc);
     input_transform<M>(pl, a, t0, k0, k1, s, last_n, 0, pl.T);
-    gemms(pl, s, u, (o0 - group_o0) / 16, nco, k0, k1);
+    gemms(pl, t0, s, u, (o0 - group_o0) / 16, nco, k0, k1);
   }
   output_transform<M>(pl, a, t0, o0, nco, s);
 }
@@ -157,7 +158,7 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
 void fused_gemms(const WinoPlan& pl, const Scratch& s, const float* v_all, const float* us, int64_t nco, int64_t k0,
                  int64_t k1) {
   const int64_t rows = k1 - k0 + 1;
-  point_gemms(pl, s.m, pl.T * pl.cc, v_all + k0, pl.T * pl.kcs, us, rows * 16, pl.nxi * rows * 16, nco, k0, k1);
+  point_gemms(pl, 0, s.m, pl.T * pl.cc, v_all + k0, pl.T * pl.kcs, us, rows * 16, pl.nxi * rows * 16, nco, k0, k1);
 }
 
 template <int M>

@@ -134,7 +134,7 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
   for (int64_t kb = 0; kb < pl.nkb; ++kb) {
     const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc);
     input_transform<M>(pl, a, t0, k0, k1, s);
-    point_gemms(pl, s.m, mstride(pl), s.v, vstride(pl), u + jp0 * pl.pstride + k0 * 16, pl.C * 16, pl.pstride, nco,
+    point_gemms(pl, t0, s.m, mstride(pl), s.v, vstride(pl), u + jp0 * pl.pstride + k0 * 16, pl.C * 16, pl.pstride, nco,
                 k0, k1);
   }
   output_transform<M>(pl, a, t0, o0, nco, s);

@@ -107,8 +107,9 @@ void input_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t 
 
 // The grouped form's GEMMs for the block's tiles: U of the group in [panel][wp][C][16].
 template <int M>
-void gemms(const WinoPlan& pl, const Scratch& s, const float* u, int64_t jp0, int64_t nco, int64_t k0, int64_t k1) {
-  shared_point_gemms<TrUp<M>::D, TrUp<M>::P>(pl, s.v, vstride(pl), u + jp0 * pl.pstride + k0 * 16, pl.C * 16,
+void gemms(const WinoPlan& pl, int64_t t0, const Scratch& s, const float* u, int64_t jp0, int64_t nco, int64_t k0,
+           int64_t k1) {
+  shared_point_gemms<TrUp<M>::D, TrUp<M>::P>(pl, t0, s.v, vstride(pl), u + jp0 * pl.pstride + k0 * 16, pl.C * 16,
                                              pl.pstride, s.m, mstride(pl), nco, k0, k1, [](int) { return true; });
 }
 
@@ -156,7 +157,7 @@ void run_task_m(const WinoPlan& pl, const WinoArgs& a, int64_t block, int64_t o0
   for (int64_t kb = 0; kb < pl.nkb; ++kb) {
     const int64_t k0 = kb * pl.kc, k1 = lmin(pl.C, k0 + pl.kc);
     input_transform<M>(pl, a, t0, k0, k1, s, last_n, 0, pl.T);
-    gemms<M>(pl, s, u, (o0 - group_o0) / 16, nco, k0, k1);
+    gemms<M>(pl, t0, s, u, (o0 - group_o0) / 16, nco, k0, k1);
   }
   output_transform<M>(pl, a, t0, o0, nco, s);
 }
@@ -236,7 +237,7 @@ void fused_up_task(const WinoPlan& pl, const WinoArgs& a, int64_t kb, int64_t o0
     for (int64_t jp = 0; jp * 16 < nco; jp += 2)
       transform_weight_panels(pl, a, TrUp<4>::GD, o0 / 16 + jp, jp * 16 + 16 < nco ? 2 : 1, c, c + 1, s.v + jp * ust,
                               rows, k0, ust);
-  shared_point_gemms<D, TrUp<4>::P>(pl, v, vstride(pl), s.v, rows * 16, ust, mc, mstride(pl), nco, k0, k1,
+  shared_point_gemms<D, TrUp<4>::P>(pl, 0, v, vstride(pl), s.v, rows * 16, ust, mc, mstride(pl), nco, k0, k1,
                                     [&](int xi) { return owns(&own, xi); });
   if (!own.rim) return;
   const modconv_detail::KBlock kbl = one_segment(k0, k1);
