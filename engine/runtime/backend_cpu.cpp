@@ -37,6 +37,18 @@ class CpuBackend final : public Backend {
     return 0;
   }
 
+  // Advised, and the kernel's THP mode grants the advice ("always" or "madvise", not "never" nor a
+  // kernel without THP).
+  bool huge_pages() const override {
+    static const bool thp = [] {
+      std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+      std::string mode;
+      std::getline(f, mode);
+      return mode.find("[always]") != std::string::npos || mode.find("[madvise]") != std::string::npos;
+    }();
+    return advise_huge() && thp;
+  }
+
   void* allocate(size_t bytes) override {
     ++allocations_;
     // Allocations of 2 MiB and more (arena, workspace) start on a 2 MiB boundary and their whole
@@ -104,21 +116,6 @@ class CpuBackend final : public Backend {
     }();
     return on;
   }
-
- public:
-  // Advised, and the kernel's THP mode grants the advice ("always" or "madvise", not "never" nor a
-  // kernel without THP).
-  bool huge_pages() const override {
-    static const bool thp = [] {
-      std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
-      std::string mode;
-      std::getline(f, mode);
-      return mode.find("[always]") != std::string::npos || mode.find("[madvise]") != std::string::npos;
-    }();
-    return advise_huge() && thp;
-  }
-
- private:
   static size_t align(size_t b) { return b == 0 ? 256 : (b + 255) / 256 * 256; }
 };
 

@@ -7,6 +7,12 @@
 namespace gpen {
 
 namespace {
+std::vector<size_t> view_bytes(const std::vector<TensorView*>& views) {
+  std::vector<size_t> sizes;
+  for (const TensorView* v : views) sizes.push_back(static_cast<size_t>(v->numel()) * dtype_size(v->dtype));
+  return sizes;
+}
+
 PackedWeights layout(const std::vector<size_t>& sizes) {
   PackedWeights p;
   p.offset.reserve(sizes.size());
@@ -20,12 +26,9 @@ PackedWeights layout(const std::vector<size_t>& sizes) {
 
 PackedWeights pack_host_weights(Backend& backend, const std::vector<TensorView*>& views,
                                 const std::function<void(const void*, size_t)>& release) {
-  std::vector<size_t> sizes;
+  const std::vector<size_t> sizes = view_bytes(views);
   std::map<const void*, int> readers;
-  for (const TensorView* v : views) {
-    sizes.push_back(static_cast<size_t>(v->numel()) * dtype_size(v->dtype));
-    ++readers[v->data];
-  }
+  for (const TensorView* v : views) ++readers[v->data];
   PackedWeights p = layout(sizes);
   p.base = backend.allocate(std::max<size_t>(p.bytes, 1));
   for (size_t i = 0; i < views.size(); ++i) {
@@ -38,8 +41,7 @@ PackedWeights pack_host_weights(Backend& backend, const std::vector<TensorView*>
 }
 
 PackedWeights upload_views(Backend& backend, const std::vector<TensorView*>& views) {
-  std::vector<size_t> sizes;
-  for (const TensorView* v : views) sizes.push_back(static_cast<size_t>(v->numel()) * dtype_size(v->dtype));
+  const std::vector<size_t> sizes = view_bytes(views);
   PackedWeights p =
       upload_packed(backend, sizes, [&](size_t i, uint8_t* dst) { std::memcpy(dst, views[i]->data, sizes[i]); });
   for (size_t i = 0; i < views.size(); ++i) views[i]->data = static_cast<uint8_t*>(p.base) + p.offset[i];

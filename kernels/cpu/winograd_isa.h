@@ -223,20 +223,17 @@ inline bool evenly_spaced(const int64_t* r, int64_t n) {
 // are computed and base must name them; on AVX-512 a last 1-4 evenly spaced rows run alone
 // (micro_kernel_tail), so the fused forms' 16 and 64 tiles compute no padding rows. The inner loop
 // of point_gemms and of the transposed form's rim GEMMs, whose rows are gathered from several points.
-
 inline void rows_gemm(const modconv_detail::KBlock& kb, const float* band, const int64_t* base, int64_t nrows,
                       const float* b, int64_t pstride, float* c, int64_t ldc, int64_t nco, bool acc) {
   using modconv_detail::kMR;
 #if GPEN_ISA_AVX512
-  // The leading rows that run as 12-row tiles: whole blocks of 12 evenly spaced rows (the same for
-  // every panel pair, so found once).
+  // The leading rows that run as 12-row tiles (whole blocks of 12 evenly spaced rows), and whether
+  // the 1-4 rows past the whole 6-row tiles run alone: the same for every panel pair, so found once.
   int64_t rows12 = 0;
-  for (; kb.nseg == 1 && rows12 + 2 * kMR <= nrows; rows12 += 2 * kMR) {
-    const int64_t* r = base + rows12;
-    bool even = true;
-    for (int q = 2; q < 2 * kMR; ++q) even = even && r[q] - r[0] == q * (r[1] - r[0]);
-    if (!even) break;
-  }
+  while (kb.nseg == 1 && rows12 + 2 * kMR <= nrows && evenly_spaced(base + rows12, 2 * kMR)) rows12 += 2 * kMR;
+  const int64_t tail0 = rows12 + (nrows - rows12) / kMR * kMR, tail = nrows - tail0;
+  const bool alone = tail > 0 && tail <= 4 && kb.nseg == 1 && evenly_spaced(base + tail0, tail);
+  const int64_t rows6_end = alone ? tail0 : nrows;
 #endif
   for (int64_t j = 0; j < nco;) {
     const float* bseg[1] = {b + (j / 16) * pstride};
@@ -246,17 +243,13 @@ inline void rows_gemm(const modconv_detail::KBlock& kb, const float* band, const
       for (; mt < rows12; mt += 2 * kMR)
         modconv_detail::isa_avx512::micro_kernel12(band + base[mt] + kb.a_off[0], base[mt + 1] - base[mt],
                                                    kb.seg_len[0], bseg[0], pstride, c + j + mt * ldc, ldc, acc);
-      for (; mt < nrows; mt += kMR) {
-        const int64_t left = nrows - mt;
-        if (left <= 4 && kb.nseg == 1 && evenly_spaced(base + mt, left)) {
-          modconv_detail::isa_avx512::micro_kernel_tail(static_cast<int>(left), band + base[mt] + kb.a_off[0],
-                                                        left > 1 ? base[mt + 1] - base[mt] : 0, kb.seg_len[0],
-                                                        bseg[0], pstride, c + j + mt * ldc, ldc, acc);
-          break;
-        }
+      for (; mt < rows6_end; mt += kMR)
         modconv_detail::isa_avx512::micro_kernel(kb, band, base + mt, bseg, 16, pstride, 0, c + j + mt * ldc, ldc,
                                                  acc);
-      }
+      if (alone)
+        modconv_detail::isa_avx512::micro_kernel_tail(static_cast<int>(tail), band + base[tail0] + kb.a_off[0],
+                                                      tail > 1 ? base[tail0 + 1] - base[tail0] : 0, kb.seg_len[0],
+                                                      bseg[0], pstride, c + j + tail0 * ldc, ldc, acc);
       j += 32;
       continue;
     }
@@ -283,9 +276,10 @@ inline modconv_detail::KBlock one_segment(int64_t k0, int64_t k1) {
 }
 
 // m[xi][t][j] (+)= sum over the K block [k0, k1) of A[xi][t][.] * B[xi][.][j], j < nco, for the
-// tiles of the block from tile t0 (block_rows): A of point xi starts at a + xi * a_xi (rows kcs apart), B's 16-column panels of point xi
-// at b + xi * b_xi, pstride apart; m of point xi at mbuf + xi * m_xi (rows cc apart). One loop for
-// the grouped and the fused forms' layouts and the stride-2 conv's (winograd_s2_kernel.cpp).
+// tiles of the block from tile t0 (block_rows): A of point xi starts at a + xi * a_xi (rows kcs
+// apart), B's 16-column panels of point xi at b + xi * b_xi, pstride apart; m of point xi at mbuf +
+// xi * m_xi (rows cc apart). One loop for the grouped and the fused forms' layouts and the
+// stride-2 conv's (winograd_s2_kernel.cpp).
 inline void point_gemms(const WinoPlan& pl, int64_t t0, float* mbuf, int64_t m_xi, const float* a, int64_t a_xi,
                         const float* b, int64_t b_xi, int64_t pstride, int64_t nco, int64_t k0, int64_t k1) {
   const modconv_detail::KBlock kb = one_segment(k0, k1);
@@ -298,8 +292,8 @@ inline void point_gemms(const WinoPlan& pl, int64_t t0, float* mbuf, int64_t m_x
 
 // The transposed form's point GEMMs (winograd_up_kernel.cpp): P x P points of which the last P - D
 // per axis (the odd-phase copies) share the weight point D - 1: m[xi][t][j] (+)= sum over the K
-// block [k0, k1) of v[xi][t][.] * U[wp(xi)][.][j] for the block's tiles from t0, j < nco, point (py, px)
-// taking U's (min(py, D - 1), min(px, D - 1)). v's points vs floats apart (rows kcs apart), m's
+// block [k0, k1) of v[xi][t][.] * U[wp(xi)][.][j] for the block's tiles from t0, j < nco, point
+// (py, px) taking U's (min(py, D - 1), min(px, D - 1)). v's points vs floats apart (rows kcs apart), m's
 // ms apart (rows cc apart), U's point wp at u + wp * u_wp (its 16-column panels pstride apart).
 // By weight point, so the points that share one read it from L1. keep(xi): whether to run point
 // xi (a thread of the fused transposed form runs its own points only).
