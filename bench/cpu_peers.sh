@@ -49,30 +49,43 @@ echo "timed runs per engine and peer: ${PEERS_RUNS:-default}" >> "$OUT/cpu.txt"
 echo "engine OpenMP spin: ${GOMP_SPINCOUNT:-libgomp default}${OMP_WAIT_POLICY:+, OMP_WAIT_POLICY=$OMP_WAIT_POLICY}" >> "$OUT/cpu.txt"
 [ -z "${LD_PRELOAD:-}" ] || echo "AVX2_ONLY=1: AVX-512 hidden from CPUID (bench/avx2_only.c)" >> "$OUT/cpu.txt"
 build/gpen --version > "$OUT/version.txt"
+# How far apart the two CPUs are, before and after each invocation (bench/core_distance.c: a cache
+# line's round trip; on the VMs of docs/benchmarks.md 50-80 ns on one CCD, 300-350 ns on two, and
+# the host moves them within seconds): the engine's 2-thread forwards run 1.2-1.3x slower far apart.
+cc -O2 -Wall -pthread -o build/core_distance bench/core_distance.c
+echo "cores: ns per cache-line round trip between the first two CPUs, before / after each invocation" >> "$OUT/cpu.txt"
 for i in $(seq 1 "$N"); do
   for c in "${CONFIGS[@]}"; do
     f="$OUT/${c}_peers_$i.json"
     load=$(cut -d' ' -f1 /proc/loadavg)
+    near0=$(build/core_distance || echo ?)
     # shellcheck disable=SC2046
     build/gpen --threads 2 bench $(args_for "$c") --compare onnxruntime,openvino --json > "$f"
-    python3 - "$f" "$c" "$i" "$load" <<'PY'
+    near1=$(build/core_distance || echo ?)
+    python3 - "$f" "$c" "$i" "$load" "$near0/$near1" <<'PY'
 import json, sys
-f, c, i, load = sys.argv[1:]
+f, c, i, load, cores = sys.argv[1:]
 d = json.load(open(f))
 eng = d.get("network_median_ms", d["median_ms"])
 peers = {k: v["ms_per_face"] for k, v in d["peers"].items() if "ms_per_face" in v}
 best = min(peers, key=peers.get)
-print(f"{c:8s} #{i} load {load:>5s}  engine {eng:8.1f} ms  " +
+print(f"{c:8s} #{i} load {load:>5s} cores {cores:>7s} ns  engine {eng:8.1f} ms  " +
       "  ".join(f"{k} {v:8.1f}" for k, v in sorted(peers.items())) + f"  vs {best}: {peers[best] / eng:.2f}x")
 PY
   done
 done | tee "$OUT/summary.txt"
 python3 - "$OUT" <<'PY' | tee -a "$OUT/summary.txt"
 import re, statistics, sys
-rows = {}
+rows, near = {}, {}
 for line in open(sys.argv[1] + "/summary.txt"):
-    m = re.match(r"(\S+)\s+#\d+.*: ([\d.]+)x", line)
-    if m: rows.setdefault(m.group(1), []).append(float(m.group(2)))
+    m = re.match(r"(\S+)\s+#\d+.* cores\s+(\S+) ns.*: ([\d.]+)x", line)
+    if not m: continue
+    rows.setdefault(m.group(1), []).append(float(m.group(3)))
+    d = m.group(2).split("/")
+    kind = "near" if all(x.isdigit() and int(x) < 150 for x in d) else "far" if all(x.isdigit() and int(x) > 200 for x in d) else "mixed"
+    near.setdefault(m.group(1), {}).setdefault(kind, []).append(float(m.group(3)))
 for c, r in rows.items():
     print(f"{c}: median ratio against the faster peer {statistics.median(r):.2f}x over {len(r)} invocations ({', '.join(f'{x:.2f}' for x in r)})")
+    print(f"{c}: by core distance (< 150 ns near, > 200 far, before and after): " +
+          ", ".join(f"{k} {statistics.median(v):.2f}x over {len(v)}" for k, v in sorted(near[c].items())))
 PY

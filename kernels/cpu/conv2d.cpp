@@ -38,6 +38,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/range_steal.h"
 #include "kernels/cpu/strided.h"
 #include "kernels/cpu/winograd.h"
 #include "kernels/cpu/winograd_s2.h"
@@ -258,6 +259,8 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
   float* wcache = pl.cache_floats ? base : nullptr;
   float* slices = base + pl.cache_floats;
   const int T = static_cast<int>(std::min<int64_t>(max_threads, std::max(items, slots)));
+  RangeSteal tasks;
+  tasks.reset(items, T);
 #pragma omp parallel num_threads(T) if (T > 1)
   {
     float* scratch = slices + static_cast<size_t>(omp_get_thread_num()) * pl.per_thread_floats;
@@ -267,9 +270,10 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
         pack_weight_block(a, sl / (pl.nkb * pl.nib), (sl / pl.nib) % pl.nkb, sl % pl.nib,
                           wcache + static_cast<size_t>(sl) * pl.slot_floats);
     }  // implicit barrier: the cache is complete before any tile uses it
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t it = 0; it < items; ++it) {
-      // Consecutive items share their weight blocks (same group and channels, next tile).
+    // Consecutive items share their weight blocks (same group and channels, next tile); each
+    // thread from its own share of the image (range_steal.h).
+    const int me = omp_get_thread_num();
+    for (int64_t it; (it = tasks.next(me)) >= 0;) {
       const int64_t tile = it % tiles, rest = it / tiles;
       const int64_t grp = rest / ichunks, ic = rest % ichunks;
       const int64_t p0 = tile * pl.tile_m, m = std::min(pl.tile_m, P - p0);

@@ -21,6 +21,7 @@
 #include "kernels/cpu/conv2d_paths.h"
 #include "kernels/cpu/weights8.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/range_steal.h"
 
 #ifndef GPEN_HAVE_AVX512_KERNELS
 #define GPEN_HAVE_AVX512_KERNELS 0
@@ -83,8 +84,16 @@ void direct_conv(const Conv2dParams& p, const TensorView& x, const TensorView& w
   const int64_t rows = x.dim(0) * d.Ho;
   const int T = static_cast<int>(std::min<int64_t>(num_threads(), rows));
   const int64_t chunk = std::max<int64_t>(1, rows / (8 * std::max(T, 1)));
-#pragma omp parallel for num_threads(T) if (T > 1) schedule(dynamic, chunk)
-  for (int64_t r = 0; r < rows; ++r) row_fn(d, contig, r / d.Ho, r % d.Ho);
+  const int64_t nchunk = (rows + chunk - 1) / chunk;
+  // Chunks of rows, each thread from its own share of the image (range_steal.h).
+  RangeSteal tasks;
+  tasks.reset(nchunk, T);
+#pragma omp parallel num_threads(T) if (T > 1)
+  {
+    const int me = omp_get_thread_num();
+    for (int64_t c; (c = tasks.next(me)) >= 0;)
+      for (int64_t r = c * chunk; r < std::min(rows, (c + 1) * chunk); ++r) row_fn(d, contig, r / d.Ho, r % d.Ho);
+  }
 }
 
 }  // namespace gpen::cpu::detail

@@ -34,6 +34,7 @@
 #include "kernels/cpu/modconv_rgb.h"
 #include "kernels/cpu/weights8.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/range_steal.h"
 #include "kernels/cpu/winograd.h"
 #include "kernels/cpu/winograd_up.h"
 #include "kernels/modconv_check.h"
@@ -131,6 +132,9 @@ void modconv_detail::modconv_direct(const ModConvParams& p, const ModConvArgs& a
   const int64_t ws3 = in.w.stride(3);
   const bool w8 = dtype_is_8bit_weight(in.w.dtype);  // direct mode then copies one panel at a time
 
+  RangeSteal tasks;
+  tasks.reset(pl.ntask, nt);
+
 #pragma omp parallel num_threads(nt)
   {
     // Pack the weight once per call: panel x tap pieces split between the threads.
@@ -155,8 +159,9 @@ void modconv_detail::modconv_direct(const ModConvParams& p, const ModConvArgs& a
     int64_t last_n = -1;
     for (int64_t c = 0; c < pl.C2; ++c) b2v[c] = in.x2_bias[c * in.x2_bias_stride];
 
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < pl.ntask; ++task) {
+    // Tasks in raster order, each thread from its own share of the image (range_steal.h).
+    const int me = omp_get_thread_num();
+    for (int64_t task; (task = tasks.next(me)) >= 0;) {
       int64_t rest = task;
       const int64_t tco = rest % pl.ntask_co;
       rest /= pl.ntask_co;

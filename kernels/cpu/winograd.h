@@ -73,6 +73,7 @@ struct WinoPlan {
   int64_t pstride = 0;                 // floats per 16-column panel of the transformed weight: nwp * C * 16
   int nwp = 0;                         // distinct points of the transformed weight (0: nxi; the polyphase forms fewer)
   int64_t u_floats = 0;                // one group of the transformed weight
+  int64_t in_floats = 0;               // the input the tasks read (x with its concat): run_groups' task order
   int64_t off_v = 0, off_m = 0, off_sv = 0, off_b2v = 0, off_gs2 = 0, off_dv = 0, off_bv = 0, off_tmp = 0;
   int64_t per_thread = 0;
   // The fused small-image form (winograd_small.cpp): all tiles in one block, the transformed input

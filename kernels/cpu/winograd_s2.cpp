@@ -78,6 +78,7 @@ WinoPlan make_wino_s2_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
   pl.off_bv = take(pl.cc + 16);
   pl.off_tmp = take(16);
   pl.per_thread = off;
+  pl.in_floats = N * 4 * H * W * C;  // H x W outputs read about 2H x 2W inputs
   return pl;
 }
 

@@ -86,6 +86,7 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
   pl.off_gs2 = take(C);
   pl.off_tmp = take(16);
   pl.per_thread = off;
+  pl.in_floats = N * H * W * C;
   return pl;
 }
 
