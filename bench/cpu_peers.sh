@@ -58,11 +58,11 @@ for i in $(seq 1 "$N"); do
   for c in "${CONFIGS[@]}"; do
     f="$OUT/${c}_peers_$i.json"
     load=$(cut -d' ' -f1 /proc/loadavg)
-    near0=$(build/core_distance || echo ?)
+    dist0=$(build/core_distance || echo ?)
     # shellcheck disable=SC2046
     build/gpen --threads 2 bench $(args_for "$c") --compare onnxruntime,openvino --json > "$f"
-    near1=$(build/core_distance || echo ?)
-    python3 - "$f" "$c" "$i" "$load" "$near0/$near1" <<'PY'
+    dist1=$(build/core_distance || echo ?)
+    python3 - "$f" "$c" "$i" "$load" "$dist0/$dist1" <<'PY'
 import json, sys
 f, c, i, load, cores = sys.argv[1:]
 d = json.load(open(f))
@@ -76,16 +76,16 @@ PY
 done | tee "$OUT/summary.txt"
 python3 - "$OUT" <<'PY' | tee -a "$OUT/summary.txt"
 import re, statistics, sys
-rows, near = {}, {}
+rows, by_kind = {}, {}
 for line in open(sys.argv[1] + "/summary.txt"):
     m = re.match(r"(\S+)\s+#\d+.* cores\s+(\S+) ns.*: ([\d.]+)x", line)
     if not m: continue
     rows.setdefault(m.group(1), []).append(float(m.group(3)))
     d = m.group(2).split("/")
     kind = "near" if all(x.isdigit() and int(x) < 150 for x in d) else "far" if all(x.isdigit() and int(x) > 200 for x in d) else "mixed"
-    near.setdefault(m.group(1), {}).setdefault(kind, []).append(float(m.group(3)))
+    by_kind.setdefault(m.group(1), {}).setdefault(kind, []).append(float(m.group(3)))
 for c, r in rows.items():
     print(f"{c}: median ratio against the faster peer {statistics.median(r):.2f}x over {len(r)} invocations ({', '.join(f'{x:.2f}' for x in r)})")
     print(f"{c}: by core distance (< 150 ns near, > 200 far, before and after): " +
-          ", ".join(f"{k} {statistics.median(v):.2f}x over {len(v)}" for k, v in sorted(near[c].items())))
+          ", ".join(f"{k} {statistics.median(v):.2f}x over {len(v)}" for k, v in sorted(by_kind[c].items())))
 PY

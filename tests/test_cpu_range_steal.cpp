@@ -57,4 +57,6 @@ TEST_CASE("range steal: a smaller team than asked for still runs the missing thr
   RangeSteal big;
   big.reset(200, RangeSteal::kMaxRanges + 10);
   CHECK(big.next(RangeSteal::kMaxRanges + 3) == 3 * 200 / RangeSteal::kMaxRanges);  // thread 67: share 3's front
+  // A range holds its ends in 32 bits each.
+  CHECK_THROWS_WITH(big.reset(int64_t{1} << 32, 2), doctest::Contains("do not fit 32 bits"));
 }

@@ -12,6 +12,9 @@
 // schedule. Each task's result does not depend on which thread runs it, so the bits are the same.
 #include <atomic>
 #include <cstdint>
+#include <string>
+
+#include "engine/core/error.h"
 
 namespace gpen::cpu {
 
@@ -22,6 +25,8 @@ class RangeSteal {
   // Call once before the parallel region (or in an `omp single`), with the threads asked for: a
   // smaller team still runs every task (the missing threads' ranges are stolen).
   void reset(int64_t n, int threads) {
+    // A range packs its front and back into 32 bits each.
+    GPEN_CHECK(n >= 0 && n < (int64_t{1} << 32), "range steal: " + std::to_string(n) + " tasks do not fit 32 bits");
     nr_ = threads < 1 ? 1 : threads > kMaxRanges ? kMaxRanges : threads;
     for (int r = 0; r < nr_; ++r) {
       const uint64_t f = static_cast<uint64_t>(n * r / nr_), b = static_cast<uint64_t>(n * (r + 1) / nr_);
