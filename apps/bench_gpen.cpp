@@ -24,6 +24,7 @@
 #include "apps/bench_parsenet.h"
 #include "apps/bench_profile.h"
 #include "apps/bench_sr.h"
+#include "kernels/cpu/core_distance.h"
 #include "kernels/cpu/isa.h"
 #include "apps/cli.h"
 #include "apps/format.h"
@@ -132,12 +133,15 @@ void run_bench(BenchArgs a) {
   for (auto& v : in) v = ud(rng);
   for (int i = 0; i < a.warmup; ++i) m->run(in.data(), out.data());
   const DeviceBackend::MemoryInfo mem_after = dev ? dev->memory_info() : DeviceBackend::MemoryInfo{};
-  std::vector<double> ms, dev_ms;
+  std::vector<double> ms, dev_ms, trip_ns;
+  int far_runs = 0;
   for (int i = 0; i < a.runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     m->run(in.data(), out.data());
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (dev) dev_ms.push_back(m->last_device_ms());
+    // How far apart the CPU threads ran (kernels/cpu/core_distance.h): the figures depend on it.
+    if (!dev) far_runs += cpu::cores_far(), trip_ns.push_back(cpu::last_core_round_trip_ns());
   }
   std::sort(ms.begin(), ms.end());
   std::sort(dev_ms.begin(), dev_ms.end());
@@ -168,6 +172,10 @@ void run_bench(BenchArgs a) {
                       {"weights_dtype", dtype_is_8bit_weight(m->config().quant8) ? dtype_name(m->config().quant8)
                                                                                  : precision_name(precision)},
                       {"cpu_isa", cpu::isa_name(cpu::cpu_isa())}};
+  if (!dev && !trip_ns.empty()) {
+    std::sort(trip_ns.begin(), trip_ns.end());
+    j["cores"] = {{"far_runs", far_runs}, {"round_trip_ns_median", trip_ns[trip_ns.size() / 2]}};
+  }
   if (dtype_is_8bit_weight(m->config().quant8)) {
     j["weights_group_size"] = m->config().q8_group;
     j["dense_dtype"] = dtype_is_8bit_weight(m->config().dense8) ? dtype_name(m->config().dense8) : "fp32";
@@ -279,6 +287,10 @@ void run_bench(BenchArgs a) {
                 human_bytes(double(j["device_used_bytes"].get<size_t>())).c_str(),
                 human_bytes(double(mem_after.free)).c_str(), human_bytes(double(mem_after.total)).c_str());
   }
+  if (j.contains("cores") && cpu::num_threads() > 1)
+    std::printf("  cores           far apart in %d of %d runs (round trip median %.0f ns; far from %.0f)\n",
+                j["cores"]["far_runs"].get<int>(), a.runs, j["cores"]["round_trip_ns_median"].get<double>(),
+                cpu::kFarRoundTripNs);
   std::printf("  peak RSS        %.1f MiB\n", j["peak_rss_mib"].get<double>());
   std::printf("  weights         %s, arena %s, workspace %s (lower bound %s)\n", human_bytes(p.weights_bytes).c_str(),
               human_bytes(p.arena_bytes).c_str(), human_bytes(p.workspace_bytes).c_str(),

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "blur_fixture.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/modconv_rgb.h"
 #include "kernels/cpu/ops.h"
@@ -233,16 +234,10 @@ TEST_CASE("upfirdn2d streaming row sum gives the bits of the cached sum and of t
 
 TEST_CASE("upfirdn2d with its epilogue fused gives the bits of upfirdn2d then upfirdn2d_epilogue") {
   std::mt19937 rng(13);
-  const float b4[4] = {1, 3, 3, 1};
   const int64_t N = 2, H = 11, W = 13, C = 37;
   for (int variant = 0; variant < 4; ++variant) {
     CAPTURE(variant);
-    UpFirDn2dParams p;
-    p.kh = p.kw = 4;
-    for (float u : b4)
-      for (float v : b4) p.kernel.push_back(u * v / 16.0f);
-    p.pad_x0 = p.pad_y0 = 1;
-    p.pad_x1 = p.pad_y1 = 1;
+    UpFirDn2dParams p = gpen_blur_params();
     p.has_out_scale = variant != 1;
     p.has_bias = variant != 2;
     p.act = variant == 3 ? Activation::none() : Activation::scaled_leaky();

@@ -317,3 +317,52 @@ TEST_CASE("winograd up: auto runs m = 4 on the large up convs with few channels 
   up.split_rows = 16;  // banded: direct, bit for bit
   CHECK(wd::winograd_up_tile(up, 1, 256, 256, 256, 64) == 0);
 }
+
+TEST_CASE("winograd up: streaming stores for large outputs give the bits of plain stores") {
+  // kUpStreamMinBytes decides which outputs go out by streaming stores; the values are the same
+  // either way. Both forms (grouped m = 2 / m = 4, fused with its rim, the point split) on an
+  // output aligned to 64 bytes (whole vectors stream) and on a channel-offset one (the rows
+  // misaligned, so the stores fall back), each with every threshold extreme.
+  setenv("GPEN_CPU_CONV", "direct", 1);
+  std::mt19937 rng(31);
+  const Case cases[] = {
+      {2, 2, 9, 11, 40, 40, 48, false},    // grouped, batch 2, noise concat
+      {1, 1, 21, 19, 16, 0, 32, false},    // grouped, many tile blocks
+      {2, 2, 8, 12, 40, 24, 64, false},    // fused, two images
+      {1, 1, 24, 24, 200, 60, 80, false},  // fused, the point split, K blocks with a tail
+  };
+  for (const Case& k : cases) {
+    const Data d(k, rng);
+    const Shape ys = d.yshape();
+    for (int64_t c0 : {0, 3}) {  // 3: rows 12 bytes off the vector
+      Shape parent = ys;
+      parent[3] = ys[3] + c0;
+      std::vector<float> mem(static_cast<size_t>(parent.numel() + 16));
+      float* base = mem.data();
+      while (reinterpret_cast<uintptr_t>(base) % 64) ++base;
+      TensorView y = make_view(base + c0, DType::f32, ys);
+      y.strides = dense_strides(parent);
+      for (int m : {2, 4})
+        for (int threads : {1, 2}) {
+          cpu::set_num_threads(threads);
+          std::vector<unsigned char> ws(wd::modconv_winograd_up_workspace_bytes(m, d.xcat(), ys, threads), 0xAB);
+          std::vector<float> plain, streamed;
+          for (int64_t min_bytes : {int64_t{1} << 62, int64_t{1}}) {
+            wd::set_up_stream_min_bytes(min_bytes);
+            std::fill(mem.begin(), mem.end(), -7.0f);
+            wd::modconv_winograd_up(m, d.p, d.args(), y, ws.data());
+            (min_bytes == 1 ? streamed : plain) = mem;
+          }
+          CAPTURE(k.H);
+          CAPTURE(c0);
+          CAPTURE(m);
+          CAPTURE(threads);
+          CHECK(std::memcmp(plain.data(), streamed.data(), plain.size() * sizeof(float)) == 0);
+          CHECK(plain[static_cast<size_t>(base - mem.data() + c0)] != -7.0f);
+        }
+    }
+  }
+  wd::set_up_stream_min_bytes(0);
+  CHECK(wd::up_stream_min_bytes() == wd::kUpStreamMinBytes);
+  cpu::set_num_threads(0);
+}

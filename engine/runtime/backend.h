@@ -26,6 +26,9 @@ class Backend {
   virtual void run(const Node& n, std::span<const TensorView> in, std::span<const TensorView> out,
                    void* workspace) = 0;
   virtual void synchronize() {}
+  // Called by the executor before each run of a graph (the CPU backend measures how far apart its
+  // threads run: kernels/cpu/core_distance.h).
+  virtual void begin_run() {}
   // Whether allocations of 2 MiB and more come on transparent huge pages. GPEN's CPU weights are
   // copied into one such allocation only then: the copy pays for its load time in fewer TLB misses
   // (docs/benchmarks.md, session 23), which a copy onto 4 KiB pages would not.

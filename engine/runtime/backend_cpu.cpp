@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "engine/runtime/backend.h"
+#include "kernels/cpu/core_distance.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/upfirdn2d_act.h"
 
@@ -48,6 +49,8 @@ class CpuBackend final : public Backend {
     }();
     return advise_huge() && thp;
   }
+
+  void begin_run() override { cpu::probe_cores(); }
 
   void* allocate(size_t bytes) override {
     ++allocations_;

@@ -92,6 +92,7 @@ void Executor::check_workspace() const {
 
 std::vector<double> Executor::run_profiled() {
   check_workspace();
+  backend_.begin_run();
   const auto& nodes = g_.nodes();
   std::vector<double> ms(nodes.size(), 0.0);
   backend_.synchronize();
@@ -112,6 +113,7 @@ std::vector<double> Executor::run_profiled() {
 
 void Executor::run() {
   check_workspace();
+  backend_.begin_run();
   if (device_ && device_->graphs_enabled()) {
     if (!graph_) graph_ = device_->capture([this] { launch_all(); });
     device_->replay(graph_);

@@ -3,6 +3,8 @@
 // GPEN_ISA_SOURCES): L floats wide, 16 in the AVX-512 copy and 8 in the baseline. Everything has
 // internal linkage (an unnamed namespace inside the ISA's own one, isa_ns.h), so each copy keeps
 // its own and no weak symbol crosses the ISAs (scripts/check_isa_symbols.py).
+#include <immintrin.h>
+
 #include <cstdint>
 #include <cstring>
 
@@ -26,6 +28,20 @@ inline vf vld(const float* p) {
 }
 inline void vst(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
 inline vf splat(float s) { return vf{} + s; }
+// A streaming (non-temporal) store of one vector: p must be aligned to the vector. The stores are
+// weakly ordered: end them with _mm_sfence() before another thread reads what they wrote.
+inline void vstream(float* p, vf v) {
+#if GPEN_ISA_AVX512
+  __m512 r;
+  std::memcpy(&r, &v, sizeof r);
+  _mm512_stream_ps(p, r);
+#else
+  __m256 r;
+  std::memcpy(&r, &v, sizeof r);
+  _mm256_stream_ps(p, r);
+#endif
+}
+inline bool vec_aligned(const float* p) { return reinterpret_cast<uintptr_t>(p) % sizeof(vf) == 0; }
 inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t imax(int64_t a, int64_t b) { return a < b ? b : a; }

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/core_distance.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/isa.h"
@@ -48,6 +49,12 @@ using upfirdn2d_detail::weighted_sum_stream;
 // but their consumers 0.1-0.3 ms each faster (GPEN-256 0.8 ms in all); GPEN-512's outputs of 16
 // MiB and more still run 1.2-1.5x faster streamed on the Xeon and no slower on the EPYC.
 constexpr int64_t kStreamMinBytes = int64_t{16} << 20;
+// ... and from this size when the two threads run far apart (core_distance.h): there a plain store
+// to a line the other core wrote in an earlier op waits for that core. On the Zen 4 VM of session
+// 26, far apart, GPEN-256's blurs from 0.26 to 8.4 MB ran 1.5-3.6x faster streamed (the last one
+// 1.48 -> 0.59 ms) and their consumers up to 0.25 ms slower each: 60.0 -> 58.2 ms in all. Near,
+// the same rule cost 1.1 ms, so it waits for the probe to say far.
+constexpr int64_t kFarStreamMinBytes = int64_t{1} << 18;
 constexpr int64_t kMaxRingFloats = int64_t{1} << 20;  // separable path: ring rows per thread (4 MiB)
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -236,9 +243,11 @@ void run_separable(const UpFirDn2dParams& p, const Geom& g, const Plan& pl, cons
   const bool y_rows_dense = y.stride(3) == 1 && y.stride(2) == C;
   const bool flat_x = p.up_x == 1 && p.down_x == 1 && x.stride(3) == 1 && x.stride(2) == C;
   // Outputs of many MiB (GPEN's full-resolution blurs) are written with streaming stores, the
-  // fused epilogue applied before the store.
+  // fused epilogue applied before the store; and outputs from kFarStreamMinBytes when the threads
+  // run far apart (core_distance.h).
+  const int64_t y_bytes = y.numel() * static_cast<int64_t>(sizeof(float));
   const bool stream = y_rows_dense && p.kh <= kTapBatch &&
-                      y.numel() * static_cast<int64_t>(sizeof(float)) >= kStreamMinBytes;
+                      (y_bytes >= kStreamMinBytes || (y_bytes >= kFarStreamMinBytes && T > 1 && cores_far()));
   const bool few_up_x = !flat_x && p.up_x > 1 && p.down_x == 1 && C < kFewChannels && x.stride(3) == 1;
   // Static scheduling hands each thread one contiguous band of output rows, so consecutive rows
   // find most of their horizontally filtered input rows already in the ring.

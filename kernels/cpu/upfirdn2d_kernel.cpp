@@ -32,21 +32,6 @@ inline void tap_sum4(const float* const* src, const float* w, int nt, int64_t i,
   }
 }
 
-// A streaming store of one vector (p aligned to the vector).
-inline void vstream(float* p, vf v) {
-#if defined(__AVX512F__)
-  static_assert(sizeof(vf) == sizeof(__m512));
-  __m512 r;
-  std::memcpy(&r, &v, sizeof r);
-  _mm512_stream_ps(p, r);
-#else
-  static_assert(sizeof(vf) == sizeof(__m256));
-  __m256 r;
-  std::memcpy(&r, &v, sizeof r);
-  _mm256_stream_ps(p, r);
-#endif
-}
-
 }  // namespace
 
 void weighted_sum(float* dst, const float* const* src, const float* w, int nt, int64_t len, bool accumulate) {

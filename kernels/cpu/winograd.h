@@ -121,6 +121,7 @@ struct WinoArgs {
   int64_t rs0 = 0, rs1 = 0, rs2 = 0, rs3 = 1;
   float* y = nullptr;
   int64_t ys0 = 0, ys1 = 0, ys2 = 0, ys3 = 1;
+  bool stream_y = false;  // y's whole aligned vectors by streaming stores (the transposed form: winograd_up.h)
   float gpos = 1.0f, gneg = 1.0f;  // act(v) = v * (v < 0 ? gneg : gpos)
   const float* w = nullptr;        // HWIO
   int64_t ws0 = 0, ws1 = 0, ws2 = 0, ws3 = 1;

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -21,8 +22,15 @@ namespace gpen::cpu::winograd_detail {
 namespace {
 
 constexpr size_t kAlign = 64;
+std::atomic<int64_t> g_stream_min{0};
 
 }  // namespace
+
+int64_t up_stream_min_bytes() {
+  const int64_t v = g_stream_min.load(std::memory_order_relaxed);
+  return v > 0 ? v : kUpStreamMinBytes;
+}
+void set_up_stream_min_bytes(int64_t bytes) { g_stream_min.store(bytes, std::memory_order_relaxed); }
 
 int winograd_up_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, int64_t C, int64_t Co) {
   if (!p.up || p.k != 3 || p.split_rows > 0 || p.cropped()) return 0;  // banded ops stay direct (winograd.cpp says why)
@@ -124,6 +132,7 @@ void modconv_winograd_up(int m, const ModConvParams& p, const ModConvArgs& args,
   }
   a.s = args.s->f32(), a.ss0 = args.s->stride(0), a.ss1 = args.s->stride(1);
   a.y = y.f32(), a.ys0 = y.stride(0), a.ys1 = y.stride(1), a.ys2 = y.stride(2), a.ys3 = y.stride(3);
+  a.stream_y = y.numel() * static_cast<int64_t>(sizeof(float)) >= up_stream_min_bytes();
   set_weight(a, w);
 
   if (m == 4) {

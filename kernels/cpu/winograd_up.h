@@ -103,6 +103,18 @@ GPEN_WINO_UP_ISA_DECLS
 }
 #undef GPEN_WINO_UP_ISA_DECLS
 
+// Outputs of at least this many bytes are written with streaming stores (both forms). The
+// transposed conv's raw output is read once, by the blur right after it (GPEN's upsampling
+// StyledConvs), which streams it back at about the same speed from memory as from the cache; plain
+// stores would first read every line of the arena being overwritten. On an AMD EPYC (Zen 4, session
+// 26, docs/benchmarks.md): GPEN-256's up convs from 32x32 to 128x128 (2.2-8.5 MB outputs) 0.10-0.20
+// ms faster each, their blurs 0.02-0.04 ms slower, the forward's sum of node minima 48.4 -> 47.5 ms;
+// the 16x16 one's 1.1 MB output about level, so it keeps plain stores. Same bits.
+constexpr int64_t kUpStreamMinBytes = int64_t{2} << 20;
+// Tests: the threshold in bytes (0: kUpStreamMinBytes again).
+int64_t up_stream_min_bytes();
+void set_up_stream_min_bytes(int64_t bytes);
+
 // The whole op for m = winograd_up_tile(...) != 0 (inputs already validated by modconv).
 size_t modconv_winograd_up_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads);
 void modconv_winograd_up(int m, const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);

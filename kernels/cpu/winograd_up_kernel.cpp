@@ -114,9 +114,13 @@ void gemms(const WinoPlan& pl, int64_t t0, const Scratch& s, const float* u, int
 }
 
 // Lanes [0, lanes) of v to the output at yp (channel stride ys3): the up conv has no epilogue.
+// Whole aligned vectors by streaming stores where the plan says so (a.stream_y, winograd_up.h).
 inline void store_raw(const WinoArgs& a, float* yp, int64_t lanes, vf v, float* tmp) {
   if (lanes == L && a.ys3 == 1) {
-    vst(yp, v);
+    if (a.stream_y && vec_aligned(yp))
+      vstream(yp, v);
+    else
+      vst(yp, v);
     return;
   }
   vst(tmp, v);
@@ -146,6 +150,7 @@ void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t
       });
     }
   }
+  if (a.stream_y) _mm_sfence();  // the streaming stores done before the task ends (store_raw)
 }
 
 template <int M>
@@ -224,6 +229,7 @@ void rim_output(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, 
         put(2 * i + 1, 2 * pl.W, two * vld(c1 + e));
       }
     }
+  if (a.stream_y) _mm_sfence();
 }
 
 // K block kb of one chunk (output channels [o0, o0 + nco)): its slice of the transformed weight
