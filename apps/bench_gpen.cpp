@@ -141,7 +141,10 @@ void run_bench(BenchArgs a) {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (dev) dev_ms.push_back(m->last_device_ms());
     // How far apart the CPU threads ran (kernels/cpu/core_distance.h): the figures depend on it.
-    if (!dev) far_runs += cpu::cores_far(), trip_ns.push_back(cpu::last_core_round_trip_ns());
+    if (!dev) {
+      far_runs += cpu::cores_far() ? 1 : 0;
+      trip_ns.push_back(cpu::last_core_round_trip_ns());
+    }
   }
   std::sort(ms.begin(), ms.end());
   std::sort(dev_ms.begin(), dev_ms.end());
