@@ -94,7 +94,8 @@ void add_cpu_peak(nlohmann::json& s, int threads) {
     const int m2 = cpu::winograd_detail::conv2d_wino_s2_tile(s2, Shape{1, 257, 257, 32}, Shape{1, 128, 128, 64});
     s["cpu_conv_s2"] = !m2         ? std::string("direct")
                        : automatic ? "polyphase Winograd F(2x2) from 64x64 outputs with 16..64 input channels (F(4x4) "
-                                     "from 256x256 with 32..64), from 32x32 with 65..128, else direct "
+                                     "from 256x256 with 32..64), from 32x32 with 65..512 (AVX-512: from 16x16 with "
+                                     "129..256), else direct "
                                      "(kernels/cpu/winograd_s2.cpp auto_tile)"
                                    : "polyphase Winograd F(" + std::to_string(m2) + "x" + std::to_string(m2) +
                                          ", 3x3) on every 3x3 stride-2 one with pad 0 or 1";

@@ -151,6 +151,9 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond)->UseRealTime();
     benchmark::RegisterBenchmark((n + "winograd4").c_str(), BM_styled, rc.first, rc.second, Path::wino4)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
+    // The path the model takes (the fused form, F(2x2) at 8x8).
+    benchmark::RegisterBenchmark((n + "auto").c_str(), BM_styled, rc.first, rc.second, Path::automatic)
+        ->Unit(benchmark::kMillisecond)->UseRealTime();
   }
   for (auto rc : {std::pair<int64_t, int64_t>{32, 256}, {64, 128}, {128, 64}, {256, 32}}) {
     const std::string n = "to_rgb_" + std::to_string(rc.first) + "/";

@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd_s2.h"
 #include "weights/quant8.h"
@@ -60,7 +61,7 @@ TEST_CASE("winograd s2 takes 3x3 stride-2 ungrouped convs with pad 0 or 1 only")
   if (std::strcmp(wd::conv_mode_name(), "direct") == 0) CHECK(wd::conv2d_wino_s2_tile(p, xs, ys) == 0);
 }
 
-TEST_CASE("winograd s2 in auto mode: F(4x4) from 256 px at 32..64 channels, F(2x2) from 64 px at 16..64 and from 32 px at 65..128, else direct") {
+TEST_CASE("winograd s2 in auto mode: F(4x4) from 256 px at 32..64 channels, F(2x2) from 64 px at 16..64, from 32 px at 65..512 (AVX-512: from 16 px at 129..256), else direct") {
   if (std::strcmp(wd::conv_mode_name(), "auto") != 0) return;  // GPEN_CPU_CONV set for this run
   Conv2dParams p = params(Case{1, 0, 0, 0, 0, 0, true, false, true});
   auto tile = [&](int64_t Ho, int64_t C, int64_t Co) {
@@ -69,16 +70,22 @@ TEST_CASE("winograd s2 in auto mode: F(4x4) from 256 px at 32..64 channels, F(2x
   CHECK(tile(128, 32, 64) == 2);    // GPEN-256 ecd1
   CHECK(tile(64, 64, 128) == 2);    // ecd2
   CHECK(tile(32, 128, 256) == 2);   // ecd3
-  CHECK(tile(16, 256, 256) == 0);   // ecd4
+  const bool wide = cpu::cpu_isa() == cpu::Isa::avx512;
+  CHECK(tile(16, 256, 256) == (wide ? 2 : 0));  // ecd4
+  CHECK(tile(8, 256, 256) == 0);    // ecd5
   CHECK(tile(256, 64, 128) == 4);   // GPEN-512 ecd1
   CHECK(tile(128, 128, 256) == 2);  // ecd2
-  CHECK(tile(64, 256, 512) == 0);   // ecd3
+  CHECK(tile(64, 256, 512) == 2);   // ecd3
+  CHECK(tile(32, 512, 512) == 2);   // ecd4
+  CHECK(tile(16, 512, 512) == 0);   // ecd5
+  CHECK(tile(32, 1024, 512) == 0);  // wider than any measured layer
   CHECK(tile(128, 16, 32) == 2);    // few channels: F(4x4)'s transforms outweigh its products
   CHECK(tile(32, 64, 128) == 0);    // a small map with few channels
   CHECK(tile(16, 128, 128) == 0);
   p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;  // R50 layer2.0 conv2 at 1024x768
   CHECK(wd::conv2d_wino_s2_tile(p, Shape{1, 192, 256, 128}, Shape{1, 96, 128, 128}) == 2);
-  CHECK(wd::conv2d_wino_s2_tile(p, Shape{1, 96, 128, 256}, Shape{1, 48, 64, 256}) == 0);
+  CHECK(wd::conv2d_wino_s2_tile(p, Shape{1, 96, 128, 256}, Shape{1, 48, 64, 256}) == 2);  // layer3.0 conv2
+  CHECK(wd::conv2d_wino_s2_tile(p, Shape{1, 48, 64, 512}, Shape{1, 24, 32, 512}) == 0);   // layer4.0 conv2
 }
 
 TEST_CASE("winograd s2 conv2d matches the float64 reference and the direct path") {

@@ -121,16 +121,19 @@ int modconv_winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t 
   // L2 and never written out) pays from 16 px and at any channel count from 256 -> 128 up: 1 thread,
   // CPU time, bench_cpu_gpen256: the 16x16 512 -> 256 layer 1.8x faster than the direct path, the
   // 32x32 1024 -> 512 one 2.1x. Its workspace (the transformed input, 36 / 16 of the input) stays
-  // below the direct path's packed weight there. At 8x8 F(4x4) only draws level (4 tiles), but
-  // F(2x2) (16 tiles) is 1.12-1.14x faster than the direct path in the graph (GPEN-256 and -512's
-  // convs.1, 2026-12-02 session 10, once the weight transform's tap loads were unrolled); 4x4
-  // stays direct.
+  // below the direct path's packed weight there. At 8x8 F(4x4) (4 tiles) was level with the
+  // direct path in session 10 and F(2x2) (16 tiles) 1.12-1.14x ahead; session 27 measured F(4x4)
+  // ahead of F(2x2) there in the graph, alternating processes: GPEN-256's convs.1 0.81 -> 0.75
+  // ms, GPEN-512's 3.89 -> 3.06 (bench_cpu_gpen256 styled_8: 0.74 against F(2x2)'s 0.95 and
+  // direct's 0.75) on the AVX-512 path; the AVX2 path (GPEN_CPU_ISA=avx2) keeps F(2x2) there, where
+  // F(4x4) measured 0.84 -> 0.89 and 3.41 -> 3.55 ms. 4x4 stays direct (0.15 -> 0.33 ms with F(4x4)).
   // Per image, not per batch: a batch runs in chunks of images (fused_images), so the choice and
   // the workspace never shrink as the batch grows (a short last batch must fit the full one's plan).
   const bool fused = ((H + 3) / 4) * ((W + 3) / 4) <= kFusedMaxTiles && fused_enabled();
   if (!fused || C < 256 || Co < 128) return 0;
   if (H >= kFusedMinPixels && W >= kFusedMinPixels) return 4;
-  return H >= kFusedMinPixels2 && W >= kFusedMinPixels2 ? 2 : 0;
+  const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
+  return H >= kFusedMinPixels8 && W >= kFusedMinPixels8 ? (wide ? 4 : 2) : 0;
 }
 
 WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads,

@@ -54,8 +54,9 @@ int winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64
 constexpr int64_t kSmallWinoMinPixels = 32;
 // ... and with the fused form (winograd_small.cpp) from this size at C >= 256, Co >= 128.
 constexpr int64_t kFusedMinPixels = 16;
-// ... and F(2x2, 3x3) in the fused form from this size up to there (the 8x8 layers).
-constexpr int64_t kFusedMinPixels2 = 8;
+// ... and in the fused form from this size up to there (the 8x8 layers): F(4x4, 3x3) on the
+// AVX-512 path, F(2x2, 3x3) on the AVX2 one.
+constexpr int64_t kFusedMinPixels8 = 8;
 int modconv_winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
 
 // "auto", "direct", "winograd4" or "winograd2": GPEN_CPU_CONV as this process reads it (for the

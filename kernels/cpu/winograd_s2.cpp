@@ -37,14 +37,22 @@ constexpr size_t kAlign = 64;
 //   ecd3 (128 -> 256, 32x32) 2.82 against direct's 3.10 (1 thread 1.09x / 1.01x); GPEN-512's ecd2
 //   (128 -> 256, 128x128) 41.2 against m = 4's 42.5 and direct's 50.8; R50's layer2.0 conv2
 //   (96x128) 17.4 against m = 4's 19.5 and direct's 20.0 (1 thread 1.12x / 1.07x over m = 4).
-// - Wider layers stay direct: GPEN-512's ecd3 (256 -> 512, 64x64) draws level and ecd4 (512 ->
-//   512, 32x32) loses 0.89x on AVX2. Each transformed-weight element serves one tile block (30
-//   tiles) per load, where the direct path's GEMM reuses its weight over far more pixels; below
-//   32x32 the same holds for every layer (GPEN-256's ecd4 16x16 0.93x).
+// - 129..512 channels from 32x32, and on the AVX-512 path 129..256 from 16x16: m = 2 (session
+//   27, in the graph, alternating processes; sessions 9-10 had measured these direct-ahead before
+//   the tile blocks were sized to the L2): GPEN-256's ecd4 (256 -> 256, 16x16) 1.51 -> 1.35 ms
+//   (AVX2 path 1.55 -> 1.66, so direct there), GPEN-512's ecd3 (256 -> 512, 64x64) 44.9 -> 37.4
+//   (AVX2 46.0 -> 40.3) and ecd4 (512 -> 512, 32x32) 27.1 -> 20.8 (AVX2 25.5 -> 22.9), R50's
+//   layer3.0 conv2 (256 -> 256, 48x64) 16.8 -> 14.2. Smaller maps stay direct: GPEN-512's ecd5
+//   (512, 16x16) 6.7 -> 8.7 and GPEN-256's ecd5 (256, 8x8) 0.47 -> 0.58 with m = 2. Each
+//   transformed-weight element serves one tile block per load, where the direct path's GEMM reuses
+//   its weight over every pixel, so the fewest tiles lose. Wider inputs (none in GPEN or R50) stay
+//   direct.
 int auto_tile(int64_t Ho, int64_t Wo, int64_t C, int64_t Co) {
-  if (C > 128 || C < 16 || Co < 16) return 0;
+  if (C > 512 || C < 16 || Co < 16) return 0;
   if (C <= 64) return Ho >= 64 && Wo >= 64 ? (C >= 32 && Ho >= 256 && Wo >= 256 ? 4 : 2) : 0;
-  return Ho >= 32 && Wo >= 32 ? 2 : 0;
+  const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
+  const int64_t min_px = wide && C > 128 && C <= 256 ? 16 : 32;
+  return Ho >= min_px && Wo >= min_px ? 2 : 0;
 }
 
 }  // namespace
