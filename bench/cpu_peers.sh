@@ -32,6 +32,8 @@ fi
 # shared machine); GPEN_PEERS_OMP_SPIN=default leaves libgomp's own spin (about 300k iterations), as a
 # user's plain `gpen` run has it, like the peers' own thread pools, which spin by default.
 if [ "${GPEN_PEERS_OMP_SPIN:-short}" = default ]; then unset GOMP_SPINCOUNT; else export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}; fi
+# Built before AVX2_ONLY's LD_PRELOAD below, under which the compiler itself crashes.
+cc -O2 -Wall -pthread -o build/core_distance bench/core_distance.c
 if [ "${AVX2_ONLY:-0}" = 1 ]; then
   cc -O2 -Wall -shared -fPIC -o build/avx2_only.so bench/avx2_only.c
   export LD_PRELOAD=$PWD/build/avx2_only.so
@@ -52,7 +54,6 @@ build/gpen --version > "$OUT/version.txt"
 # How far apart the two CPUs are, before and after each invocation (bench/core_distance.c: a cache
 # line's round trip; on the VMs of docs/benchmarks.md 50-80 ns on one CCD, 300-350 ns on two, and
 # the host moves them within seconds): the engine's 2-thread forwards run 1.2-1.3x slower far apart.
-cc -O2 -Wall -pthread -o build/core_distance bench/core_distance.c
 echo "cores: ns per cache-line round trip between the first two CPUs, before / after each invocation" >> "$OUT/cpu.txt"
 for i in $(seq 1 "$N"); do
   for c in "${CONFIGS[@]}"; do
