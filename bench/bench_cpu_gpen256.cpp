@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond)->UseRealTime();
     benchmark::RegisterBenchmark((n + "winograd4").c_str(), BM_styled, rc.first, rc.second, Path::wino4)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
-    // The path the model takes (the fused form, F(2x2) at 8x8).
+    // The path the model takes (winograd.h's rule: at 8x8 the fused form, F(4x4) on AVX-512, F(2x2) on AVX2).
     benchmark::RegisterBenchmark((n + "auto").c_str(), BM_styled, rc.first, rc.second, Path::automatic)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
   }
