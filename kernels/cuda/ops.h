@@ -25,7 +25,8 @@ GPEN_CUDA_NAMESPACE_BEGIN
 using Stream = CUstream_st*;
 
 // Which conv2d kernel runs. automatic: depthwise when groups == cin == cout (> 1), tensor cores
-// (WMMA) for f16/bf16, the SIMT kernel for f32. Forcing one is for tests and benchmarks;
+// for f16/bf16 (mma.sync by default, WMMA with GPEN_CUDA_GEMM=wmma or where mma.sync does not take
+// the shape: ops_gemm.h), the SIMT kernel for f32. Forcing one is for tests and benchmarks;
 // tensor_core needs f16/bf16, depthwise needs groups == cin == cout.
 enum class ConvAlgo { automatic, tensor_core, simt, depthwise };
 
