@@ -156,8 +156,8 @@ RetinaFaceDetector::RetinaFaceDetector(const std::string& path, std::unique_ptr<
     model_->weights[e.name] = v;
   }
   // On the CPU the weights stay in the file's mapping: a copy on 2 MiB pages, as GpenModel makes
-  // (device_weights.h), ran R50 1-3 % slower in two A/Bs and level in a third (docs/benchmarks.md,
-  // session 23): R50 reads its weights far less often per FLOP than GPEN's small layers.
+  // (device_weights.h), ran R50 1-3 % slower in two A/Bs and level in a third: R50 reads its
+  // weights far less often per FLOP than GPEN's small layers.
   Backend& inner = static_cast<SharedArenaBackend&>(*backend_).inner();
   if (is_device_backend(inner)) {
     // One upload (device_weights.h); the host copies go.
