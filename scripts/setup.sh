@@ -9,7 +9,6 @@ set -euo pipefail
 # librsvg2-bin: tests render every SVG chart the CLI writes (rsvg-convert).
 # libav*-dev, libsw*-dev: `gpen video` decodes and encodes through FFmpeg's libraries (engine/video);
 # ffmpeg (the program): the video tests make their clips with it and check audio and timestamps.
->>>>>>> video
 PKGS=(cmake g++ make pkg-config ccache clang libclang-rt-14-dev libomp-14-dev
       libeigen3-dev libstb-dev libjpeg62-turbo-dev libpng-dev libwebp-dev doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
       libzip-dev libboost-context-dev libcurl4-openssl-dev libssl-dev ca-certificates patchelf
@@ -17,7 +16,6 @@ PKGS=(cmake g++ make pkg-config ccache clang libclang-rt-14-dev libomp-14-dev
       libjpeg-turbo-progs python3-pil
       python3-venv python3-dev librsvg2-bin
       libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev ffmpeg)
->>>>>>> video
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
