@@ -11,9 +11,10 @@ namespace gpen {
 
 namespace {
 
-// The value of `name` among `values` (name = value pairs); unset or empty: the first.
+// The value of `name` among `values` (name = value pairs); unset or empty: the first. `what` names
+// the kind of value in the error.
 template <class T>
-T read(const char* name, std::initializer_list<std::pair<const char*, T>> values) {
+T read(const char* name, std::initializer_list<std::pair<const char*, T>> values, const char* what = "value") {
   const char* e = std::getenv(name);
   const std::string v = e ? e : "";
   if (v.empty()) return values.begin()->second;
@@ -22,7 +23,7 @@ T read(const char* name, std::initializer_list<std::pair<const char*, T>> values
     if (v == s) return t;
     names += std::string(names.empty() ? "" : ", ") + s;
   }
-  throw Error(std::string(name) + "='" + v + "' is not one of " + names);
+  throw Error(std::string(name) + ": unknown " + what + " '" + v + "' (expected one of " + names + ")");
 }
 
 cpu::CpuOptions read_all() {
@@ -61,7 +62,8 @@ std::optional<cuda_tiles::GemmFamily> cuda_gemm_family_from_env() {
   static const std::optional<GemmFamily> f = []() -> std::optional<GemmFamily> {
     const char* e = std::getenv("GPEN_CUDA_GEMM");
     if (!e || !*e) return std::nullopt;
-    return read<GemmFamily>("GPEN_CUDA_GEMM", {{"mma", GemmFamily::mma}, {"wmma", GemmFamily::wmma}});
+    return read<GemmFamily>("GPEN_CUDA_GEMM", {{"mma", GemmFamily::mma}, {"wmma", GemmFamily::wmma}},
+                              "GEMM family");
   }();
   return f;
 }
