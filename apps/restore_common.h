@@ -37,7 +37,7 @@ struct RestoreArgs {
   bool ignore_orientation = false;
   std::string task = "enhance";  // apps/restore_tasks.h
   uint64_t seed = 0;             // FullGenerator_SR noise (engine/models/gpen_noise.h)
-  std::string sr_model;         // --sr REALESRNET.gpw: background super-resolution (apps/sr_common.h)
+  std::string sr_model;         // --sr REALESRNET.gpw: background super-resolution
   std::string sr_tile = "auto";  // --sr-tile
   std::string parse;  // --parse PARSENET.gpw: the face-parsing paste mask
   std::string mask;   // --mask rect|parse; empty: parse when --parse is given, else rect
@@ -46,12 +46,9 @@ struct RestoreArgs {
 ReadOptions photo_read_options(const RestoreArgs& a);
 bool ends_with(const std::string& s, const std::string& suffix);  // case-insensitive
 bool is_image_name(const std::string& p);
-size_t available_ram();
 DeviceOptions device_options(const RestoreArgs& a);
 // --arena-budget / --bands as planner options.
 PlanOptions plan_options(const RestoreArgs& a);
-// The GPEN model on the chosen device at the chosen precision.
-std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend);
 
 struct Job {
   std::string input;

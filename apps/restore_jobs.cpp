@@ -2,29 +2,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 #include "apps/image_options.h"
-#include "apps/format.h"
-#include "apps/rss.h"
-#include "apps/svg.h"
-#include "engine/runtime/device.h"
-#include "kernels/cpu/face_io.h"
-#include "engine/photo/image.h"
-#include "engine/core/stopwatch.h"
-#include "engine/models/gpen_model.h"
-#include "engine/photo/npy.h"
-#include "engine/photo/pipeline.h"
-#include "kernels/cpu/ops.h"
 #include "apps/restore_common.h"
+#include "engine/core/bytes.h"
 
 namespace fs = std::filesystem;
 
@@ -43,16 +28,6 @@ bool is_image_name(const std::string& p) {
   return false;
 }
 
-size_t available_ram() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  size_t kb = 0;
-  std::string unit;
-  while (f >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return size_t{4} << 30;
-}
-
 DeviceOptions device_options(const RestoreArgs& a) {
   DeviceOptions o;
   o.kind = parse_device(a.device);
@@ -65,13 +40,6 @@ PlanOptions plan_options(const RestoreArgs& a) {
   if (!a.arena_budget.empty()) o.arena_budget = parse_bytes(a.arena_budget);
   o.bands = a.bands;
   return o;
-}
-
-std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend) {
-  const DType p = a.precision.empty() ? default_precision(backend) : parse_precision(a.precision);
-  GPEN_CHECK(p == DType::f32 || is_device_backend(backend),
-             "--precision " + a.precision + ": the CPU backend runs fp32 only (use --device cuda)");
-  return GpenModel::open(a.model, backend, p);
 }
 
 // Files and directories (recursively, image extensions) -> (input, output) pairs. One file in:

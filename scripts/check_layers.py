@@ -25,6 +25,9 @@ ALLOWED = {
     "engine/models": ["engine/core", "kernels", "weights", "engine/graph", "engine/plan", "engine/runtime"],
     "engine/photo": ["engine/core", "kernels", "weights", "engine/graph", "engine/plan", "engine/runtime",
                      "engine/models"],
+    # What `gpen plan`, `gpen info` and `gpen convert` report, shared by the CLI and the Python package.
+    "reports": ["engine/core", "kernels", "weights", "engine/graph", "engine/plan", "engine/runtime",
+                "engine/models", "engine/photo", "converter"],
 }
 # Folders above every layer: they may include anything of the project.
 TOP = ["apps", "bench", "tests", "python"]
@@ -52,7 +55,7 @@ def layer_of(path):
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     bad, checked = [], 0
-    for top in ("engine", "kernels", "weights", "converter", "apps"):
+    for top in ("engine", "kernels", "weights", "converter", "reports", "apps"):
         for d, _, files in os.walk(os.path.join(root, top)):
             for f in files:
                 if not f.endswith(SOURCE_EXT):

@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "apps/plan_internal.h"
+#include "reports/plan.h"
 #include "engine/core/error.h"
 #include "kernels/cuda/mma_tiles.h"
 
-namespace gpen::cli::plan_detail {
+namespace gpen::report {
 
 namespace {
 
@@ -182,4 +182,4 @@ nlohmann::json roofline_report(const Graph& g, const WorkspaceFn& ws, bool print
           {"nodes", nodes}};
 }
 
-}  // namespace gpen::cli::plan_detail
+}  // namespace gpen::report
