@@ -120,9 +120,9 @@ BudgetSplit split_budget(const GpenConfig& c, Backend& backend, const BudgetRequ
   s.gpen = plan_gpen(c, s.batch, backend, s.plan, &xf);
   s.bands = xf.banding.applied ? xf.banding.bands : 0;
   if (r.sr) {
-    // Both fit together at the batch limit: RealESRNet's tile comes from what GPEN's unbanded plan
-    // at that batch leaves.
-    const size_t gpen_total = plan_gpen(c, s.batch, backend, PlanOptions{}).total_bytes();
+    // Both fit together at the batch limit: RealESRNet's tile comes from what GPEN's plan at that
+    // batch, banded when it runs banded, leaves.
+    const size_t gpen_total = s.gpen.total_bytes();
     GPEN_CHECK(gpen_total < r.budget,
                "--sr: GPEN at batch " + std::to_string(s.batch) + " plans to " + human_bytes(double(gpen_total)) +
                    ", the whole memory budget of " + human_bytes(double(r.budget)) +
