@@ -23,7 +23,6 @@ foreach(h ${GPEN_PUBLIC_HEADERS})
   install(FILES ${CMAKE_SOURCE_DIR}/${h} DESTINATION ${GPEN_INSTALL_INCLUDEDIR}/${dir})
 endforeach()
 
-target_compile_features(gpen_engine INTERFACE cxx_std_20)
 install(TARGETS gpen RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/tests/reference/ DESTINATION ${CMAKE_INSTALL_DATADIR}/gpen-engine/reference
         FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
@@ -54,6 +53,7 @@ string(APPEND GPEN_PC_LIBS " ${OpenMP_CXX_FLAGS} ${CMAKE_THREAD_LIBS_INIT} ${dl}
 if(GPEN_WITH_CUDA)
   string(APPEND GPEN_PC_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lrt")
 endif()
+string(REGEX REPLACE " +" " " GPEN_PC_LIBS "${GPEN_PC_LIBS}")
 string(STRIP "${GPEN_PC_LIBS}" GPEN_PC_LIBS)
 list(JOIN GPEN_PKG_ZIP " " zip)
 list(JOIN GPEN_PKG_IMAGE_CODECS " " codecs)
