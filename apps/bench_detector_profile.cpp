@@ -8,11 +8,8 @@
 #include <vector>
 
 #include "apps/bench_profile.h"
-#include "kernels/cpu/conv2d_1x1.h"
 #include "kernels/cpu/image_resize.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/winograd.h"
-#include "kernels/cpu/winograd_s2.h"
 
 namespace gpen::cli {
 
@@ -42,24 +39,6 @@ std::string part_of(const Graph& g, const Node& n) {
   return d;
 }
 
-// The CPU conv path the shapes choose (kernels/cpu/conv2d.cpp), as far as the public headers say.
-std::string path_of(const Graph& g, const Node& n) {
-  const auto* c = std::get_if<Conv2dParams>(&n.params);
-  if (!c) return "";
-  const Shape& x = g.tensor(n.inputs[0]).shape;
-  const Shape& y = g.tensor(n.outputs[0]).shape;
-  const int m = cpu::winograd_detail::conv2d_winograd_tile(*c, x, y);
-  if (m) return "winograd" + std::to_string(m);
-  if (const int m2 = cpu::winograd_detail::conv2d_wino_s2_tile(*c, x, y)) return "winograd_s2_" + std::to_string(m2);
-  if (c->groups > 1 && c->groups == x[3]) return "depthwise";
-  // kernels/cpu/conv2d_direct.cpp's rule: ungrouped, <= 32 outputs or <= 4 inputs, packed weight <= 64 Ki floats.
-  const int64_t depth = int64_t{c->kh} * c->kw * x[3] / c->groups;
-  if (c->groups == 1 && (y[3] <= 32 || x[3] <= 4) && depth * ((y[3] + 7) / 8 * 8) <= (int64_t{1} << 16)) return "direct";
-  // kernels/cpu/conv2d_1x1.cpp's rule (for the graph's dense f32 views): 1x1 convs, and others tap by tap.
-  if (cpu::detail::conv1x1_suits(*c, x, y)) return c->kh * c->kw == 1 ? "gemm1x1" : "gemm_taps";
-  return "gemm";
-}
-
 }  // namespace
 
 nlohmann::json detector_profile(RetinaFaceDetector& det, const Image& img, int runs, bool on_host) {
@@ -79,14 +58,13 @@ nlohmann::json detector_profile(RetinaFaceDetector& det, const Image& img, int r
   for (int i = 0; i < std::max(3, runs); ++i) t.push_back(det.run_profiled(x.data(), nh, nw));
   const Graph& g = det.graph_for(nh, nw);
   nlohmann::json s = profile_summary(g, t);
-  if (on_host) add_cpu_peak(s, cpu::num_threads());
-  std::map<std::string, std::pair<std::string, std::string>> label;  // node -> (part, path)
-  for (const Node& n : g.nodes()) label[n.name] = {part_of(g, n), path_of(g, n)};
+  if (on_host) add_cpu_peak(s, g, cpu::num_threads());
+  std::map<std::string, std::string> part_of_node;
+  for (const Node& n : g.nodes()) part_of_node[n.name] = part_of(g, n);
   std::map<std::string, std::pair<double, double>> parts;  // part -> (ms, GFLOP)
   for (auto& e : s["nodes"]) {
-    const auto& [part, path] = label[e["node"].get<std::string>()];
+    const std::string& part = part_of_node[e["node"].get<std::string>()];
     e["part"] = part;
-    if (!path.empty()) e["path"] = path;
     parts[part].first += e["ms"].get<double>();
     parts[part].second += e["gflop"].get<double>();
   }
@@ -112,10 +90,8 @@ void print_detector_profile(const nlohmann::json& s, int top) {
   std::printf("  profile (median of %d runs, each node timed alone: %.3f ms in all)\n", s["runs"].get<int>(),
               s["total_ms"].get<double>());
   if (s.contains("peak_gflops"))
-    std::printf("    CPU path %s: %s; GPEN_CPU_CONV=%s; GFLOP/s count\n"
-                "    the direct conv's FLOPs, so a Winograd conv shows its effective rate\n",
-                s["cpu_isa"].get<std::string>().c_str(), describe_peak(s).c_str(),
-                s.value("cpu_conv", std::string("?")).c_str());
+    std::printf("    CPU path %s: %s\n", s["cpu_isa"].get<std::string>().c_str(), describe_peak(s).c_str());
+  print_cpu_conv_rule(s);
   std::printf("    %-22s %10s %7s %10s %8s\n", "op", "ms", "share", "GFLOP/s", "of peak");
   for (const auto& e : s["by_op"])
     std::printf("    %-22s %10.3f %6.1f%% %10.1f %7.1f%%\n", e["op"].get<std::string>().c_str(), e["ms"].get<double>(),

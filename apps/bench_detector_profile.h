@@ -10,8 +10,8 @@
 namespace gpen::cli {
 
 // The photo prepared as detect() does (resized when detect_input_scale says, minus the mean),
-// max(3, runs) profiled runs; the profile_summary JSON with "by_part" and each node's "part" and
-// "path" (the CPU conv path its shapes select), and the CPU peak when on the host.
+// max(3, runs) profiled runs; the profile_summary JSON with "by_part" and each node's "part", and
+// on the host the CPU peak and each conv's "path" (add_cpu_peak: the CPU conv rule's choice).
 nlohmann::json detector_profile(RetinaFaceDetector& det, const Image& img, int runs, bool on_host);
 // The part table, then print_profile's op table and slowest nodes.
 void print_detector_profile(const nlohmann::json& s, int top);

@@ -213,7 +213,7 @@ void run_bench(BenchArgs a) {
     std::vector<std::vector<double>> runs;
     for (int i = 0; i < std::max(3, a.runs); ++i) runs.push_back(m->run_profiled(in.data()));
     j["profile"] = profile_summary(m->graph(), runs);
-    if (!dev) add_cpu_peak(j["profile"], cpu::num_threads());
+    if (!dev) add_cpu_peak(j["profile"], m->graph(), cpu::num_threads());
   }
   if (a.accuracy) {
     // The reference is built after the engine's runs, so peak_rss_mib above is the engine's own.

@@ -51,7 +51,7 @@ void run_parsenet_bench(const ParseBenchArgs& a) {
     std::vector<std::vector<double>> runs;
     for (int i = 0; i < std::max(3, a.runs); ++i) runs.push_back(net.run_profiled(in.data()));
     j["profile"] = profile_summary(net.graph(), runs);
-    add_cpu_peak(j["profile"], cpu::num_threads());
+    add_cpu_peak(j["profile"], net.graph(), cpu::num_threads());
   }
   if (a.compare_pytorch) {
     nlohmann::json peer = run_pytorch_parsenet_bench(a.pytorch_pth, S, a.runs, cpu::num_threads(), a.pytorch_timeout);

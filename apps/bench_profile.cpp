@@ -8,11 +8,11 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/runtime/backend.h"
+#include "engine/runtime/env_options.h"
+#include "kernels/cpu/conv_select.h"
 #include "kernels/cpu/fma_peak.h"
 #include "kernels/cpu/isa.h"
-#include "kernels/cpu/winograd.h"
-#include "kernels/cpu/winograd_up.h"
-#include "kernels/cpu/winograd_s2.h"
 
 namespace gpen::cli {
 
@@ -70,36 +70,30 @@ nlohmann::json profile_summary(const Graph& g, const std::vector<std::vector<dou
   return {{"runs", runs.size()}, {"total_ms", total}, {"by_op", ops}, {"nodes", list}};
 }
 
-void add_cpu_peak(nlohmann::json& s, int threads) {
+void add_cpu_peak(nlohmann::json& s, const Graph& g, int threads) {
   const cpu::Isa isa = cpu::cpu_isa();
   double mhz = 0;
   std::ifstream f("/proc/cpuinfo");
   for (std::string line; mhz == 0 && std::getline(f, line);)
     if (line.rfind("cpu MHz", 0) == 0 && line.find(':') != std::string::npos) mhz = std::atof(line.c_str() + line.find(':') + 1);
   s["cpu_isa"] = cpu::isa_name(isa);
-  s["cpu_conv"] = cpu::winograd_detail::conv_mode_name();
-  {  // what the transposed convs run in this mode (the same for every 3x3 one: winograd_up.h)
-    ModConvParams up;
-    up.up = true;
-    const int m = cpu::winograd_detail::winograd_up_tile(up, 1, 256, 256, 256, 64);
-    const bool automatic = std::string(cpu::winograd_detail::conv_mode_name()) == "auto";
-    s["cpu_conv_up"] = !m          ? std::string("direct")
-                       : automatic ? "polyphase Winograd F(4, 2) from 64x64 inputs with 32..256 channels and "
-                                     "fused from 16x16 with C >= 256, Co >= 128 (at most 96 tiles), else direct "
-                                     "(kernels/cpu/winograd_up.cpp)"
-                                   : "polyphase Winograd F(" + std::to_string(m) + ", 2) on every one";
-    // ... and the stride-2 conv2ds (winograd_s2.h), asked at GPEN-256's ecd1.
-    Conv2dParams s2;
-    s2.kh = s2.kw = 3, s2.stride_h = s2.stride_w = 2;
-    const int m2 = cpu::winograd_detail::conv2d_wino_s2_tile(s2, Shape{1, 257, 257, 32}, Shape{1, 128, 128, 64});
-    s["cpu_conv_s2"] = !m2         ? std::string("direct")
-                       : automatic ? "polyphase Winograd F(2x2) from 64x64 outputs with 16..64 input channels (F(4x4) "
-                                     "from 256x256 with 32..64), from 32x32 with 65..512 (AVX-512: from 16x16 with "
-                                     "129..256), else direct "
-                                     "(kernels/cpu/winograd_s2.cpp auto_tile)"
-                                   : "polyphase Winograd F(" + std::to_string(m2) + "x" + std::to_string(m2) +
-                                         ", 3x3) on every 3x3 stride-2 one with pad 0 or 1";
+  // The conv rule and each conv node's path, as the CPU backend plans them (kernels/cpu/conv_select.h).
+  s["cpu_conv"] = cpu::conv_mode_name(cpu_options_from_env().conv);
+  nlohmann::json rule = nlohmann::json::array();
+  const std::string text = cpu::conv_rule_text();
+  for (size_t a = 0, b; a < text.size(); a = b + 1) {
+    b = text.find('\n', a);
+    if (b == std::string::npos) b = text.size();
+    rule.push_back(text.substr(a, b - a));
   }
+  s["cpu_conv_rule"] = std::move(rule);
+  const auto backend = make_cpu_backend();
+  std::map<std::string, std::string> path;
+  for (const Node& n : g.nodes())
+    if (std::holds_alternative<Conv2dParams>(n.params) || std::holds_alternative<ModConvParams>(n.params))
+      path[n.name] = cpu::conv_choice_label(backend->plan_node(g, n).conv);
+  for (auto& e : s["nodes"])
+    if (auto it = path.find(e["node"].get<std::string>()); it != path.end()) e["path"] = it->second;
   // The peak the shares divide by is measured (kernels/cpu/fma_peak.h): the clock /proc/cpuinfo
   // reports is often the base clock, below what the cores sustain. The clock's figure is kept
   // beside it; it stands in only where the measurement fails.
@@ -126,17 +120,21 @@ std::string describe_peak(const nlohmann::json& s) {
   return buf;
 }
 
+void print_cpu_conv_rule(const nlohmann::json& s) {
+  if (!s.contains("cpu_conv")) return;
+  std::printf("    CPU conv rule, GPEN_CPU_CONV=%s (each conv node's path below); GFLOP/s count the direct\n"
+              "    conv's FLOPs, so a Winograd conv shows its effective rate (direct FLOPs / time):\n",
+              s["cpu_conv"].get<std::string>().c_str());
+  for (const auto& line : s.value("cpu_conv_rule", nlohmann::json::array()))
+    std::printf("      %s\n", line.get<std::string>().c_str());
+}
+
 void print_profile(const nlohmann::json& s, int top) {
   std::printf("  profile (median of %d runs, each node timed alone: %.3f ms in all)\n", s["runs"].get<int>(),
               s["total_ms"].get<double>());
   if (s.contains("peak_gflops"))
     std::printf("    CPU path %s: %s\n", s["cpu_isa"].get<std::string>().c_str(), describe_peak(s).c_str());
-  if (s.contains("cpu_conv"))
-    std::printf("    CPU 3x3 convs: GPEN_CPU_CONV=%s (Winograd where kernels/cpu/winograd.h says); GFLOP/s count the\n"
-                "    direct conv's FLOPs, so a Winograd conv shows its effective rate (direct FLOPs / time)\n"
-                "    modconv_up (3x3 transposed): %s\n    conv2d (3x3 stride 2): %s\n",
-                s["cpu_conv"].get<std::string>().c_str(), s.value("cpu_conv_up", std::string("direct")).c_str(),
-                s.value("cpu_conv_s2", std::string("direct")).c_str());
+  print_cpu_conv_rule(s);
   std::printf("    %-22s %10s %7s %10s %8s\n", "op", "ms", "share", "GFLOP/s", "of peak");
   for (const auto& e : s["by_op"])
     std::printf("    %-22s %10.3f %6.1f%% %10.1f %7.1f%%\n", e["op"].get<std::string>().c_str(), e["ms"].get<double>(),
@@ -145,9 +143,10 @@ void print_profile(const nlohmann::json& s, int top) {
   int k = 0;
   for (const auto& e : s["nodes"]) {
     if (k++ >= top) break;
-    std::printf("    %-28s %-14s %-20s %9.3f ms %6.1f%% %10.1f GFLOP/s\n", e["node"].get<std::string>().c_str(),
-                e["op"].get<std::string>().c_str(), e["output"].get<std::string>().c_str(), e["ms"].get<double>(),
-                100 * e["share"].get<double>(), e["gflops"].get<double>());
+    std::printf("    %-28s %-14s %-20s %-24s %9.3f ms %6.1f%% %10.1f GFLOP/s\n", e["node"].get<std::string>().c_str(),
+                e["op"].get<std::string>().c_str(), e["output"].get<std::string>().c_str(),
+                e.value("path", std::string("")).c_str(), e["ms"].get<double>(), 100 * e["share"].get<double>(),
+                e["gflops"].get<double>());
   }
 }
 

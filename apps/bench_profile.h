@@ -17,11 +17,15 @@ nlohmann::json profile_summary(const Graph& g, const std::vector<std::vector<dou
 // "peak_source": "measured"), with threads x FMA flops per cycle of the ISA (kernels/cpu/isa.h) x
 // the clock /proc/cpuinfo reports beside it ("cpu_mhz", "clock_peak_gflops"; the peak itself,
 // "peak_source": "clock", where the measurement fails), and each op's fraction of the peak
-// ("of_peak"), printed with the op table.
-void add_cpu_peak(nlohmann::json& summary, int threads);
+// ("of_peak"), printed with the op table; and the CPU conv rule from the code ("cpu_conv": the
+// GPEN_CPU_CONV mode, "cpu_conv_rule": kernels/cpu/conv_select.h's table, one line each) with each
+// conv node's path as the CPU backend plans it ("path").
+void add_cpu_peak(nlohmann::json& summary, const Graph& g, int threads);
 // "peak N GFLOP/s (measured ...)" for a summary holding peak_gflops.
 std::string describe_peak(const nlohmann::json& summary);
-// The op table and the `top` slowest nodes.
+// The CPU conv rule of a summary holding one (add_cpu_peak).
+void print_cpu_conv_rule(const nlohmann::json& summary);
+// The CPU conv rule, the op table and the `top` slowest nodes.
 void print_profile(const nlohmann::json& summary, int top);
 
 }  // namespace gpen::cli

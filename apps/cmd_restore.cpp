@@ -70,15 +70,7 @@ void run_photos(const RestoreArgs& a) {
     opt.detect.target_side = a.det_max_side;
   }
   opt.plan = plan_options(a);
-  // Default budget: half the free RAM on the CPU; on a GPU 80% of the free device memory (the
-  // weights, already uploaded, count in the plan's total and are added back).
-  size_t budget = 0;
-  if (!a.vram_budget.empty())
-    budget = parse_bytes(a.vram_budget);
-  else if (auto* dev = dynamic_cast<DeviceBackend*>(backend.get()))
-    budget = dev->memory_info().free / 10 * 8 + model->device_weights_bytes();
-  else
-    budget = available_ram() / 2;
+  const size_t budget = memory_budget(a, *backend, *model);
   if (a.batch > 0) {
     opt.batch = a.batch;
   } else {

@@ -9,9 +9,10 @@
 #include "engine/core/error.h"
 #include "engine/core/version.h"
 #include "engine/runtime/device.h"
+#include "engine/runtime/env_options.h"
+#include "kernels/cpu/conv_select.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/winograd.h"
 
 namespace gpen::cli {
 
@@ -92,20 +93,18 @@ std::string unknown_subcommand(const std::string& word) {
 static std::string kVersionText() {
   std::string v = std::string("gpen-engine ") + gpen::version() +
                   (gpen::cuda_compiled_in() ? " (CUDA backend compiled in)" : " (CPU only: CUDA backend not compiled in)");
-  // The CPU kernels' path, as chosen at start-up (cpuid, or GPEN_CPU_ISA).
+  // The CPU kernels' path, as chosen at start-up (cpuid, or GPEN_CPU_ISA), and the conv rule.
   try {
+    const gpen::cpu::CpuOptions& o = gpen::cpu_options_from_env();
     v += std::string("\nCPU kernels: ") + gpen::cpu::isa_name(gpen::cpu::cpu_isa()) +
          (gpen::cpu::cpu_has_avx512() ? " (this CPU has AVX-512 F/BW/DQ/VL)" : " (no AVX-512 on this CPU or build)") +
          "\nCPU kernels per ISA: GEMM and modconv micro-kernels, Winograd transforms, to_rgb dot products, upfirdn2d rows,"
          " conv2d epilogues, direct conv and depthwise 3x3 tiles (the im2col gather and the other depthwise: AVX2 on both"
          " paths)";
-    v += std::string("\nCPU 3x3 convs: ") + gpen::cpu::winograd_detail::conv_mode_name() +
-         " (GPEN_CPU_CONV: auto = Winograd F(4x4,3x3) on the stride-1 modconvs from 48 px (channel-rich ones from 32 px) and"
-         " conv2d from 24 px,"
-         " polyphase F(4,2) on the large narrow transposed ones and the fused small channel-rich ones,"
-         " polyphase F(4x4) / F(2x2) on the stride-2 conv2ds from 96 / 64 px with at most 128 input channels;"
-         " direct; winograd4 / winograd2 = on every stride-1 and transposed 3x3 modconv and every stride-2 3x3"
-         " conv2d)";
+    v += std::string("\nCPU conv rule (GPEN_CPU_CONV=") + gpen::cpu::conv_mode_name(o.conv) +
+         ", GPEN_CPU_CONV1X1=" + (o.own_gemm ? "own" : "eigen") + ", GPEN_CPU_WINO_FUSED=" + (o.wino_fused ? "1" : "0") +
+         "; docs/conv-rule.md):\n\n" + gpen::cpu::conv_rule_text();
+    if (!v.empty() && v.back() == '\n') v.pop_back();
   } catch (const gpen::Error& e) {
     v += std::string("\nCPU kernels: ") + e.what();
   }
@@ -115,7 +114,14 @@ static std::string kVersionText() {
 int main(int argc, char** argv) {
   using namespace gpen::cli;
   CLI::App app{"gpen: GPEN face restoration with a static memory plan"};
-  app.set_version_flag("--version", kVersionText());
+  app.set_version_flag("--version", std::function<std::string()>(kVersionText));
+  app.add_flag_callback(
+      "--conv-rule",
+      [] {
+        std::fputs(gpen::cpu::conv_rule_text().c_str(), stdout);
+        throw CLI::Success();
+      },
+      "Print the CPU conv rule (which kernel runs each conv2d and modconv; docs/conv-rule.md) and exit");
   app.add_option("--threads", globals().threads, "CPU threads (default: all cores)")->check(CLI::NonNegativeNumber);
   app.require_subcommand(1);
   // Global options are accepted after the subcommand too (`gpen bench --threads 2`).
@@ -133,7 +139,7 @@ int main(int argc, char** argv) {
     return static_cast<int>(CLI::ExitCodes::ExtrasError);
   }
   try {
-    gpen::cpu::cpu_isa();  // a bad GPEN_CPU_ISA is reported before anything runs
+    gpen::cpu_options_from_env();  // a bad GPEN_CPU_* variable is reported before anything runs
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -21,6 +21,7 @@
 
 #include "apps/plan_internal.h"
 #include "engine/core/error.h"
+#include "engine/runtime/env_options.h"
 #include "kernels/cuda/mma_tiles.h"
 
 namespace gpen::cli::plan_detail {
@@ -41,10 +42,8 @@ double tensor_bytes(const Graph& g, int t) { return t >= 0 ? static_cast<double>
 double cdiv(double a, double b) { return std::ceil(a / b); }
 
 bool use_mma() {
-  const char* env = std::getenv("GPEN_CUDA_GEMM");
-  const std::string v = env && *env ? env : "mma";
-  GPEN_CHECK(v == "mma" || v == "wmma", "GPEN_CUDA_GEMM: unknown GEMM family '" + v + "' (expected mma or wmma)");
-  return v == "mma";
+  using cuda_tiles::GemmFamily;
+  return cuda_gemm_family_from_env().value_or(GemmFamily::mma) == GemmFamily::mma;
 }
 
 // One GEMM slice (sample x phase, or group): rows x depth x cols, `slices` of them.

@@ -2,6 +2,7 @@
 // What the parts of `gpen restore` share: its options, and the helpers both modes use
 // (apps/cmd_restore.cpp runs photos, apps/restore_aligned.cpp aligned crops, apps/restore_jobs.cpp
 // turns inputs into (input, output) pairs).
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,9 @@ size_t available_ram();
 DeviceOptions device_options(const RestoreArgs& a);
 // --arena-budget / --bands as planner options.
 PlanOptions plan_options(const RestoreArgs& a);
+// --vram-budget, or by default half the free RAM on the CPU, and on a GPU 80% of the free device
+// memory (the weights, already uploaded, count in the plan's total and are added back).
+size_t memory_budget(const RestoreArgs& a, Backend& backend, const GpenModel& model);
 // The GPEN model on the chosen device at the chosen precision.
 std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend);
 
@@ -59,8 +63,14 @@ struct Job {
   std::string output;
   std::string faces_prefix;  // --save-faces: path under that directory, before "_faceK.png"
 };
-// Files and directories (recursively, image extensions) -> (input, output) pairs; refuses
-// outputs that would overwrite an input or that two inputs share, before any work.
+// Files and directories (recursively, the names `wanted` takes) -> (input, output) pairs, each
+// output path as `output_name` makes it from the mirrored one (and whether OUT is a directory);
+// refuses outputs that would overwrite an input or that two inputs share, before any work.
+using OutputName = std::function<std::string(const std::string& output, bool out_is_dir)>;
+std::vector<Job> pair_inputs(const std::vector<std::string>& inputs, const std::string& output,
+                             bool (*wanted)(const std::string&), const OutputName& output_name,
+                             bool* out_is_dir = nullptr);
+// The same for photos (image extensions; a .bmp is written as .png), with the --save-faces prefixes.
 std::vector<Job> collect_jobs(const RestoreArgs& a);
 // A progress bar on a terminal for more than one photo.
 void progress(size_t done, size_t total, const std::string& name);

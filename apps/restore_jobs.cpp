@@ -67,6 +67,13 @@ PlanOptions plan_options(const RestoreArgs& a) {
   return o;
 }
 
+size_t memory_budget(const RestoreArgs& a, Backend& backend, const GpenModel& model) {
+  if (!a.vram_budget.empty()) return parse_bytes(a.vram_budget);
+  if (auto* dev = dynamic_cast<DeviceBackend*>(&backend))
+    return dev->memory_info().free / 10 * 8 + model.device_weights_bytes();
+  return available_ram() / 2;
+}
+
 std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend) {
   const DType p = a.precision.empty() ? default_precision(backend) : parse_precision(a.precision);
   GPEN_CHECK(p == DType::f32 || is_device_backend(backend),
@@ -74,27 +81,27 @@ std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend) {
   return GpenModel::open(a.model, backend, p);
 }
 
-// Files and directories (recursively, image extensions) -> (input, output) pairs. One file in:
-// OUT is a file unless it names a directory; otherwise OUT is a directory that mirrors the
-// inputs' names (relative to each input directory).
-std::vector<Job> collect_jobs(const RestoreArgs& a) {
+// One file in: OUT is a file unless it names a directory; otherwise OUT is a directory that
+// mirrors the inputs' names (relative to each input directory).
+std::vector<Job> pair_inputs(const std::vector<std::string>& inputs, const std::string& output,
+                             bool (*wanted)(const std::string&), const OutputName& output_name, bool* out_is_dir_p) {
   std::vector<Job> jobs;
-  bool single = a.inputs.size() == 1 && !fs::is_directory(a.inputs[0]);
-  bool out_is_dir = !single || fs::is_directory(a.output) || a.output.back() == '/';
-  for (const auto& in : a.inputs) {
+  bool single = inputs.size() == 1 && !fs::is_directory(inputs[0]);
+  bool out_is_dir = !single || fs::is_directory(output) || output.back() == '/';
+  for (const auto& in : inputs) {
     GPEN_CHECK(fs::exists(in), in + ": no such file or directory");
     if (fs::is_directory(in)) {
       std::vector<fs::path> found;
       for (const auto& e : fs::recursive_directory_iterator(in, fs::directory_options::skip_permission_denied))
-        if (e.is_regular_file() && is_image_name(e.path().string())) found.push_back(e.path());
+        if (e.is_regular_file() && wanted(e.path().string())) found.push_back(e.path());
       std::sort(found.begin(), found.end());
       for (const auto& p : found) {
         fs::path rel = fs::relative(p, in);
-        if (a.inputs.size() > 1) rel = fs::path(in).filename() / rel;
-        jobs.push_back({p.string(), (fs::path(a.output) / rel).string(), {}});
+        if (inputs.size() > 1) rel = fs::path(in).filename() / rel;
+        jobs.push_back({p.string(), (fs::path(output) / rel).string(), {}});
       }
     } else {
-      jobs.push_back({in, out_is_dir ? (fs::path(a.output) / fs::path(in).filename()).string() : a.output, {}});
+      jobs.push_back({in, out_is_dir ? (fs::path(output) / fs::path(in).filename()).string() : output, {}});
     }
   }
   // Paths compared by what they resolve to, so "./a.png" and "a.png" are one file.
@@ -102,16 +109,31 @@ std::vector<Job> collect_jobs(const RestoreArgs& a) {
   std::map<std::string, std::string> input_of;  // resolved input -> as given
   for (const auto& j : jobs) input_of.emplace(key(j.input), j.input);
   std::map<std::string, std::string> writer_of;  // resolved output -> the input written there
-  std::map<std::string, std::vector<Job*>> by_prefix;
   for (auto& j : jobs) {
-    if (ends_with(j.output, ".bmp")) j.output = fs::path(j.output).replace_extension(".png").string();
-    if (!out_is_dir) GPEN_CHECK(is_image_name(j.output), j.output + ": the output must end in .png, .jpg, .jpeg or .webp");
+    j.output = output_name(j.output, out_is_dir);
     const std::string k = key(j.output);
     auto in = input_of.find(k);
     GPEN_CHECK(in == input_of.end(), j.output + ": refusing to overwrite an input (" + in->second + ")");
     auto [w, fresh] = writer_of.emplace(k, j.input);
     GPEN_CHECK(fresh, j.output + ": both " + w->second + " and " + j.input +
                           " would be written here; restore them in separate runs or rename one");
+  }
+  if (out_is_dir_p) *out_is_dir_p = out_is_dir;
+  return jobs;
+}
+
+std::vector<Job> collect_jobs(const RestoreArgs& a) {
+  bool out_is_dir = false;
+  std::vector<Job> jobs = pair_inputs(
+      a.inputs, a.output, is_image_name,
+      [](const std::string& out, bool to_dir) {
+        if (ends_with(out, ".bmp")) return fs::path(out).replace_extension(".png").string();
+        GPEN_CHECK(to_dir || is_image_name(out), out + ": the output must end in .png, .jpg, .jpeg or .webp");
+        return out;
+      },
+      &out_is_dir);
+  std::map<std::string, std::vector<Job*>> by_prefix;
+  for (auto& j : jobs) {
     fs::path rel = out_is_dir ? fs::path(j.output).lexically_relative(a.output) : fs::path(j.output).filename();
     j.faces_prefix = rel.replace_extension().string();
     by_prefix[j.faces_prefix].push_back(&j);

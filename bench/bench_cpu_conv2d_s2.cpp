@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_context.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd_s2.h"
@@ -21,6 +22,7 @@ using namespace gpen;
 namespace wd = gpen::cpu::winograd_detail;
 
 namespace {
+
 
 struct S2 {
   std::string name;
@@ -68,13 +70,13 @@ struct Data {
     p.act.slope = 0.2f, p.act.gain = 1.41421356f;
     const int nt = cpu::num_threads();
     ws.resize(m ? wd::conv2d_wino_s2_workspace_bytes(m, xv.shape, yv.shape, nt)
-                : cpu::conv2d_workspace_bytes(p, xv.shape, yv.shape, nt));
+                : cpu::conv2d_workspace_bytes(p, xv.shape, yv.shape, nt, bench::direct_cpu_options()));
   }
   void run() {
     if (m)
       wd::conv2d_wino_s2(m, p, xv, wv, &bv, nullptr, yv, ws.data());
     else
-      cpu::conv2d(p, xv, wv, &bv, nullptr, yv, ws.data());  // GPEN_CPU_CONV=direct (main)
+      cpu::conv2d(p, xv, wv, &bv, nullptr, yv, ws.data(), bench::direct_cpu_options());
   }
 };
 
@@ -93,7 +95,7 @@ void BM_s2(benchmark::State& st, S2 l, int m) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  setenv("GPEN_CPU_CONV", "direct", 1);  // cpu::conv2d is the direct path here; Winograd is called by name
+  bench::direct_cpu_options();
   static const std::vector<S2> ls = layers();
   for (const S2& l : ls)
     for (int m : {0, 4, 2})

@@ -67,21 +67,23 @@ struct ModConvData {
     const int nt = cpu::num_threads();
     size_t bytes = 0;
     if (path == Path::direct) bytes = cpu::modconv_detail::modconv_direct_workspace_bytes(p, xc, yv.shape, nt);
-    if (path == Path::wino4) bytes = cpu::winograd_detail::modconv_winograd_workspace_bytes(4, xc, yv.shape, nt);
-    if (path == Path::automatic) bytes = cpu::modconv_workspace_bytes(p, xc, yv.shape, nt);
+    wino4_ = cpu::winograd_form(4, H, W, cpu_options_from_env());
+    if (path == Path::wino4) bytes = cpu::winograd_detail::modconv_winograd_workspace_bytes(wino4_, xc, yv.shape, nt);
+    if (path == Path::automatic) bytes = cpu::modconv_workspace_bytes(p, xc, yv.shape, nt, cpu_options_from_env());
     ws.resize(bytes);
     run_ = path;
   }
   void run() {
     if (run_ == Path::direct) return cpu::modconv_detail::modconv_direct(p, a, yv, ws.data());
-    if (run_ == Path::wino4) return cpu::winograd_detail::modconv_winograd(4, p, a, yv, ws.data());
-    cpu::modconv(p, a, yv, ws.data());
+    if (run_ == Path::wino4) return cpu::winograd_detail::modconv_winograd(wino4_, p, a, yv, ws.data());
+    cpu::modconv(p, a, yv, ws.data(), cpu_options_from_env());
   }
   double flops() const { return 2.0 * double(H) * double(W) * p.k * p.k * double(C1 + C2) * double(Co); }
   double bytes() const { return 4.0 * double(H) * double(W) * double(C1 + C2 + Co * (p.has_residual ? 2 : 1)); }
 
  private:
   Path run_ = Path::automatic;
+  cpu::ConvChoice wino4_;  // F(4x4), fused where GPEN_CPU_WINO_FUSED and the shape let it
 };
 
 void BM_styled(benchmark::State& st, int64_t r, int64_t c, Path path) {
@@ -151,7 +153,7 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond)->UseRealTime();
     benchmark::RegisterBenchmark((n + "winograd4").c_str(), BM_styled, rc.first, rc.second, Path::wino4)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
-    // The path the model takes (winograd.h's rule: at 8x8 the fused form, F(4x4) on AVX-512, F(2x2) on AVX2).
+    // The path the model takes (conv_select.h's rule: at 8x8 the fused form, F(4x4) on AVX-512, F(2x2) on AVX2).
     benchmark::RegisterBenchmark((n + "auto").c_str(), BM_styled, rc.first, rc.second, Path::automatic)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
   }

@@ -14,7 +14,6 @@
 #include "bench/cpu_context.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/winograd.h"
 
 using namespace gpen;
 
@@ -106,10 +105,11 @@ struct LayerData {
       rv = make_view(res.data(), DType::f32, yv.shape);
       a.residual = &rv;
     }
-    const size_t bytes = cpu::modconv_workspace_bytes(l.p, Shape{1, l.H, l.W, C}, yv.shape, cpu::num_threads());
+    const size_t bytes =
+        cpu::modconv_workspace_bytes(l.p, Shape{1, l.H, l.W, C}, yv.shape, cpu::num_threads(), cpu_options_from_env());
     ws.reset(new unsigned char[bytes]);
   }
-  void run() { cpu::modconv(l.p, a, yv, ws.get()); }
+  void run() { cpu::modconv(l.p, a, yv, ws.get(), cpu_options_from_env()); }
 };
 
 void BM_layer(benchmark::State& st, Layer l) {

@@ -15,7 +15,6 @@
 #include "bench/cpu_context.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/winograd.h"
 
 using namespace gpen;
 
@@ -49,11 +48,11 @@ void run_conv2d(benchmark::State& state, Activation act, float weight_scale) {
   auto b = random_vec(static_cast<size_t>(Co));
   std::vector<float> y(static_cast<size_t>(ys.numel()));
   cpu::set_num_threads(threads);
-  std::vector<unsigned char> ws(cpu::conv2d_workspace_bytes(p, xs, ys, threads));
+  std::vector<unsigned char> ws(cpu::conv2d_workspace_bytes(p, xs, ys, threads, cpu_options_from_env()));
   const TensorView xv = make_view(x.data(), DType::f32, xs), wv = make_view(w.data(), DType::f32, wsh);
   const TensorView bv = make_view(b.data(), DType::f32, {Co}), yv = make_view(y.data(), DType::f32, ys);
   for (auto _ : state) {
-    cpu::conv2d(p, xv, wv, &bv, nullptr, yv, ws.data());
+    cpu::conv2d(p, xv, wv, &bv, nullptr, yv, ws.data(), cpu_options_from_env());
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }

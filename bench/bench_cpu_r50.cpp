@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/runtime/env_options.h"
 #include "kernels/cpu/ops.h"
 
 using namespace gpen;
@@ -37,12 +38,13 @@ void BM_R50Conv(benchmark::State& state) {
   std::vector<float> y(static_cast<size_t>(ys.numel())), r(res ? y.size() : 0, 0.5f);
   const int threads = static_cast<int>(state.range(7));
   cpu::set_num_threads(threads);
-  std::vector<unsigned char> ws(cpu::conv2d_workspace_bytes(p, xs, ys, threads));
+  const cpu::CpuOptions& o = cpu_options_from_env();
+  std::vector<unsigned char> ws(cpu::conv2d_workspace_bytes(p, xs, ys, threads, o));
   const TensorView xv = make_view(x.data(), DType::f32, xs), wv = make_view(w.data(), DType::f32, wsh);
   const TensorView bv = make_view(b.data(), DType::f32, {Co}), yv = make_view(y.data(), DType::f32, ys);
   const TensorView rv = res ? make_view(r.data(), DType::f32, ys) : TensorView{};
   for (auto _ : state) {
-    cpu::conv2d(p, xv, wv, &bv, res ? &rv : nullptr, yv, ws.data());
+    cpu::conv2d(p, xv, wv, &bv, res ? &rv : nullptr, yv, ws.data(), o);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }

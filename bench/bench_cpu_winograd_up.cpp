@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cpu_context.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd_up.h"
@@ -21,6 +22,7 @@ using namespace gpen;
 namespace wd = gpen::cpu::winograd_detail;
 
 namespace {
+
 
 struct Up {
   std::string name;
@@ -46,6 +48,7 @@ struct Data {
   cpu::ModConvArgs a;
   std::vector<unsigned char> ws;
   int m;
+  cpu::ConvChoice wino;  // m != 0: the Winograd form (fused where GPEN_CPU_WINO_FUSED and the shape let it)
   Data(const Up& u, int m_) : l(u), m(m_) {
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> d(-1.0f, 1.0f);
@@ -62,14 +65,15 @@ struct Data {
     a.x = &xv, a.w = &wv, a.s = &sv;
     p.up = true;
     const int nt = cpu::num_threads();
-    ws.resize(m ? wd::modconv_winograd_up_workspace_bytes(m, xv.shape, yv.shape, nt)
-                : cpu::modconv_workspace_bytes(p, xv.shape, yv.shape, nt));
+    wino = cpu::winograd_up_form(m, 1, l.H, l.H, l.C, l.Co, cpu_options_from_env());
+    ws.resize(m ? wd::modconv_winograd_up_workspace_bytes(wino, xv.shape, yv.shape, nt)
+                : cpu::modconv_workspace_bytes(p, xv.shape, yv.shape, nt, bench::direct_cpu_options()));
   }
   void run() {
     if (m)
-      wd::modconv_winograd_up(m, p, a, yv, ws.data());
+      wd::modconv_winograd_up(wino, p, a, yv, ws.data());
     else
-      cpu::modconv(p, a, yv, ws.data());  // GPEN_CPU_CONV=direct (main)
+      cpu::modconv(p, a, yv, ws.data(), bench::direct_cpu_options());
   }
 };
 
@@ -88,7 +92,7 @@ void BM_up(benchmark::State& st, Up l, int m) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  setenv("GPEN_CPU_CONV", "direct", 1);  // cpu::modconv is the direct path here; Winograd is called by name
+  bench::direct_cpu_options();
   static const std::vector<Up> ls = layers();
   for (const Up& l : ls)
     for (int m : {0, 4, 2})

@@ -1,6 +1,6 @@
 // Prints how far apart the first two CPUs this process may run on are: the mean time, in ns, of one
-// round trip of a cache line between two threads pinned to them (200000 trips). On the 2-vCPU VMs
-// of docs/benchmarks.md (session 25) it reads 50-80 ns while the vCPUs sit on one CCD and 300-350
+// round trip of a cache line between two threads pinned to them (200000 trips). On the 2-vCPU Zen 4
+// VM of docs/benchmarks.md it reads 50-80 ns while the vCPUs sit on one CCD and 300-350
 // ns while the host has put them on two, and it changes within seconds; a 2-thread GPEN-256 forward
 // took 47-50 ms in the first state and 62-68 in the second, so bench/cpu_peers.sh records it around
 // every invocation. Build: cc -O2 -pthread bench/core_distance.c -o build/core_distance

@@ -9,14 +9,17 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/runtime/env_options.h"
 #include "kernels/cpu/fma_peak.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/winograd.h"
 
 namespace gpen::bench {
 
+// Also applies the environment's options (engine/runtime/env_options.h: GPEN_CPU_ISA among them);
+// the benchmarks pass cpu_options_from_env() to the kernels they run on the rule's path.
 inline void add_cpu_context() {
+  const cpu::CpuOptions& o = cpu_options_from_env();
   const cpu::Isa isa = cpu::cpu_isa();
   const int threads = cpu::num_threads();
   char peak[64];
@@ -24,7 +27,18 @@ inline void add_cpu_context() {
   benchmark::AddCustomContext("cpu_isa", cpu::isa_name(isa));
   benchmark::AddCustomContext("peak_flops_per_cycle_per_core", std::to_string(cpu::isa_flops_per_cycle(isa)));
   benchmark::AddCustomContext("measured_fma_peak", peak);
-  benchmark::AddCustomContext("cpu_conv", cpu::winograd_detail::conv_mode_name());
+  benchmark::AddCustomContext("cpu_conv", cpu::conv_mode_name(o.conv));
+}
+
+// The environment's options with the direct paths (GPEN_CPU_CONV=direct): the baseline of the
+// benchmarks that call a Winograd form by name.
+inline const cpu::CpuOptions& direct_cpu_options() {
+  static const cpu::CpuOptions o = [] {
+    cpu::CpuOptions d = cpu_options_from_env();
+    d.conv = cpu::ConvMode::direct;
+    return d;
+  }();
+  return o;
 }
 
 }  // namespace gpen::bench

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU targets of docs/benchmarks.md in one go: GPEN-BFR-512 and -256 layouts and RetinaFace R50 at
 # 1024x768, engine against ONNX Runtime and OpenVINO in the same invocation, 2 threads each,
-# INVOCATIONS times (default 3), the JSON of each under OUT (default bench/results/cpu-peers-DATE).
+# INVOCATIONS times (default 3), the JSON of each under OUT (default out/cpu-peers).
 # Prints one table row per invocation and the median ratio against the faster peer per config.
 # Needs build/gpen and the peers' venv (scripts/peers_venv.sh; made here when missing). The R50 weights
 # are random in the official layout (tests/reference/make_retinaface_fixtures.py --r50), made once
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-3}
-OUT=${2:-bench/results/cpu-peers-$(date -u +%Y-%m-%d)}
+OUT=${2:-out/cpu-peers}
 shift $(( $# > 2 ? 2 : $# )) || true
 CONFIGS=("$@")
 [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(gpen512 gpen256 r50)

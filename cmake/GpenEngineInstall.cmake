@@ -5,12 +5,13 @@
 include(CMakePackageConfigHelpers)
 
 # The public headers: what a C++ program needs to open a model, plan it, run it and restore a photo
-# (engine/photo/pipeline.h: FaceRestorer), with every project header these include. The others
-# are the engine's own business and are not installed.
+# (engine/photo/pipeline.h: FaceRestorer), with every project header these include (checked by
+# scripts/check_layers.py). The others are the engine's own business and are not installed.
 set(GPEN_PUBLIC_HEADERS
   engine/core/affine.h engine/core/dtype.h engine/core/error.h engine/core/image.h engine/core/tensor.h
   engine/core/version.h
-  kernels/params.h kernels/cpu/detect_post.h
+  kernels/params.h kernels/cpu/conv_select.h kernels/cpu/core_distance.h kernels/cpu/cpu_options.h
+  kernels/cpu/detect_post.h kernels/cpu/isa.h
   weights/gpw.h
   engine/graph/graph.h
   engine/plan/banding.h engine/plan/memory_plan.h engine/plan/planner.h

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Fails when a project include points the wrong way between layers (docs/architecture.md), when
 the CMake libraries of the layers (CMakeLists.txt, gpen_layer) link otherwise than the includes
-allow and need, or when a source file of the engine, kernels, converter, weights or apps passes MAX_LINES lines
-without saying why at its top (a line "Long on purpose: ..." among its first 12 lines), or when a
-test case's name holds a ';' (doctest_discover_tests splits names there, so ctest would run a
-filter matching no case and pass it: the test would silently never run).
+allow and need, when an installed header includes one that is not installed, or when a source
+file of the engine, kernels, converter, weights or apps passes MAX_LINES lines without saying why
+at its top (a line "Long on purpose: ..." among its first 12 lines), or when a test case's name
+holds a ';' (doctest_discover_tests splits names there, so ctest would run a filter matching no
+case and pass it: the test would silently never run).
 
 Every source folder belongs to one layer, and a layer may include only itself and the layers
 listed for it. The list is the whole rule: a new folder must be added here, so the layering
@@ -28,6 +29,10 @@ ALLOWED = {
     "engine/models": ["engine/core", "kernels", "weights", "engine/graph", "engine/plan", "engine/runtime"],
     "engine/photo": ["engine/core", "kernels", "weights", "engine/graph", "engine/plan", "engine/runtime",
                      "engine/models"],
+    # Video files through FFmpeg's libraries, above the photo job; no layer lists it, so only the
+    # folders above every layer (the CLI, its tests) may include it.
+    "engine/video": ["engine/core", "kernels", "weights", "engine/graph", "engine/plan", "engine/runtime",
+                     "engine/models", "engine/photo"],
 }
 # Folders above every layer: they may include anything of the project.
 TOP = ["apps", "bench", "tests", "python"]
@@ -52,18 +57,25 @@ def layer_of(path):
     return best
 
 
-# gpen_layer(NAME FOLDERS f... [USES lib...]) in CMakeLists.txt: one static library per layer.
+# gpen_layer(NAME [APART] FOLDERS f... [USES lib...]) in CMakeLists.txt (or a layer folder's own
+# CMakeLists.txt): one static library per layer.
 GPEN_LAYER = re.compile(r"^gpen_layer\(([^)]*)\)", re.M)
 
 
 def cmake_layers(root):
-    """{library: (folders, uses)} from the gpen_layer lines of CMakeLists.txt."""
+    """{library: (folders, uses)} from the gpen_layer lines of the CMakeLists.txt files."""
     libs = {}
-    text = open(os.path.join(root, "CMakeLists.txt"), encoding="utf-8").read()
+    files = [os.path.join(root, "CMakeLists.txt")]
+    for top in ("engine", "kernels", "weights", "converter"):
+        for d, _, names in os.walk(os.path.join(root, top)):
+            files += [os.path.join(d, n) for n in names if n == "CMakeLists.txt"]
+    text = "\n".join(open(f, encoding="utf-8").read() for f in files)
     for m in GPEN_LAYER.finditer(text):
         words = m.group(1).split()
         section, folders, uses = None, [], []
         for w in words[1:]:
+            if w == "APART":
+                continue
             if w in ("FOLDERS", "USES"):
                 section = w
             elif section == "FOLDERS":
@@ -72,6 +84,26 @@ def cmake_layers(root):
                 uses.append(w)
         libs[words[0]] = (folders, uses)
     return libs
+
+
+# The headers `cmake --install` installs (cmake/GpenEngineInstall.cmake).
+PUBLIC_HEADERS = re.compile(r"set\(GPEN_PUBLIC_HEADERS\s([^)]*)\)")
+
+
+def check_public_headers(root, bad):
+    """The installed headers include no project header that is not installed with them."""
+    path = os.path.join(root, "cmake", "GpenEngineInstall.cmake")
+    if not os.path.exists(path):
+        return
+    m = PUBLIC_HEADERS.search(open(path, encoding="utf-8").read())
+    public = set(m.group(1).split()) if m else set()
+    for h in sorted(public):
+        if not os.path.exists(os.path.join(root, h)):
+            bad.append(f"cmake/GpenEngineInstall.cmake: public header {h} does not exist")
+            continue
+        for inc in INCLUDE.findall(open(os.path.join(root, h), encoding="utf-8").read()):
+            if os.path.exists(os.path.join(root, inc)) and inc not in public:
+                bad.append(f"{h} is public (cmake/GpenEngineInstall.cmake) but includes {inc}, which is not")
 
 
 def check_link_graph(root, bad):
@@ -161,6 +193,7 @@ def main():
                     bad.append(f"{os.path.relpath(path, root)}:{line}: test name \"{m.group(1)}\" holds a ';', "
                                "which ctest splits (the case would never run)")
     check_link_graph(root, bad)
+    check_public_headers(root, bad)
     for b in bad:
         print("check_layers: " + b)
     print(f"check_layers: {checked} files, {len(bad)} problem(s)")

@@ -48,8 +48,8 @@ done
 export CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1
 # Of the CPU microbenchmarks only GPEN-256's layers (bench_cpu_gpen256): the last and least step of
 # a GPU check (its CPU figures), and each of the others is another 0.8-1.6 MB of a bundle that must
-# fit beside the working tree (scripts/bundle_limit.sh; session 20: 17 MiB of tree, 48 MiB of bundle
-# with all nine, over the 64 MiB the device tool takes).
+# fit beside the working tree (scripts/bundle_limit.sh: with all nine the bundle was 48 MiB, which
+# with a 17 MiB tree is over the 64 MiB the device tool takes).
 benches=(bench_cpu_gpen256)
 t0=$SECONDS
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPEN_CUDA=ON -DGPEN_CUDA_ARCHS="80;90" \

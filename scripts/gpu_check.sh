@@ -21,7 +21,7 @@
 #      with a bundle: CI runs them; without one, after building the rest).
 # Everything after gpen is ready is guarded by the clock: a step that would end past the
 # deadline is skipped with a log line, and every command runs under a timeout that ends before it.
-# Results go to $OUT (the device tool) or bench/results/: gpu_check_summary.txt, gpu_check_results.json
+# Results go to $OUT (the device tool) or bench/results/gpu-check/: gpu_check_summary.txt, gpu_check_results.json
 # (the key numbers of every run, merged) and gpu_check.tgz (every raw file).
 # The RetinaFace weights and the photo (models/retinaface-mobilenet0.25.pth, images/kids_1024x768.jpg)
 # come from the bundle's shared/, else $GPEN_SHARED_DIR, ./shared, ../shared or ./.gpu_inputs (flat
@@ -38,7 +38,7 @@ else
 fi
 SCRIPTS=${BUNDLE:-$PWD}/scripts
 DEADLINE=${GPU_CHECK_DEADLINE:-570}  # seconds from the start; the device tool stops us at 600
-DEST=${OUT:-bench/results}
+DEST=${OUT:-bench/results/gpu-check}
 RES=$(mktemp -d)/gpu_check
 WORK=$(mktemp -d)
 mkdir -p "$RES" "$DEST"

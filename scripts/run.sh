@@ -10,10 +10,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # OpenMP threads that spin long at every barrier lose badly when other processes hold the cores;
 # a short spin costs nothing on an idle machine
-# (docs/benchmarks.md, "Contention"). A value the caller set wins.
+# (docs/tuning.md, "Contention"). A value the caller set wins.
 [ -n "${OMP_WAIT_POLICY:-}" ] || export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
+echo "run.sh: 1/3 installing what is missing (scripts/setup.sh)"
 scripts/setup.sh
-scripts/build.sh >/dev/null
+echo "run.sh: 2/3 building into build/: the first build takes several minutes (about ten on 2 cores), later ones seconds"
+# The build's own percentage, one line per 5 %; compiler messages (stderr) pass through unchanged.
+scripts/build.sh | awk '/^\[ *[0-9]+%\]/ {
+    match($0, /[0-9]+%/); p = substr($0, RSTART, RLENGTH - 1) + 0
+    if (p >= last + 5 || (p == 100 && last < 100)) { printf "  build %3d%%\n", p; fflush(); last = p }
+  }'
+echo "run.sh: 3/3 the memory plan of the released models, then a photo restored"
 PHOTO=${1:-../shared/images/kids_1024x768.jpg}
 OUT=${2:-out/restored.jpg}
 mkdir -p out models

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # OpenMP threads that spin long at every barrier lose badly when other processes (here: the
 # parallel tests) hold the cores; a short spin costs nothing on an idle machine
-# (docs/benchmarks.md, "Contention"). A value the caller set wins.
+# (docs/tuning.md, "Contention"). A value the caller set wins.
 [ -n "${OMP_WAIT_POLICY:-}" ] || export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 scripts/setup.sh
 # Warnings in the project's own sources fail the build here (and so in CI): none are left.
@@ -35,7 +35,9 @@ fi
 if [ "${GPEN_SKIP_ASAN:-0}" != 1 ]; then
   # The sanitizer build checks host code; CUDA device code is already built above.
   GPEN_BUILD_DIR=build-asan GPEN_BUILD_TYPE=RelWithDebInfo scripts/build.sh -DGPEN_SANITIZE=ON -DGPEN_CUDA=OFF
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  # tests/lsan.supp: leaks inside third-party libraries (libx265), not the engine's.
+  supp="$PWD/tests/lsan.supp"
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$supp UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j "$(nproc)" --timeout 1800 -LE slow)
 fi
 if [ -x scripts/fuzz.sh ] && [ "${CI:-}" = true ]; then

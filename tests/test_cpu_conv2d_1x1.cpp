@@ -123,7 +123,8 @@ void check_case(const Case& c, std::mt19937& rng) {
   p.has_bias = c.bias;
   p.has_residual = c.res;
   p.act = c.act;
-  REQUIRE(cpu::detail::conv1x1_suits(p, xs, ys));
+  const cpu::ConvPath path = cpu::choose_conv(cpu::conv2d_case(p, xs, ys), {}).path;  // kernels/cpu/conv_select.h
+  REQUIRE((path == cpu::ConvPath::gemm1x1 || path == cpu::ConvPath::gemm_taps));
   const TensorView wv = make_view(w.data(), DType::f32, wsh), bv = make_view(b.data(), DType::f32, {c.Co});
   struct Layout {
     int threads;

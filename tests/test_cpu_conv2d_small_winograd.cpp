@@ -1,6 +1,6 @@
 // conv2d's automatic choice of Winograd F(4x4, 3x3) for stride-1 3x3 convs on maps from 24x24 up
-// (kernels/cpu/winograd.cpp, conv2d_winograd_tile; RetinaFace R50's layer4 and stride-32 SSH
-// convs), with GPEN_CPU_CONV unset: which shapes take it, and that cpu::conv2d then matches a
+// (kernels/cpu/conv_select.h; RetinaFace R50's layer4 and stride-32 SSH convs), under the default
+// options (GPEN_CPU_CONV unset): which shapes take it, and that cpu::conv2d then matches a
 // float64 reference within the Winograd tolerance of test_cpu_winograd.cpp (1e-5 of the sum of
 // |products| + 1e-5: the transforms' coefficients reach 5 and 8, so F(4x4) rounds a small multiple
 // of the direct path's few ulps) and the direct path's result within the sum of both tolerances.
@@ -28,11 +28,15 @@ Conv2dParams conv3x3(bool bias, bool res, bool relu) {
   return p;
 }
 
+// The Winograd tile the conv rule picks under the default options (0: another path).
+int conv2d_winograd_tile(const Conv2dParams& p, const Shape& x, const Shape& y) {
+  const cpu::ConvChoice c = cpu::choose_conv(cpu::conv2d_case(p, x, y), {});
+  return c.path == cpu::ConvPath::winograd ? c.tile : 0;
+}
+
 }  // namespace
 
 TEST_CASE("conv2d takes Winograd F(4x4) on stride-1 3x3 convs from 24x24 up, not below") {
-  unsetenv("GPEN_CPU_CONV");
-  using cpu::winograd_detail::conv2d_winograd_tile;
   const Conv2dParams p = conv3x3(true, false, true);
   CHECK(conv2d_winograd_tile(p, Shape{1, 24, 32, 512}, Shape{1, 24, 32, 512}) == 4);  // R50 layer4
   CHECK(conv2d_winograd_tile(p, Shape{1, 24, 32, 256}, Shape{1, 24, 32, 64}) == 4);   // SSH, stride 32
@@ -46,14 +50,13 @@ TEST_CASE("conv2d takes Winograd F(4x4) on stride-1 3x3 convs from 24x24 up, not
 }
 
 TEST_CASE("conv2d on a 24x26 map (Winograd F(4x4)) matches the float64 reference and the direct path") {
-  unsetenv("GPEN_CPU_CONV");
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   // Odd width (clipped edge tiles), 130 input channels (two K blocks), 40 outputs (a tail).
   const int64_t H = 24, W = 26, C = 130, Co = 40;
   const Conv2dParams p = conv3x3(true, true, true);
   const Shape xs{1, H, W, C}, ys{1, H, W, Co};
-  REQUIRE(cpu::winograd_detail::conv2d_winograd_tile(p, xs, ys) == 4);
+  REQUIRE(conv2d_winograd_tile(p, xs, ys) == 4);
   std::vector<float> x(static_cast<size_t>(xs.numel())), w(static_cast<size_t>(9 * C * Co)), b(static_cast<size_t>(Co)),
       r(static_cast<size_t>(ys.numel()));
   for (auto& v : x) v = nd(rng);
@@ -98,7 +101,7 @@ TEST_CASE("conv2d on a 24x26 map (Winograd F(4x4)) matches the float64 reference
   // a band's conv (split_rows > 0) never takes Winograd and computes the same sums otherwise.
   Conv2dParams pd = p;
   pd.split_rows = static_cast<int>(H);
-  REQUIRE(cpu::winograd_detail::conv2d_winograd_tile(pd, xs, ys) == 0);
+  REQUIRE(conv2d_winograd_tile(pd, xs, ys) == 0);
   std::vector<float> y = r;
   TensorView yv = make_view(y.data(), DType::f32, ys);
   std::vector<unsigned char> ws(cpu::conv2d_workspace_bytes(pd, xs, ys, 0), 0xAB);

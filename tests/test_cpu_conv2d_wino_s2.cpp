@@ -41,6 +41,12 @@ Conv2dParams params(const Case& k) {
 
 int64_t out_size(int64_t in, int pad) { return (in + 2 * pad - 3) / 2 + 1; }
 
+// The polyphase Winograd tile the conv rule picks (kernels/cpu/conv_select.h; 0: another path).
+int conv2d_wino_s2_tile(const Conv2dParams& p, const Shape& x, const Shape& y, const cpu::CpuOptions& o = {}) {
+  const cpu::ConvChoice c = cpu::choose_conv(cpu::conv2d_case(p, x, y), o);
+  return c.path == cpu::ConvPath::winograd_s2 ? c.tile : 0;
+}
+
 }  // namespace
 
 TEST_CASE("winograd s2 takes 3x3 stride-2 ungrouped convs with pad 0 or 1 only") {
@@ -49,23 +55,24 @@ TEST_CASE("winograd s2 takes 3x3 stride-2 ungrouped convs with pad 0 or 1 only")
   const Shape xs{1, 33, 33, 256}, ys{1, 16, 16, 256};
   Conv2dParams q = p;
   q.stride_h = q.stride_w = 1;
-  CHECK(wd::conv2d_wino_s2_tile(q, xs, Shape{1, 31, 31, 256}) == 0);
+  CHECK(conv2d_wino_s2_tile(q, xs, Shape{1, 31, 31, 256}) == 0);
   q = p, q.groups = 2;
-  CHECK(wd::conv2d_wino_s2_tile(q, xs, ys) == 0);
+  CHECK(conv2d_wino_s2_tile(q, xs, ys) == 0);
   q = p, q.pad_top = q.pad_left = q.pad_bottom = q.pad_right = 2;
-  CHECK(wd::conv2d_wino_s2_tile(q, xs, Shape{1, 18, 18, 256}) == 0);
+  CHECK(conv2d_wino_s2_tile(q, xs, Shape{1, 18, 18, 256}) == 0);
   q = p, q.split_rows = 16;  // banded ops stay on the path the unbanded op takes bit for bit
-  CHECK(wd::conv2d_wino_s2_tile(q, xs, ys) == 0);
+  CHECK(conv2d_wino_s2_tile(q, xs, ys) == 0);
   q = p, q.kh = q.kw = 5;
-  CHECK(wd::conv2d_wino_s2_tile(q, xs, Shape{1, 15, 15, 256}) == 0);
-  if (std::strcmp(wd::conv_mode_name(), "direct") == 0) CHECK(wd::conv2d_wino_s2_tile(p, xs, ys) == 0);
+  CHECK(conv2d_wino_s2_tile(q, xs, Shape{1, 15, 15, 256}) == 0);
+  cpu::CpuOptions direct;
+  direct.conv = cpu::ConvMode::direct;
+  CHECK(conv2d_wino_s2_tile(p, xs, ys, direct) == 0);
 }
 
 TEST_CASE("winograd s2 in auto mode: F(4x4) from 256 px at 32..64 channels, F(2x2) from 64 px at 16..64, from 32 px at 65..512 (AVX-512: from 16 px at 129..256), else direct") {
-  if (std::strcmp(wd::conv_mode_name(), "auto") != 0) return;  // GPEN_CPU_CONV set for this run
   Conv2dParams p = params(Case{1, 0, 0, 0, 0, 0, true, false, true});
   auto tile = [&](int64_t Ho, int64_t C, int64_t Co) {
-    return wd::conv2d_wino_s2_tile(p, Shape{1, 2 * Ho + 1, 2 * Ho + 1, C}, Shape{1, Ho, Ho, Co});
+    return conv2d_wino_s2_tile(p, Shape{1, 2 * Ho + 1, 2 * Ho + 1, C}, Shape{1, Ho, Ho, Co});
   };
   CHECK(tile(128, 32, 64) == 2);    // GPEN-256 ecd1
   CHECK(tile(64, 64, 128) == 2);    // ecd2
@@ -83,9 +90,9 @@ TEST_CASE("winograd s2 in auto mode: F(4x4) from 256 px at 32..64 channels, F(2x
   CHECK(tile(32, 64, 128) == 0);    // a small map with few channels
   CHECK(tile(16, 128, 128) == 0);
   p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;  // R50 layer2.0 conv2 at 1024x768
-  CHECK(wd::conv2d_wino_s2_tile(p, Shape{1, 192, 256, 128}, Shape{1, 96, 128, 128}) == 2);
-  CHECK(wd::conv2d_wino_s2_tile(p, Shape{1, 96, 128, 256}, Shape{1, 48, 64, 256}) == 2);  // layer3.0 conv2
-  CHECK(wd::conv2d_wino_s2_tile(p, Shape{1, 48, 64, 512}, Shape{1, 24, 32, 512}) == 0);   // layer4.0 conv2
+  CHECK(conv2d_wino_s2_tile(p, Shape{1, 192, 256, 128}, Shape{1, 96, 128, 128}) == 2);
+  CHECK(conv2d_wino_s2_tile(p, Shape{1, 96, 128, 256}, Shape{1, 48, 64, 256}) == 2);  // layer3.0 conv2
+  CHECK(conv2d_wino_s2_tile(p, Shape{1, 48, 64, 512}, Shape{1, 24, 32, 512}) == 0);   // layer4.0 conv2
 }
 
 TEST_CASE("winograd s2 conv2d matches the float64 reference and the direct path") {
@@ -151,7 +158,7 @@ TEST_CASE("winograd s2 conv2d matches the float64 reference and the direct path"
     // The direct path on the same data: a band's conv (split_rows > 0) never takes Winograd.
     Conv2dParams pd = p;
     pd.split_rows = static_cast<int>(Ho);
-    REQUIRE(wd::conv2d_wino_s2_tile(pd, xs, ys) == 0);
+    REQUIRE(conv2d_wino_s2_tile(pd, xs, ys) == 0);
     cpu::set_num_threads(0);
     std::vector<float> y = k.res ? r : std::vector<float>(r.size(), 7.0f);
     TensorView yv = make_view(y.data(), DType::f32, ys);

@@ -15,9 +15,8 @@ using namespace gpen;
 
 TEST_CASE("core distance: the probe measures with two threads, reads near with one, and obeys the overrides") {
   cpu::set_num_threads(2);
-  cpu::set_cores_far_mode(2);
   for (int i = 0; i < 3; ++i) {
-    cpu::probe_cores();
+    cpu::probe_cores(cpu::FarMode::measure);
     const double ns = cpu::last_core_round_trip_ns();
     MESSAGE("round trip " << ns << " ns");
     // 0 where the two threads had to share one CPU (the probe gives up: read near).
@@ -30,13 +29,10 @@ TEST_CASE("core distance: the probe measures with two threads, reads near with o
   CHECK_FALSE(cpu::cores_far());
   CHECK(cpu::last_core_round_trip_ns() == 0.0);
   cpu::set_num_threads(2);
-  cpu::set_cores_far_mode(1);
-  cpu::probe_cores();
+  cpu::probe_cores(cpu::FarMode::always);
   CHECK(cpu::cores_far());
-  cpu::set_cores_far_mode(0);
-  cpu::probe_cores();
+  cpu::probe_cores(cpu::FarMode::never);
   CHECK_FALSE(cpu::cores_far());
-  cpu::set_cores_far_mode(-1);
   cpu::set_num_threads(0);
 }
 
@@ -69,8 +65,7 @@ TEST_CASE("core distance: far apart, the blurs stream their outputs, with the bi
         got[far].assign(static_cast<size_t>(ys.numel() + 16), -7.0f);
         float* y = got[far].data();
         while (reinterpret_cast<uintptr_t>(y) % 64) ++y;
-        cpu::set_cores_far_mode(far);
-        cpu::probe_cores();
+        cpu::probe_cores(far ? cpu::FarMode::always : cpu::FarMode::never);
         REQUIRE(cpu::cores_far() == (far == 1));
         cpu::upfirdn2d_act(q, xv, epilogue ? &sv : nullptr, epilogue ? &bv : nullptr, make_view(y, DType::f32, ys),
                            ws.data());
@@ -80,6 +75,5 @@ TEST_CASE("core distance: far apart, the blurs stream their outputs, with the bi
       CHECK(got[0][0] != -7.0f);
       CHECK(std::memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)) == 0);
     }
-  cpu::set_cores_far_mode(-1);
   cpu::set_num_threads(0);
 }

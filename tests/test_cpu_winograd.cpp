@@ -1,6 +1,6 @@
 // The Winograd modconv (kernels/cpu/winograd.h), F(2x2, 3x3) and F(4x4, 3x3), against a float64
-// reference of the decomposed modconv and against the direct path (cpu::modconv with
-// GPEN_CPU_CONV=direct, set before the first call), on shapes that stress the tiling: odd sizes
+// reference of the decomposed modconv and against the direct path (cpu::modconv under the
+// options of GPEN_CPU_CONV=direct), on shapes that stress the tiling: odd sizes
 // (clipped edge tiles), K blocks, output-channel chunks, tails and transformed-weight groups,
 // broadcast x, the noise concat straddling a vector, strided views and an in-place residual. The
 // ctest registration runs it on the AVX2 and the AVX-512 path.
@@ -61,8 +61,14 @@ struct Run {
   std::vector<double> ref, mass;
 };
 
-// The float64 reference once, then every variant on the same data.
-Run run_case(const Case& k, std::mt19937& rng) {
+// `o` with the direct paths (GPEN_CPU_CONV=direct).
+cpu::CpuOptions direct(cpu::CpuOptions o = {}) {
+  o.conv = cpu::ConvMode::direct;
+  return o;
+}
+
+// The float64 reference once, then every variant on the same data (the Winograd forms `o` allows).
+Run run_case(const Case& k, std::mt19937& rng, const cpu::CpuOptions& o) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   const int64_t C = k.C1 + k.C2;
   const int64_t pad = k.strided ? 3 : 0;
@@ -144,11 +150,12 @@ Run run_case(const Case& k, std::mt19937& rng) {
     const int nt = cpu::num_threads();
     std::vector<unsigned char> ws;
     if (var.m) {
-      ws.assign(cpu::winograd_detail::modconv_winograd_workspace_bytes(var.m, xcat, y.view.shape, nt), 0xAB);
-      cpu::winograd_detail::modconv_winograd(var.m, p, a, y.view, ws.data());
+      const cpu::ConvChoice c = cpu::winograd_form(var.m, k.H, k.W, o);
+      ws.assign(cpu::winograd_detail::modconv_winograd_workspace_bytes(c, xcat, y.view.shape, nt), 0xAB);
+      cpu::winograd_detail::modconv_winograd(c, p, a, y.view, ws.data());
     } else {
-      ws.assign(cpu::modconv_workspace_bytes(p, xcat, y.view.shape, nt) + 1, 0xAB);
-      cpu::modconv(p, a, y.view, ws.data());
+      ws.assign(cpu::modconv_workspace_bytes(p, xcat, y.view.shape, nt, direct(o)) + 1, 0xAB);
+      cpu::modconv(p, a, y.view, ws.data(), direct(o));
     }
     out.got.emplace_back(out.ref.size());
     std::vector<float>& got = out.got.back();
@@ -170,7 +177,6 @@ double worst(const std::vector<float>& got, const Run& r, double rel) {
 }  // namespace
 
 TEST_CASE("winograd modconv matches the float64 reference and the direct path") {
-  setenv("GPEN_CPU_CONV", "direct", 1);  // cpu::modconv is then the direct path in this process
   std::mt19937 rng(11);
   const Case cases[] = {
       {2, 2, 9, 11, 40, 40, 40, true, true, true, true, false},    // odd sizes, noise concat, Co tail
@@ -185,10 +191,11 @@ TEST_CASE("winograd modconv matches the float64 reference and the direct path") 
   };
   // Both forms: up to kFusedMaxTiles tiles the fused one (winograd_small.cpp) unless switched off.
   for (const bool fused : {true, false}) {
-    cpu::winograd_detail::set_fused_enabled(fused);
+    cpu::CpuOptions o;
+    o.wino_fused = fused;
     int i = 0;
     for (const Case& k : cases) {
-      const Run r = run_case(k, rng);
+      const Run r = run_case(k, rng, o);
       for (size_t v = 0; v < r.got.size(); ++v) {
         const Variant var = kVariants[v];
         const double rel = var.m == 4 ? 1e-5 : var.m == 2 ? 2e-6 : 1e-6;
@@ -201,12 +208,20 @@ TEST_CASE("winograd modconv matches the float64 reference and the direct path") 
       ++i;
     }
   }
-  cpu::winograd_detail::set_fused_enabled(true);
   cpu::set_num_threads(0);
 }
 
 TEST_CASE("winograd fused form: its plan, its workspace against the direct path's, and where auto takes it") {
   namespace wd = cpu::winograd_detail;
+  const cpu::CpuOptions on, off = [] {
+    cpu::CpuOptions o;
+    o.wino_fused = false;
+    return o;
+  }();
+  // The workspace of F(m x m) in the form the default options give the shape.
+  auto wino_ws = [&](int m, const Shape& x, const Shape& y, int threads) {
+    return wd::modconv_winograd_workspace_bytes(cpu::winograd_form(m, x[1], x[2], on), x, y, threads);
+  };
   // GPEN-256's 32x32 StyledConv (512 -> 256 with the noise concat): 64 tiles, one block.
   const wd::WinoPlan f = wd::make_wino_fused_plan(4, 1, 32, 32, 512, 256, 2);
   REQUIRE(f.fused);
@@ -223,18 +238,18 @@ TEST_CASE("winograd fused form: its plan, its workspace against the direct path'
   // then sets the graph's workspace, still below that figure), so the plan's workspace does not grow.
   const wd::WinoPlan g512 = wd::make_wino_fused_plan(4, 1, 32, 32, 1024, 512, 2);
   CHECK(g512.v_floats + 2 * g512.per_thread <= 9 * 1024 * 512);
-  const size_t conv5 = wd::modconv_winograd_workspace_bytes(4, Shape{1, 32, 32, 512}, Shape{1, 32, 32, 256}, 2);
+  const size_t conv5 = wino_ws(4, Shape{1, 32, 32, 512}, Shape{1, 32, 32, 256}, 2);
   wd::set_tile_scratch_l2_bytes(int64_t{2} << 20);
-  const size_t conv7 = wd::modconv_winograd_workspace_bytes(4, Shape{1, 64, 64, 256}, Shape{1, 64, 64, 128}, 2);
+  const size_t conv7 = wino_ws(4, Shape{1, 64, 64, 256}, Shape{1, 64, 64, 128}, 2);
   wd::set_tile_scratch_l2_bytes(int64_t{1} << 20);  // a Zen 4 core's: smaller blocks, less workspace
-  const size_t conv7_1m = wd::modconv_winograd_workspace_bytes(4, Shape{1, 64, 64, 256}, Shape{1, 64, 64, 128}, 2);
+  const size_t conv7_1m = wino_ws(4, Shape{1, 64, 64, 256}, Shape{1, 64, 64, 128}, 2);
   wd::set_tile_scratch_l2_bytes(0);
   MESSAGE("fused 32x32 512 -> 256: " << conv5 << " bytes; grouped 64x64 256 -> 128: " << conv7 << " bytes (2 MiB L2), "
                                      << conv7_1m << " (1 MiB)");
   CHECK(conv5 <= conv7);
   CHECK(conv7_1m < conv7);
   // The 8x8 layers' F(2x2) fused form (GPEN-512's: 1024 -> 512) stays below that too.
-  CHECK(wd::modconv_winograd_workspace_bytes(2, Shape{1, 8, 8, 1024}, Shape{1, 8, 8, 512}, 2) <= conv7);
+  CHECK(wino_ws(2, Shape{1, 8, 8, 1024}, Shape{1, 8, 8, 512}, 2) <= conv7);
   // Past kFusedMaxTiles the grouped form.
   CHECK_FALSE(wd::make_wino_fused_plan(4, 1, 48, 48, 512, 256, 2).fused);
   CHECK_FALSE(wd::make_wino_fused_plan(4, 2, 32, 32, 512, 256, 2).fused);  // batch 2: 128 tiles
@@ -243,40 +258,36 @@ TEST_CASE("winograd fused form: its plan, its workspace against the direct path'
   for (const int64_t hw : {8, 16, 32, 48}) {
     size_t prev = 0;
     for (int64_t n = 1; n <= 9; ++n) {
-      const size_t b = wd::modconv_winograd_workspace_bytes(hw == 8 ? 2 : 4, Shape{n, hw, hw, 512},
-                                                             Shape{n, hw, hw, 256}, 2);
+      const size_t b = wino_ws(hw == 8 ? 2 : 4, Shape{n, hw, hw, 512}, Shape{n, hw, hw, 256}, 2);
       CAPTURE(hw);
       CAPTURE(n);
       CHECK(b >= prev);
       prev = b;
     }
   }
-  wd::set_fused_enabled(false);
-  CHECK_FALSE(wd::make_wino_fused_plan(4, 1, 32, 32, 512, 256, 2).fused);
-  wd::set_fused_enabled(true);
-  // The auto rule (ctest runs each case in its own process; run alone it may see "direct").
-  if (std::string(wd::conv_mode_name()) != "auto") {
-    MESSAGE("GPEN_CPU_CONV is " << wd::conv_mode_name() << " in this process: the auto rule is not checked");
-    return;
-  }
+  CHECK(cpu::winograd_form(4, 32, 32, on).path == cpu::ConvPath::winograd_fused);
+  CHECK(cpu::winograd_form(4, 32, 32, off).path == cpu::ConvPath::winograd);
+  // The auto rule (conv_select.h): the Winograd tile it picks, 0 for another path.
   ModConvParams p;
   p.k = 3;
-  CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 512, 256) == 4);    // GPEN-256's convs.3
-  CHECK(wd::modconv_winograd_tile(p, 1, 32, 32, 1024, 512) == 4);   // GPEN-512's 32x32 layer
-  CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 1024, 512) == 4);   // GPEN-512's 16x16 layer
+  auto tile = [&](int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, const cpu::CpuOptions& o) {
+    const cpu::ConvChoice c = cpu::choose_conv(cpu::modconv_case(p, Shape{N, H, W, C}, Shape{N, H, W, Co}), o);
+    return c.path == cpu::ConvPath::winograd || c.path == cpu::ConvPath::winograd_fused ? c.tile : 0;
+  };
+  CHECK(tile(1, 16, 16, 512, 256, on) == 4);    // GPEN-256's convs.3
+  CHECK(tile(1, 32, 32, 1024, 512, on) == 4);   // GPEN-512's 32x32 layer
+  CHECK(tile(1, 16, 16, 1024, 512, on) == 4);   // GPEN-512's 16x16 layer
   const int m8 = cpu::cpu_isa() == cpu::Isa::avx512 ? 4 : 2;  // 8x8: fused, F(2x2) on AVX2
-  CHECK(wd::modconv_winograd_tile(p, 1, 8, 8, 512, 256) == m8);
-  CHECK(wd::modconv_winograd_tile(p, 1, 8, 8, 1024, 512) == m8);    // GPEN-512's 8x8 layer
-  CHECK(wd::modconv_winograd_tile(p, 1, 4, 4, 512, 256) == 0);      // 4x4: direct
-  CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 128, 128) == 0);    // few channels: direct
+  CHECK(tile(1, 8, 8, 512, 256, on) == m8);
+  CHECK(tile(1, 8, 8, 1024, 512, on) == m8);    // GPEN-512's 8x8 layer
+  CHECK(tile(1, 4, 4, 512, 256, on) == 0);      // 4x4: direct
+  CHECK(tile(1, 16, 16, 128, 128, on) == 0);    // few channels: direct
   // The batch does not change the choice (fused per chunk of images).
-  CHECK(wd::modconv_winograd_tile(p, 8, 16, 16, 512, 256) == 4);
-  CHECK(wd::modconv_winograd_tile(p, 2, 32, 32, 512, 256) == 4);
-  CHECK(wd::modconv_winograd_tile(p, 5, 32, 32, 1024, 512) == 4);
-  CHECK(wd::modconv_winograd_tile(p, 8, 8, 8, 512, 256) == m8);
-  wd::set_fused_enabled(false);
-  CHECK(wd::modconv_winograd_tile(p, 1, 16, 16, 512, 256) == 0);
-  wd::set_fused_enabled(true);
+  CHECK(tile(8, 16, 16, 512, 256, on) == 4);
+  CHECK(tile(2, 32, 32, 512, 256, on) == 4);
+  CHECK(tile(5, 32, 32, 1024, 512, on) == 4);
+  CHECK(tile(8, 8, 8, 512, 256, on) == m8);
+  CHECK(tile(1, 16, 16, 512, 256, off) == 0);
 }
 
 TEST_CASE("winograd plan: groups bound the transformed weight, the scratch does not grow with the image") {
@@ -296,7 +307,6 @@ TEST_CASE("winograd plan: groups bound the transformed weight, the scratch does 
 }
 
 TEST_CASE("winograd conv2d (3x3, stride 1, padding 1) matches the float64 reference and the direct path") {
-  setenv("GPEN_CPU_CONV", "direct", 1);
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   struct C2 {
@@ -350,8 +360,8 @@ TEST_CASE("winograd conv2d (3x3, stride 1, padding 1) matches the float64 refere
           ws.assign(cpu::winograd_detail::conv2d_winograd_workspace_bytes(m, xs, ys, cpu::num_threads()), 0xAB);
           cpu::winograd_detail::conv2d_winograd(m, p, xv, wv, k.bias ? &bv : nullptr, k.res ? &yv : nullptr, yv, ws.data());
         } else {
-          ws.assign(cpu::conv2d_workspace_bytes(p, xs, ys, cpu::num_threads()) + 1, 0xAB);
-          cpu::conv2d(p, xv, wv, k.bias ? &bv : nullptr, k.res ? &yv : nullptr, yv, ws.data());
+          ws.assign(cpu::conv2d_workspace_bytes(p, xs, ys, cpu::num_threads(), direct()) + 1, 0xAB);
+          cpu::conv2d(p, xv, wv, k.bias ? &bv : nullptr, k.res ? &yv : nullptr, yv, ws.data(), direct());
         }
         const double tol = pass == 0 ? rel : 1e-6;
         double worst = 0;
@@ -401,5 +411,6 @@ TEST_CASE("winograd conv2d with padding 0 on an input padded beforehand equals p
   Conv2dParams odd;
   odd.kh = odd.kw = 3;
   odd.pad_top = odd.pad_bottom = 0, odd.pad_left = odd.pad_right = 1;
-  CHECK(cpu::winograd_detail::conv2d_winograd_tile(odd, Shape{1, 66, 64, 64}, Shape{1, 64, 64, 64}) == 0);
+  CHECK(cpu::choose_conv(cpu::conv2d_case(odd, Shape{1, 66, 64, 64}, Shape{1, 64, 64, 64}), {}).path !=
+        cpu::ConvPath::winograd);
 }

@@ -1,7 +1,7 @@
 // The polyphase Winograd transposed modconv (kernels/cpu/winograd_up.h), m = 2 and m = 4,
 // against a float64 reference of the 3x3 stride-2 transposed conv (y[2a + ky, 2b + kx] +=
 // x[a, b] s W[ky, kx], 2H + 1 x 2W + 1, no epilogue) and against the direct path (cpu::modconv
-// with GPEN_CPU_CONV=direct, set before the first call), on shapes that stress the tiling: odd
+// under the options of GPEN_CPU_CONV=direct), on shapes that stress the tiling: odd
 // sizes (the tile grid covers H + 1 positions, so the last tiles are mostly outside), channel
 // counts off the vector width, K blocks, output-channel chunks with tails, several
 // transformed-weight groups, batch > 1 and a broadcast x, the noise concat, a strided input and
@@ -88,7 +88,27 @@ struct Data {
   }
   Shape xcat() const { return Shape{k.XN, k.H, k.W, k.C1 + k.C2}; }
   Shape yshape() const { return Shape{k.N, 2 * k.H + 1, 2 * k.W + 1, k.Co}; }
+  // F(m, 2) in the form `o` gives this shape (fused where it may).
+  cpu::ConvChoice form(int m, const cpu::CpuOptions& o = {}) const {
+    return cpu::winograd_up_form(m, k.N, k.H, k.W, k.C1 + k.C2, k.Co, o);
+  }
 };
+
+// The direct paths (GPEN_CPU_CONV=direct).
+cpu::CpuOptions direct() {
+  cpu::CpuOptions o;
+  o.conv = cpu::ConvMode::direct;
+  return o;
+}
+
+// The transposed Winograd tile the conv rule picks under `o` (kernels/cpu/conv_select.h; 0: another
+// path). H, W, C: the input (C with the concat), Co the output channels.
+int winograd_up_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co,
+                     const cpu::CpuOptions& o = {}) {
+  const Shape y{N, p.up ? 2 * H + 1 : H, p.up ? 2 * W + 1 : W, Co};
+  const cpu::ConvChoice c = cpu::choose_conv(cpu::modconv_case(p, Shape{N, H, W, C}, y), o);
+  return c.path == cpu::ConvPath::winograd_up || c.path == cpu::ConvPath::winograd_up_fused ? c.tile : 0;
+}
 
 // The float64 reference and the mass of every output.
 void reference(const Data& d, std::vector<double>& ref, std::vector<double>& mass) {
@@ -124,8 +144,9 @@ void reference(const Data& d, std::vector<double>& ref, std::vector<double>& mas
       }
 }
 
-// m = 0: the direct path (cpu::modconv under GPEN_CPU_CONV=direct).
-std::vector<float> run(const Data& d, int m, const TensorView* w8 = nullptr, bool strided_y = false) {
+// m = 0: the direct path (cpu::modconv under GPEN_CPU_CONV=direct); else F(m, 2) in the form `o` allows.
+std::vector<float> run(const Data& d, int m, const TensorView* w8 = nullptr, bool strided_y = false,
+                       const cpu::CpuOptions& o = {}) {
   const Shape ys = d.yshape();
   Strided y(ys, ys[3] + (strided_y ? 5 : 0), strided_y ? 2 : 0);
   for (auto& v : y.mem) v = -7.0f;  // every output must be written
@@ -133,11 +154,11 @@ std::vector<float> run(const Data& d, int m, const TensorView* w8 = nullptr, boo
   const int nt = cpu::num_threads();
   std::vector<unsigned char> ws;
   if (m) {
-    ws.assign(wd::modconv_winograd_up_workspace_bytes(m, d.xcat(), ys, nt), 0xAB);
-    wd::modconv_winograd_up(m, d.p, a, y.view, ws.data());
+    ws.assign(wd::modconv_winograd_up_workspace_bytes(d.form(m, o), d.xcat(), ys, nt), 0xAB);
+    wd::modconv_winograd_up(d.form(m, o), d.p, a, y.view, ws.data());
   } else {
-    ws.assign(cpu::modconv_workspace_bytes(d.p, d.xcat(), ys, nt) + 1, 0xAB);
-    cpu::modconv(d.p, a, y.view, ws.data());
+    ws.assign(cpu::modconv_workspace_bytes(d.p, d.xcat(), ys, nt, direct()) + 1, 0xAB);
+    cpu::modconv(d.p, a, y.view, ws.data(), direct());
   }
   std::vector<float> out(static_cast<size_t>(ys.numel()));
   for (int64_t n = 0; n < ys[0]; ++n)
@@ -156,7 +177,6 @@ double worst(const std::vector<float>& got, const std::vector<double>& ref, cons
 }  // namespace
 
 TEST_CASE("winograd up: the transposed modconv matches the float64 reference and the direct path") {
-  setenv("GPEN_CPU_CONV", "direct", 1);  // cpu::modconv is then the direct path in this process
   std::mt19937 rng(23);
   const Case cases[] = {
       {2, 2, 9, 11, 40, 40, 40, false},   // odd sizes, noise concat, Co tail, batch 2
@@ -188,16 +208,16 @@ TEST_CASE("winograd up: the transposed modconv matches the float64 reference and
           if (!fused && (m != 4 || !fusable)) continue;  // the grouped m = 4 on a fusable shape too
           // 3 threads: a three-way point split; 5: past kUpFusedSplitMax, the chunk split.
           if (threads > 2 && !(m == 4 && fused && fusable)) continue;
-          wd::set_fused_enabled(fused);
+          cpu::CpuOptions o;
+          o.wino_fused = fused;
           cpu::set_num_threads(threads);
           const double rel = m == 4 ? 1e-5 : m == 2 ? 2e-6 : 1e-6;
-          const double e = worst(run(d, m, nullptr, k.strided), ref, mass, rel);
+          const double e = worst(run(d, m, nullptr, k.strided, o), ref, mass, rel);
           MESSAGE("case " << i << (m ? " winograd up m " + std::to_string(m) : std::string(" direct"))
                           << std::string(m == 4 && fusable ? (fused ? " fused" : " grouped") : "") << " threads " << threads
                           << ": " << e << " of its tolerance");
           CHECK(e <= 1.0);
         }
-    wd::set_fused_enabled(true);
     ++i;
   }
   if (!wd::make_wino_up_fused_plan(2, 16, 16, 200 + 60, 70).fused) FAIL("the fused cases no longer fuse");
@@ -211,7 +231,6 @@ TEST_CASE("winograd up: the transposed modconv matches the float64 reference and
 TEST_CASE("winograd up: 8-bit weights equal the f32 weights they dequantise to, bit for bit") {
   // The weight transform dequantises each code with the direct path's one multiply
   // (kernels/cpu/weights8.h), so the transformed weights, and everything after, are identical.
-  setenv("GPEN_CPU_CONV", "direct", 1);
   std::mt19937 rng(7);
   // 7x9: the grouped forms; 8x8: m = 4 in the fused form (its weight slices dequantise the same way).
   for (const Case& k : {Case{2, 2, 7, 9, 40, 24, 35, false}, Case{2, 2, 8, 8, 40, 24, 35, false}}) {
@@ -237,7 +256,6 @@ TEST_CASE("winograd up: 8-bit weights equal the f32 weights they dequantise to, 
 TEST_CASE("winograd up: per-group 8-bit scales equal the f32 weights they dequantise to, bit for bit") {
   // Grouped scales ([G, O], one per output channel per group of reduction rows (tap, c)): the
   // transform must pick each row's group, as the direct path and the stride-1 Winograd do.
-  setenv("GPEN_CPU_CONV", "direct", 1);
   std::mt19937 rng(11);
   const Case k{2, 2, 7, 9, 40, 24, 35, false};
   Data d(k, rng);
@@ -265,7 +283,6 @@ TEST_CASE("winograd up: per-group 8-bit scales equal the f32 weights they dequan
 }
 
 TEST_CASE("winograd up plan: groups bound the transformed weight, the scratch does not grow with the image") {
-  setenv("GPEN_CPU_CONV", "direct", 1);
   // GPEN-512's 64 -> 129 layer (1024 -> 256): the transformed weight (9x the weight for m = 4)
   // is made in groups no larger than the direct path's packed weight or kUFloorFloats.
   for (const auto& [C, Co] : {std::pair<int64_t, int64_t>{1024, 256}, {1024, 512}, {256, 64}}) {
@@ -287,35 +304,30 @@ TEST_CASE("winograd up plan: groups bound the transformed weight, the scratch do
   // The choice: never for a stride-1 conv, a banded op, or under GPEN_CPU_CONV=direct.
   ModConvParams up;
   up.up = true;
-  CHECK(wd::winograd_up_tile(up, 1, 64, 64, 256, 256) == 0);  // direct in this process
+  CHECK(winograd_up_tile(up, 1, 64, 64, 256, 256, direct()) == 0);
   ModConvParams banded = up;
   banded.split_rows = 8;
-  CHECK(wd::winograd_up_tile(banded, 1, 64, 64, 256, 256) == 0);
+  CHECK(winograd_up_tile(banded, 1, 64, 64, 256, 256) == 0);
 }
 
 TEST_CASE("winograd up: auto runs m = 4 on the large up convs with few channels (grouped) and on the 16x16 and 32x32 ones (fused), direct elsewhere") {
-  // ctest runs each case in its own process, so GPEN_CPU_CONV is the environment's (unset: auto).
-  if (std::strcmp(wd::conv_mode_name(), "auto") != 0) {
-    MESSAGE("GPEN_CPU_CONV is " << std::string(wd::conv_mode_name()) << " in this process: the auto rule is not checked");
-    return;
-  }
   ModConvParams up;
   up.up = true;
-  CHECK(wd::winograd_up_tile(up, 1, 256, 256, 256, 64) == 4);  // GPEN-512's last (convs.12.convT)
-  CHECK(wd::winograd_up_tile(up, 1, 128, 128, 64, 32) == 4);   // GPEN-256's last
-  CHECK(wd::winograd_up_tile(up, 1, 128, 128, 512, 128) == 0);  // GPEN-512's convs.10: the weight is too big
-  CHECK(wd::winograd_up_tile(up, 1, 64, 64, 128, 64) == 4);     // GPEN-256's convs.8.convT
-  CHECK(wd::winograd_up_tile(up, 1, 32, 32, 512, 128) == 4);    // GPEN-256's convs.6.convT: the fused form
-  CHECK(wd::winograd_up_tile(up, 1, 16, 16, 512, 256) == 4);    // GPEN-256's convs.4.convT: the fused form
-  CHECK(wd::winograd_up_tile(up, 1, 8, 8, 512, 256) == 0);      // GPEN-256's convs.2.convT: 4 tiles
-  CHECK(wd::winograd_up_tile(up, 1, 32, 32, 1024, 512) == 4);   // GPEN-512's convs.6.convT: the fused form
-  CHECK(wd::winograd_up_tile(up, 1, 32, 32, 128, 128) == 0);    // too few channels
-  CHECK(wd::winograd_up_tile(up, 1, 30, 30, 512, 128) == 0);    // not a multiple of 4: no exact tiles
-  CHECK(wd::winograd_up_tile(up, 1, 64, 64, 512, 256) == 0);    // 64x64 with 512 channels: the weight is too big
+  CHECK(winograd_up_tile(up, 1, 256, 256, 256, 64) == 4);  // GPEN-512's last (convs.12.convT)
+  CHECK(winograd_up_tile(up, 1, 128, 128, 64, 32) == 4);   // GPEN-256's last
+  CHECK(winograd_up_tile(up, 1, 128, 128, 512, 128) == 0);  // GPEN-512's convs.10: the weight is too big
+  CHECK(winograd_up_tile(up, 1, 64, 64, 128, 64) == 4);     // GPEN-256's convs.8.convT
+  CHECK(winograd_up_tile(up, 1, 32, 32, 512, 128) == 4);    // GPEN-256's convs.6.convT: the fused form
+  CHECK(winograd_up_tile(up, 1, 16, 16, 512, 256) == 4);    // GPEN-256's convs.4.convT: the fused form
+  CHECK(winograd_up_tile(up, 1, 8, 8, 512, 256) == 0);      // GPEN-256's convs.2.convT: 4 tiles
+  CHECK(winograd_up_tile(up, 1, 32, 32, 1024, 512) == 4);   // GPEN-512's convs.6.convT: the fused form
+  CHECK(winograd_up_tile(up, 1, 32, 32, 128, 128) == 0);    // too few channels
+  CHECK(winograd_up_tile(up, 1, 30, 30, 512, 128) == 0);    // not a multiple of 4: no exact tiles
+  CHECK(winograd_up_tile(up, 1, 64, 64, 512, 256) == 0);    // 64x64 with 512 channels: the weight is too big
   ModConvParams plain;  // stride 1: winograd.h's business
-  CHECK(wd::winograd_up_tile(plain, 1, 256, 256, 256, 64) == 0);
+  CHECK(winograd_up_tile(plain, 1, 256, 256, 256, 64) == 0);
   up.split_rows = 16;  // banded: direct, bit for bit
-  CHECK(wd::winograd_up_tile(up, 1, 256, 256, 256, 64) == 0);
+  CHECK(winograd_up_tile(up, 1, 256, 256, 256, 64) == 0);
 }
 
 TEST_CASE("winograd up: streaming stores for large outputs give the bits of plain stores") {
@@ -323,7 +335,6 @@ TEST_CASE("winograd up: streaming stores for large outputs give the bits of plai
   // either way. Both forms (grouped m = 2 / m = 4, fused with its rim, the point split) on an
   // output aligned to 64 bytes (whole vectors stream) and on a channel-offset one (the rows
   // misaligned, so the stores fall back), each with every threshold extreme.
-  setenv("GPEN_CPU_CONV", "direct", 1);
   std::mt19937 rng(31);
   const Case cases[] = {
       {2, 2, 9, 11, 40, 40, 48, false},    // grouped, batch 2, noise concat
@@ -345,12 +356,12 @@ TEST_CASE("winograd up: streaming stores for large outputs give the bits of plai
       for (int m : {2, 4})
         for (int threads : {1, 2}) {
           cpu::set_num_threads(threads);
-          std::vector<unsigned char> ws(wd::modconv_winograd_up_workspace_bytes(m, d.xcat(), ys, threads), 0xAB);
+          std::vector<unsigned char> ws(wd::modconv_winograd_up_workspace_bytes(d.form(m), d.xcat(), ys, threads), 0xAB);
           std::vector<float> plain, streamed;
           for (int64_t min_bytes : {int64_t{1} << 62, int64_t{1}}) {
             wd::set_up_stream_min_bytes(min_bytes);
             std::fill(mem.begin(), mem.end(), -7.0f);
-            wd::modconv_winograd_up(m, d.p, d.args(), y, ws.data());
+            wd::modconv_winograd_up(d.form(m), d.p, d.args(), y, ws.data());
             (min_bytes == 1 ? streamed : plain) = mem;
           }
           CAPTURE(k.H);

@@ -251,8 +251,7 @@ void GpenModel::prepare(int batch, const PlanOptions& opt) {
              "GPEN " + std::to_string(c.size) + " at batch " + std::to_string(batch) + ": no banding fits an arena of " +
                  std::to_string(opt.arena_budget) + " bytes (the smallest lower bound any banding reached is " +
                  std::to_string(transform_.banding_smallest_bound) + " bytes)");
-  WorkspaceFn ws = [this](const Graph& g, const Node& n) { return backend_.workspace_bytes(g, n); };
-  plan_ = std::make_unique<MemoryPlan>(plan_memory(graph_->graph, ws, opt));
+  plan_ = std::make_unique<MemoryPlan>(plan_memory(graph_->graph, planned_on(backend_), opt));
   MemoryPlan sized = *plan_;  // the executor allocates what its plan says: at least the minimum
   sized.arena_bytes = std::max(sized.arena_bytes, min_arena_);
   sized.workspace_bytes = std::max(sized.workspace_bytes, min_ws_);
@@ -359,9 +358,8 @@ GpenModel::Prepared GpenModel::prepared_for(int n) {
     // A banding chosen under a budget for n faces must fit the arena made for batch() faces.
     if (so.arena_budget > 0) so.arena_budget = std::min(so.arena_budget, plan_->arena_bytes);
     transform_for_memory(s.graph->graph, so);
-    WorkspaceFn ws = [this](const Graph& g, const Node& nd) { return backend_.workspace_bytes(g, nd); };
     so.strategy = plan_->strategy;
-    s.plan = std::make_unique<MemoryPlan>(plan_memory(s.graph->graph, ws, so));
+    s.plan = std::make_unique<MemoryPlan>(plan_memory(s.graph->graph, planned_on(backend_), so));
     // Every tensor scales with the batch, so the smaller plan fits; checked all the same.
     GPEN_CHECK(s.plan->arena_bytes <= plan_->arena_bytes && s.plan->workspace_bytes <= plan_->workspace_bytes,
                "plan for " + std::to_string(n) + " faces (arena " + std::to_string(s.plan->arena_bytes) +

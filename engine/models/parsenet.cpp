@@ -162,8 +162,7 @@ const MemoryPlan& ParseNetModel::plan_for(int h, int w) {
   if (plan_ && h == h_ && w == w_size_) return *plan_;
   ex_.reset();
   pg_ = std::make_unique<ParseNetGraph>(build_parsenet_graph(h, w));
-  plan_ = std::make_unique<MemoryPlan>(
-      plan_memory(pg_->graph, [this](const Graph& g, const Node& n) { return backend_.workspace_bytes(g, n); }));
+  plan_ = std::make_unique<MemoryPlan>(plan_memory(pg_->graph, planned_on(backend_)));
   h_ = h;
   w_size_ = w;
   return *plan_;

@@ -83,6 +83,10 @@ class SharedArenaBackend final : public Backend {
 
   const char* name() const override { return inner_->name(); }
   size_t workspace_bytes(const Graph& g, const Node& n) const override { return inner_->workspace_bytes(g, n); }
+  NodeKernel plan_node(const Graph& g, const Node& n) const override { return inner_->plan_node(g, n); }
+  size_t planned_workspace_bytes(const Graph& g, const Node& n, const NodeKernel& k) const override {
+    return inner_->planned_workspace_bytes(g, n, k);
+  }
   bool huge_pages() const override { return inner_->huge_pages(); }
   void* allocate(size_t bytes) override {
     // First request after reserve(): the arena; second: the workspace.
@@ -99,6 +103,10 @@ class SharedArenaBackend final : public Backend {
   void download(void* dst, const void* src, size_t bytes) override { inner_->download(dst, src, bytes); }
   void run(const Node& n, std::span<const TensorView> in, std::span<const TensorView> out, void* ws) override {
     inner_->run(n, in, out, ws);
+  }
+  void run_planned(const Node& n, const NodeKernel& k, std::span<const TensorView> in, std::span<const TensorView> out,
+                   void* ws) override {
+    inner_->run_planned(n, k, in, out, ws);
   }
   void synchronize() override { inner_->synchronize(); }
 
@@ -156,8 +164,8 @@ RetinaFaceDetector::RetinaFaceDetector(const std::string& path, std::unique_ptr<
     model_->weights[e.name] = v;
   }
   // On the CPU the weights stay in the file's mapping: a copy on 2 MiB pages, as GpenModel makes
-  // (device_weights.h), ran R50 1-3 % slower in two A/Bs and level in a third (docs/benchmarks.md,
-  // session 23): R50 reads its weights far less often per FLOP than GPEN's small layers.
+  // (device_weights.h), ran R50 1-3 % slower in two A/Bs and level in a third: R50 reads its
+  // weights far less often per FLOP than GPEN's small layers.
   Backend& inner = static_cast<SharedArenaBackend&>(*backend_).inner();
   if (is_device_backend(inner)) {
     // One upload (device_weights.h); the host copies go.
@@ -190,7 +198,7 @@ RetinaFaceDetector::Cached& RetinaFaceDetector::executor_for(int h, int w) {
   c->w = w;
   c->rg = build_retinaface_graph(backbone_, h, w);
   auto& be = static_cast<SharedArenaBackend&>(*backend_);
-  MemoryPlan plan = plan_memory(c->rg.graph, [&be](const Graph& g, const Node& n) { return be.workspace_bytes(g, n); });
+  MemoryPlan plan = plan_memory(c->rg.graph, planned_on(be));
   // Executors hold addresses in the shared blocks: when these move, the cached ones go.
   if (be.must_grow(plan.arena_bytes, plan.workspace_bytes)) cache_.clear();
   be.reserve(plan.arena_bytes, plan.workspace_bytes);

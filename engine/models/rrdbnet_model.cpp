@@ -31,10 +31,6 @@ void narrow_to(const float* src, void* dst, DType t, size_t n) {
   for (size_t i = 0; i < n; ++i) d[i] = t == DType::f16 ? f32_to_f16(src[i]) : f32_to_bf16(src[i]);
 }
 
-WorkspaceFn workspace_of(Backend& b) {
-  return [&b](const Graph& g, const Node& n) { return b.workspace_bytes(g, n); };
-}
-
 }  // namespace
 
 std::unique_ptr<RrdbModel> RrdbModel::open(const std::string& path, Backend& backend, std::optional<DType> precision) {
@@ -160,7 +156,7 @@ RrdbModel::Shaped& RrdbModel::shaped(int h, int w) {
     n->h = h;
     n->w = w;
     n->rg = build_rrdbnet_graph(config_, h, w, act_);
-    n->plan = plan_memory(n->rg.graph, workspace_of(backend_));
+    n->plan = plan_memory(n->rg.graph, planned_on(backend_));
     shapes_.push_back(std::move(n));
     s = shapes_.back().get();
   }
@@ -179,7 +175,7 @@ void RrdbModel::reserve(const std::vector<std::pair<int, int>>& shapes) {
       n->h = h;
       n->w = w;
       n->rg = build_rrdbnet_graph(config_, h, w, act_);
-      n->plan = plan_memory(n->rg.graph, workspace_of(backend_));
+      n->plan = plan_memory(n->rg.graph, planned_on(backend_));
       shapes_.push_back(std::move(n));
     }
     for (auto& p : shapes_)

@@ -77,6 +77,13 @@ std::vector<int> resolve_inplace(const Graph& g, bool allow_inplace, int* inplac
 }
 
 MemoryPlan plan_memory(const Graph& g, const WorkspaceFn& workspace, const PlanOptions& opt) {
+  const KernelFn sized = [&](const Graph& gr, const Node& n) { return NodeKernel{workspace(gr, n)}; };
+  MemoryPlan plan = plan_memory(g, sized, opt);
+  plan.node_kernels.clear();  // sizes only: no kernel was chosen
+  return plan;
+}
+
+MemoryPlan plan_memory(const Graph& g, const KernelFn& kernel, const PlanOptions& opt) {
   auto t0 = std::chrono::steady_clock::now();
   MemoryPlan plan;
   plan.weights_bytes = g.weights_bytes();
@@ -121,7 +128,10 @@ MemoryPlan plan_memory(const Graph& g, const WorkspaceFn& workspace, const PlanO
     plan.tensor_offset[t] =
         static_cast<int64_t>(pl.offsets[buffer_of[s]]) + elem_off * static_cast<int64_t>(dtype_size(g.tensor(t).dtype));
   }
-  for (const Node& n : g.nodes()) plan.workspace_bytes = std::max(plan.workspace_bytes, workspace(g, n));
+  for (const Node& n : g.nodes()) {
+    plan.node_kernels.push_back(kernel(g, n));
+    plan.workspace_bytes = std::max(plan.workspace_bytes, plan.node_kernels.back().workspace_bytes);
+  }
   plan.workspace_bytes = align_up(plan.workspace_bytes, kArenaAlignment);
   plan.plan_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return plan;

@@ -9,11 +9,21 @@
 #include "engine/graph/graph.h"
 #include "engine/plan/banding.h"
 #include "engine/plan/planner.h"
+#include "kernels/cpu/conv_select.h"
 
 namespace gpen {
 
 // Workspace an op needs on a given backend (bytes); the plan reports the maximum.
 using WorkspaceFn = std::function<size_t(const Graph&, const Node&)>;
+
+// What a backend decides for one node when the graph is planned: the scratch its kernel needs and,
+// on the CPU, the conv path (kernels/cpu/conv_select.h) that kernel runs. The plan keeps them
+// (MemoryPlan::node_kernels) and the executor runs each node with its own.
+struct NodeKernel {
+  size_t workspace_bytes = 0;
+  cpu::ConvChoice conv{};
+};
+using KernelFn = std::function<NodeKernel(const Graph&, const Node&)>;
 
 struct PlanOptions {
   std::string strategy;  // empty: the default (best) strategy
@@ -66,12 +76,16 @@ struct MemoryPlan {
   std::vector<LiveBuffer> buffers;
   std::vector<std::vector<int>> buffer_tensors;
   std::vector<size_t> buffer_offset;
+  // Per node, when planned with a KernelFn (Backend::plan_node); empty when planned with a
+  // WorkspaceFn (sizes only), and the executor then asks its backend.
+  std::vector<NodeKernel> node_kernels;
 };
 
 // Alias decisions made before placement: storage_of[t] is the root tensor whose storage t uses.
 std::vector<int> resolve_inplace(const Graph& g, bool allow_inplace, int* inplace_count = nullptr);
 
 MemoryPlan plan_memory(const Graph& g, const WorkspaceFn& workspace, const PlanOptions& opt = {});
+MemoryPlan plan_memory(const Graph& g, const KernelFn& kernel, const PlanOptions& opt = {});
 
 // Graphs that run one after another (the detector, then the generator) can share one arena and
 // one workspace: each is the largest of theirs, not the sum. Weights are separate, so they add up.

@@ -29,7 +29,7 @@ PackedWeights upload_views(Backend& backend, const std::vector<TensorView*>& vie
 // The same layout for a backend whose memory is the host's (the CPU): one allocation of the
 // backend's, which advises 2 MiB pages (GPEN streams every conv weight once a forward, and with
 // 4 KiB pages each page costs a TLB walk: GPEN-256's 4x4-16x16 layers took 5-37 % less time,
-// its forward about 3 %, docs/benchmarks.md session 23), filled view by view with no staging
+// its forward about 3 %, docs/benchmarks.md), filled view by view with no staging
 // copy; each view is repointed into it. `release(data, bytes)` runs once the last view reading
 // `data` is copied, so the caller can let that source go and the resident size never holds much
 // more than one copy. Views must be contiguous (the caller names the file in its check).

@@ -25,6 +25,11 @@ Executor::Executor(const Graph& g, const MemoryPlan& plan, Backend& backend, con
 }
 
 void Executor::bind(const WeightMap& weights) {
+  // Each node's kernel as the plan chose it; a plan made with sizes alone gets its backend's now.
+  if (plan_.node_kernels.size() != g_.nodes().size()) {
+    plan_.node_kernels.clear();
+    for (const Node& n : g_.nodes()) plan_.node_kernels.push_back(backend_.plan_node(g_, n));
+  }
   const auto& ts = g_.tensors();
   views_.resize(ts.size());
   for (size_t t = 0; t < ts.size(); ++t) {
@@ -85,9 +90,11 @@ void Executor::get_output(int tensor, void* host_data, size_t bytes) const {
 void Executor::check_workspace() const {
   // A kernel's scratch need can depend on run-time settings (CPU thread count); a plan made under
   // other settings must fail here rather than let a kernel overrun its workspace.
-  for (const Node& n : g_.nodes())
-    GPEN_CHECK(backend_.workspace_bytes(g_, n) <= plan_.workspace_bytes,
-               "op " + n.name + " needs more workspace than planned (was the thread count raised after planning?)");
+  const auto& nodes = g_.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i)
+    GPEN_CHECK(backend_.planned_workspace_bytes(g_, nodes[i], plan_.node_kernels[i]) <= plan_.workspace_bytes,
+               "op " + nodes[i].name +
+                   " needs more workspace than planned (was the thread count raised after planning?)");
 }
 
 std::vector<double> Executor::run_profiled() {
@@ -99,11 +106,11 @@ std::vector<double> Executor::run_profiled() {
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (device_) {
       device_->start_timer();
-      backend_.run(nodes[i], node_in_[i], node_out_[i], workspace_);
+      backend_.run_planned(nodes[i], plan_.node_kernels[i], node_in_[i], node_out_[i], workspace_);
       ms[i] = device_->stop_timer_ms();
     } else {
       const auto t0 = std::chrono::steady_clock::now();
-      backend_.run(nodes[i], node_in_[i], node_out_[i], workspace_);
+      backend_.run_planned(nodes[i], plan_.node_kernels[i], node_in_[i], node_out_[i], workspace_);
       ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
   }
@@ -125,7 +132,8 @@ void Executor::run() {
 
 void Executor::launch_all() {
   const auto& nodes = g_.nodes();
-  for (size_t i = 0; i < nodes.size(); ++i) backend_.run(nodes[i], node_in_[i], node_out_[i], workspace_);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    backend_.run_planned(nodes[i], plan_.node_kernels[i], node_in_[i], node_out_[i], workspace_);
 }
 
 }  // namespace gpen

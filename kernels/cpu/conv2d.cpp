@@ -1,15 +1,14 @@
 // NHWC conv2d on the CPU: the main cost of every model this engine runs.
 //
-// Paths, chosen from the shapes:
+// Paths (the rule that picks one: conv_select.h):
+//  - Winograd for 3x3 convs of stride 1 and 2: kernels/cpu/winograd.h, winograd_s2.h;
 //  - depthwise 3x3 (MobileNet): kernels/cpu/conv2d_depthwise.cpp;
-//  - other depthwise (one input and one output channel per group), or a depthwise 3x3 whose
-//    input is not channel-contiguous: direct accumulation, vectorised over channels,
-//    kernels/cpu/conv2d_depthwise_any.cpp;
-//  - few output channels (<= 32) or few input channels (stems, <= 4): a direct conv with
-//    register tiles over pixels and output channels, kernels/cpu/conv2d_direct.cpp;
-//  - 1x1 convs without padding (one group), and the other ungrouped convs on >= 32 channels tap
-//    by tap: a GEMM of our own with the epilogue in its register tile, kernels/cpu/conv2d_1x1.cpp
-//    (the generic GEMM below for views it does not take);
+//  - other depthwise (one input and one output channel per group): direct accumulation,
+//    vectorised over channels, kernels/cpu/conv2d_depthwise_any.cpp;
+//  - few output channels or few input channels (stems): a direct conv with register tiles over
+//    pixels and output channels, kernels/cpu/conv2d_direct.cpp;
+//  - 1x1 convs without padding (one group), and the other ungrouped convs on many channels tap
+//    by tap: a GEMM of our own with the epilogue in its register tile, kernels/cpu/conv2d_1x1.cpp;
 //  - everything else: an implicit-im2col GEMM. The HWIO weight already is a row-major
 //    [kh*kw*cin/groups][cout] matrix. For a tile of output pixels and a block of that depth, the
 //    rows of the (never materialised) im2col matrix are gathered from the NHWC input straight into
@@ -21,8 +20,8 @@
 // (channel slices). Work items are (pixel tile, group, output-channel blocks) over OpenMP threads;
 // each thread owns one slice of the workspace, so nothing is allocated here.
 //
-// Contract: the workspace must be sized by conv2d_workspace_bytes with `threads` at least the
-// num_threads() in effect when conv2d runs (threads <= 0 means num_threads()). The output must not
+// Contract: the workspace must be sized by conv2d_workspace_bytes for the same choice with
+// `threads` at least the num_threads() in effect when conv2d runs (threads <= 0 means num_threads()). The output must not
 // overlap the input; the residual may be the output itself (y += conv(x)).
 //
 // This file: the geometry, the plan and the dispatch; the GEMM path is kernels/cpu/conv2d_gemm.cpp,
@@ -36,7 +35,6 @@
 #include "kernels/cpu/conv2d_paths.h"
 #include "kernels/cpu/weights8.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/range_steal.h"
 #include "kernels/cpu/strided.h"
@@ -100,15 +98,15 @@ Geom make_geom(const Conv2dParams& p, const Shape& x, const Shape& y) {
   return g;
 }
 
-Plan make_plan(const Geom& g) {
+Plan make_plan(const Geom& g, ConvPath path) {
   Plan pl;
-  if (g.cin_g == 1 && g.cout_g == 1) {
+  if (path == ConvPath::depthwise || path == ConvPath::depthwise_any) {
     pl.depthwise = true;
     pl.dw_seg = std::clamp<int64_t>(kDepthwiseAccFloats / std::max<int64_t>(g.C, 1), 1, std::max<int64_t>(g.Wo, 1));
     pl.per_thread_floats = round_floats(static_cast<size_t>(pl.dw_seg * g.C));
     return pl;
   }
-  if (detail::direct_conv_suits(g.G, g.cin_g, g.Co, g.K)) {
+  if (path == ConvPath::direct) {
     pl.direct = true;
     pl.cache_floats = round_floats(detail::direct_conv_workspace_floats(g.K, g.Co));
     return pl;
@@ -141,26 +139,32 @@ int resolve_threads(int threads) { return threads > 0 ? threads : num_threads();
 
 }  // namespace
 
-size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape& y, int threads) {
-  // Stride-1 3x3 convs may run as Winograd (kernels/cpu/winograd.h), chosen from the shapes alone.
-  if (const int m = winograd_detail::conv2d_winograd_tile(p, x, y))
-    return winograd_detail::conv2d_winograd_workspace_bytes(m, x, y, resolve_threads(threads));
-  // ... and stride-2 3x3 ones as the polyphase Winograd (kernels/cpu/winograd_s2.h).
-  if (const int m = winograd_detail::conv2d_wino_s2_tile(p, x, y))
-    return winograd_detail::conv2d_wino_s2_workspace_bytes(m, x, y, resolve_threads(threads));
+size_t conv2d_workspace_bytes(const ConvChoice& c, const Conv2dParams& p, const Shape& x, const Shape& y,
+                              int threads) {
+  const int nt = resolve_threads(threads);
+  if (c.path == ConvPath::winograd) return winograd_detail::conv2d_winograd_workspace_bytes(c.tile, x, y, nt);
+  if (c.path == ConvPath::winograd_s2) return winograd_detail::conv2d_wino_s2_workspace_bytes(c.tile, x, y, nt);
   const Geom g = make_geom(p, x, y);
-  const Plan pl = make_plan(g);
-  size_t floats = pl.cache_floats + pl.per_thread_floats * static_cast<size_t>(resolve_threads(threads));
-  // The 1x1 path falls back to the generic GEMM for views it does not take (strides, 8-bit
-  // weights), so the workspace covers both.
-  if (!pl.direct && !pl.depthwise && detail::conv1x1_suits(p, x, y))
-    floats = std::max(floats, detail::conv1x1_workspace_floats(p, x, y, resolve_threads(threads)));
+  const Plan pl = make_plan(g, c.path);
+  size_t floats = pl.cache_floats + pl.per_thread_floats * static_cast<size_t>(nt);
+  // The own GEMM's paths carry the implicit GEMM's figure too: the workspace of a 1x1 conv is the
+  // same whichever of the two GEMMs runs it.
+  if (c.path == ConvPath::gemm1x1 || c.path == ConvPath::gemm_taps)
+    floats = std::max(floats, detail::conv1x1_workspace_floats(p, x, y, nt));
   return floats * sizeof(float) + detail::kScratchAlign;
 }
 
+size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape& y, int threads, const CpuOptions& o) {
+  return conv2d_workspace_bytes(choose_conv(conv2d_case(p, x, y), o), p, x, y, threads);
+}
+
 void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
-            const TensorView* residual, const TensorView& y, void* workspace) {
-  cpu_isa();  // decided here, outside the threads: a bad GPEN_CPU_ISA throws where it can be caught
+            const TensorView* residual, const TensorView& y, void* workspace, const CpuOptions& o) {
+  conv2d(choose_conv(conv2d_case(p, x, w, bias, residual, y), o), p, x, w, bias, residual, y, workspace);
+}
+
+void conv2d(const ConvChoice& c, const Conv2dParams& p, const TensorView& x, const TensorView& w,
+            const TensorView* bias, const TensorView* residual, const TensorView& y, void* workspace) {
   detail::check_f32(x, "conv2d", "input");
   detail::check_weight_f32_or_8bit(w, "conv2d");
   detail::check_f32(y, "conv2d", "output");
@@ -180,28 +184,26 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     detail::check_f32(*residual, "conv2d", "residual");
     detail::check_same_shape(*residual, y, "conv2d", "residual", "output");
   }
-  const int wino_s2 = winograd_detail::conv2d_wino_s2_tile(p, x.shape, y.shape);
-  const Plan pl0 = winograd_detail::conv2d_winograd_tile(p, x.shape, y.shape) || wino_s2 ? Plan{} : make_plan(g);
-  const bool one_by_one = !pl0.direct && !pl0.depthwise && detail::conv1x1_takes(p, x, w, bias, residual, y);
+  const bool one_by_one = c.path == ConvPath::gemm1x1 || c.path == ConvPath::gemm_taps;
   if (p.act_after_residual && residual && !p.act.is_identity() && !one_by_one) {
     // Only the 1x1 path has act(acc + bias + residual) in its epilogue: the others add the
     // residual, then the activation runs as a pass of its own.
     Conv2dParams q = p;
     q.act = Activation::none();
     q.act_after_residual = false;
-    conv2d(q, x, w, bias, residual, y, workspace);
+    conv2d(c, q, x, w, bias, residual, y, workspace);
     bias_act(BiasActParams{false, p.act}, y, nullptr, y);
     return;
   }
-  if (const int m = winograd_detail::conv2d_winograd_tile(p, x.shape, y.shape)) {
-    winograd_detail::conv2d_winograd(m, p, x, w, bias, residual, y, workspace);
+  if (c.path == ConvPath::winograd) {
+    winograd_detail::conv2d_winograd(c.tile, p, x, w, bias, residual, y, workspace);
     return;
   }
-  if (wino_s2) {
-    winograd_detail::conv2d_wino_s2(wino_s2, p, x, w, bias, residual, y, workspace);
+  if (c.path == ConvPath::winograd_s2) {
+    winograd_detail::conv2d_wino_s2(c.tile, p, x, w, bias, residual, y, workspace);
     return;
   }
-  const Plan& pl = pl0;
+  const Plan pl = make_plan(g, c.path);
   GPEN_CHECK(!pl.depthwise || !dtype_is_8bit_weight(w.dtype),
              "conv2d: 8-bit weights are not supported by depthwise convs");
   int64_t wld = 0;
@@ -226,7 +228,10 @@ void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, con
     detail::conv1x1(p, x, w, bias, residual, y, base);
     return;
   }
-  if (pl.depthwise && detail::depthwise3x3(p, x, w, bias, residual, y)) return;
+  if (c.path == ConvPath::depthwise) {
+    GPEN_CHECK(detail::depthwise3x3(p, x, w, bias, residual, y), "conv2d: the depthwise 3x3 path got other views");
+    return;
+  }
 
   Args a{&p, g, pl, &x, &w, wld, bias, residual, &y};
   const int max_threads = num_threads();

@@ -14,8 +14,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 
 #include "engine/core/error.h"
 #include "kernels/cpu/conv2d_isa.h"
@@ -39,22 +37,9 @@ constexpr int64_t kItemCols = 256;         // output channels per item at least:
 constexpr int64_t kMaxDepth = 512;         // depth per block
 constexpr int64_t kPackFloats = 1 << 20;   // packed weight chunk bound (4 MiB)
 constexpr int64_t kL2BlockFloats = 1 << 18;  // an item's packed weight block (depth x columns): 1 MiB of L2
-constexpr int64_t kMinTapChannels = 32;    // input channels a kernel with several taps needs here
-constexpr int64_t kMinTapPixels = 1024;    // and output pixels
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t v, int64_t m) { return ceil_div(v, m) * m; }
-
-bool enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("GPEN_CPU_CONV1X1");
-    const std::string v = env ? env : "";
-    if (v.empty() || v == "own") return true;
-    if (v == "eigen") return false;
-    throw Error("GPEN_CPU_CONV1X1='" + v + "' is not a 1x1 conv path: use own or eigen");
-  }();
-  return on;
-}
 
 struct Blocking {
   int64_t P = 0, C = 0, K = 0, Co = 0;
@@ -94,34 +79,9 @@ Blocking blocking(const Conv2dParams& p, const Shape& x, const Shape& y) {
 
 }  // namespace
 
-bool conv1x1_suits(const Conv2dParams& p, const Shape& x, const Shape& y) {
-  if (p.groups != 1 || x.rank != 4 || y.rank != 4 || !enabled()) return false;
-  const bool padded = p.pad_top || p.pad_left || p.pad_bottom || p.pad_right;
-  if (p.kh == 1 && p.kw == 1 && !padded) return true;
-  // Other kernels tap by tap: each tap's channels are one contiguous row segment, long enough
-  // for the tile's loop (shorter ones, e.g. stems, are the direct conv's). On small maps the
-  // per-call weight packing (taps x the 1x1's) outweighs the faster tile: 12x16 3x3 512 -> 512
-  // ran 10 % slower than the generic GEMM, 24x32 equal, 48x64 and 96x128 stride 2 7-8 % faster.
-  // A band of a banded graph (split_rows: engine/plan/banding.h) decides by the whole op's height,
-  // so every band takes the path the whole op takes (the same sums, bit for bit).
-  const int64_t rows = p.split_rows > 0 ? p.split_rows : y[1];
-  return x[3] >= kMinTapChannels && y[0] * rows * y[2] >= kMinTapPixels;
-}
-
 size_t conv1x1_workspace_floats(const Conv2dParams& p, const Shape& x, const Shape& y, int threads) {
   const Blocking b = blocking(p, x, y);
   return b.pack_floats + b.zero_floats + b.acc_floats * static_cast<size_t>(std::max(threads, 1));
-}
-
-bool conv1x1_takes(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
-                   const TensorView* residual, const TensorView& y) {
-  if (!conv1x1_suits(p, x.shape, y.shape) || (w.dtype != DType::f32 && !dtype_is_8bit_weight(w.dtype)))
-    return false;
-  const int64_t C = x.dim(3), Co = y.dim(3);
-  if ((C > 1 && x.stride(3) != 1) || (Co > 1 && (y.stride(3) != 1 || w.stride(3) != 1))) return false;
-  if (bias && Co > 1 && bias->stride(0) != 1) return false;
-  if (residual && Co > 1 && residual->stride(3) != 1) return false;
-  return true;
 }
 
 void conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,

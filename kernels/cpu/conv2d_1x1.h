@@ -54,22 +54,10 @@ GPEN_CONV1X1_ISA_DECLS
 }
 #undef GPEN_CONV1X1_ISA_DECLS
 
-// The shape rule (the workspace query sees shapes only): one group, and a 1x1 conv without
-// padding or another kernel on at least 32 input channels and 1024 output pixels, which runs tap
-// by tap (a depth block
-// is one tap's channels, or part of them: contiguous in the NHWC input; a tap in the padding reads
-// a row of zeros); and the path not switched off (GPEN_CPU_CONV1X1=eigen, read once per process,
-// keeps the generic GEMM: for comparisons). conv2d gives Winograd, depthwise and the direct conv
-// their shapes first.
-bool conv1x1_suits(const Conv2dParams& p, const Shape& x, const Shape& y);
 // Floats of workspace (before alignment) for `threads` threads.
 size_t conv1x1_workspace_floats(const Conv2dParams& p, const Shape& x, const Shape& y, int threads);
-// The views suit too: f32 or 8-bit weight (dequantised into the packed panels) with unit
-// output-channel stride, unit channel strides in x, y, bias and residual (else conv2d runs its
-// generic GEMM).
-bool conv1x1_takes(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
-                   const TensorView* residual, const TensorView& y);
-// Runs the conv (conv1x1_takes must hold), p.act_after_residual included. `ws` 64-byte aligned,
+// Runs the conv (the rule's gemm1x1 or gemm_taps, conv_select.h: one group, unit channel strides
+// in x, w, y, bias and residual; f32 or 8-bit weights), p.act_after_residual included. `ws` 64-byte aligned,
 // conv1x1_workspace_floats floats.
 void conv1x1(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
              const TensorView* residual, const TensorView& y, float* ws);

@@ -31,19 +31,9 @@ namespace gpen::cpu::detail {
 
 namespace {
 
-constexpr int64_t kMaxCoutDirect = 32;       // wider outputs: the GEMM's micro-kernel is efficient
-constexpr int64_t kMaxCinStem = 4;           // ... unless the input is this thin (stems)
-constexpr int64_t kMaxPackedFloats = 1 << 16;  // packed weight bound (256 KiB)
-
 int64_t round8(int64_t v) { return (v + 7) / 8 * 8; }
 
 }  // namespace
-
-bool direct_conv_suits(int64_t groups, int64_t cin, int64_t cout, int64_t depth) {
-  if (groups != 1 || cin < 1 || cout < 1) return false;
-  if (cout > kMaxCoutDirect && cin > kMaxCinStem) return false;
-  return depth * round8(cout) <= kMaxPackedFloats;
-}
 
 size_t direct_conv_workspace_floats(int64_t depth, int64_t cout) {
   const int64_t cp = round8(cout);

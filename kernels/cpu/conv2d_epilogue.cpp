@@ -12,10 +12,7 @@
 
 namespace gpen::cpu::detail {
 
-bool conv2d_wide() {
-  static const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
-  return wide;
-}
+bool conv2d_wide() { return GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512; }
 
 void epilogue(const Args& a, int64_t p0, int64_t m, int64_t co0, int64_t nc, const float* acc) {
   const Activation act = a.p->act;

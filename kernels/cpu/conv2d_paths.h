@@ -70,10 +70,7 @@ bool depthwise3x3(const Conv2dParams& p, const TensorView& x, const TensorView& 
                   const TensorView* residual, const TensorView& y);
 
 // ---- direct conv for few output channels or few input channels (kernels/cpu/conv2d_direct.cpp)
-// Shape rule (the planner sizes the workspace from shapes alone): the direct path runs when
-// direct_conv_suits holds for groups, per-group input channels, output channels and depth
-// (kh * kw * cin).
-bool direct_conv_suits(int64_t groups, int64_t cin, int64_t cout, int64_t depth);
+// Where it runs: conv_select.h (one group, few output or input channels, a small packed weight).
 // Floats of workspace the direct path needs (packed weights and bias), before alignment.
 size_t direct_conv_workspace_floats(int64_t depth, int64_t cout);
 // Any strides; `ws` 64-byte aligned, direct_conv_workspace_floats floats.

@@ -6,10 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <string>
 
-#include "engine/core/error.h"
 #include "kernels/cpu/ops.h"
 
 namespace gpen::cpu {
@@ -19,27 +16,8 @@ namespace {
 constexpr int kRoundTrips = 8;
 constexpr int kWarmup = 2;
 
-std::atomic<int> g_mode{-1};
 std::atomic<bool> g_far{false};
 std::atomic<double> g_ns{0.0};
-
-// 0 never, 1 always, 2 measure.
-int env_mode() {
-  static const int m = [] {
-    const char* e = std::getenv("GPEN_CPU_FAR");
-    const std::string v = e ? e : "";
-    if (v.empty() || v == "auto") return 2;
-    if (v == "0") return 0;
-    if (v == "1") return 1;
-    throw Error("GPEN_CPU_FAR='" + v + "' is not auto, 0 or 1");
-  }();
-  return m;
-}
-
-int mode() {
-  const int m = g_mode.load(std::memory_order_relaxed);
-  return m >= 0 ? m : env_mode();
-}
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -79,10 +57,9 @@ double ping_pong() {
 
 }  // namespace
 
-void probe_cores() {
-  const int m = mode();
-  if (m != 2 || num_threads() < 2) {
-    g_far.store(m == 1, std::memory_order_relaxed);
+void probe_cores(FarMode mode) {
+  if (mode != FarMode::measure || num_threads() < 2) {
+    g_far.store(mode == FarMode::always, std::memory_order_relaxed);
     g_ns.store(0.0, std::memory_order_relaxed);
     return;
   }
@@ -94,7 +71,5 @@ void probe_cores() {
 bool cores_far() { return g_far.load(std::memory_order_relaxed); }
 
 double last_core_round_trip_ns() { return g_ns.load(std::memory_order_relaxed); }
-
-void set_cores_far_mode(int m) { g_mode.store(m, std::memory_order_relaxed); }
 
 }  // namespace gpen::cpu

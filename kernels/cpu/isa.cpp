@@ -1,6 +1,6 @@
 #include "kernels/cpu/isa.h"
 
-#include <cstdlib>
+#include <atomic>
 #include <string>
 
 #include "engine/core/error.h"
@@ -23,25 +23,23 @@ bool cpu_has_avx512() {
 
 namespace {
 
-Isa choose() {
-  const char* env = std::getenv("GPEN_CPU_ISA");
-  const std::string want = env ? env : "";
-  if (want.empty()) return cpu_has_avx512() ? Isa::avx512 : Isa::baseline;
-  if (want == "avx2" || want == "baseline") return Isa::baseline;
-  if (want == "avx512") {
-    GPEN_CHECK(cpu_has_avx512(), "GPEN_CPU_ISA=avx512, but " +
-                                     std::string(GPEN_HAVE_AVX512_KERNELS ? "this CPU lacks AVX-512 F/BW/DQ/VL"
-                                                                          : "this build has no AVX-512 kernels"));
-    return Isa::avx512;
-  }
-  throw Error("GPEN_CPU_ISA='" + want + "' is not a CPU path: use avx2 or avx512");
-}
+// -1: not chosen by use_isa (the widest the CPU has).
+std::atomic<int> g_isa{-1};
 
 }  // namespace
 
 Isa cpu_isa() {
-  static const Isa isa = choose();
-  return isa;
+  static const Isa widest = cpu_has_avx512() ? Isa::avx512 : Isa::baseline;
+  const int chosen = g_isa.load(std::memory_order_relaxed);
+  return chosen < 0 ? widest : static_cast<Isa>(chosen);
+}
+
+void use_isa(Isa isa) {
+  GPEN_CHECK(isa != Isa::avx512 || cpu_has_avx512(),
+             "the AVX-512 kernels were asked for, but " +
+                 std::string(GPEN_HAVE_AVX512_KERNELS ? "this CPU lacks AVX-512 F/BW/DQ/VL"
+                                                      : "this build has no AVX-512 kernels"));
+  g_isa.store(static_cast<int>(isa), std::memory_order_relaxed);
 }
 
 const char* isa_name(Isa isa) {

@@ -5,15 +5,19 @@
 // called through the entry points here; the rest of the library is built for the baseline
 // (AVX2 + FMA), so one binary runs on every x86-64 machine the project targets.
 //
-// Choice: GPEN_CPU_ISA=avx2|avx512 when set (tests run both paths on one machine; asking for
-// avx512 on a CPU without it is an error, not a silent fallback), else the widest the CPU has
-// (cpuid via __builtin_cpu_supports: AVX-512 needs F, BW, DQ and VL).
+// Choice: the widest the CPU has (cpuid via __builtin_cpu_supports: AVX-512 needs F, BW, DQ and
+// VL), unless use_isa picked one (engine/runtime/env_options.cpp does for GPEN_CPU_ISA=avx2|avx512:
+// tests run both paths on one machine; asking for avx512 on a CPU without it is an error, not a
+// silent fallback).
 namespace gpen::cpu {
 
 enum class Isa { baseline, avx512 };
 
-// The ISA in use (decided on the first call; throws gpen::Error for a bad GPEN_CPU_ISA).
+// The ISA in use.
 Isa cpu_isa();
+// Runs the kernels on `isa` from now on, for the whole process; throws gpen::Error where this
+// CPU or build lacks it.
+void use_isa(Isa isa);
 // "avx512" or "avx2" ("generic" for a build without AVX2).
 const char* isa_name(Isa isa);
 // True when this build holds the AVX-512 kernels and the CPU runs them.

@@ -83,8 +83,8 @@ void demod(const DemodParams&, const TensorView& s, const TensorView& q, const T
   const float* qp = q.f32();
   float* dp = d.f32();
   // Threaded over the outputs from a table of 64k entries: GPEN's (64k-512k) are read once per run,
-  // from memory, and two cores took its 256 x 512 tables 1.9x faster than one (docs/benchmarks.md,
-  // session 17). Each output's sum runs in the same order either way.
+  // from memory, and two cores took its 256 x 512 tables 1.9x faster than one (docs/benchmarks.md).
+  // Each output's sum runs in the same order either way.
   const int T = n * cout * cin >= (int64_t{1} << 16) ? num_threads() : 1;
 #pragma omp parallel for collapse(2) num_threads(T) if (T > 1) schedule(static)
   for (int64_t b = 0; b < n; ++b) {

@@ -70,33 +70,60 @@ void validate(const ModConvParams& p, const ModConvArgs& a, const TensorView& y)
 
 }  // namespace
 
-size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y, int threads) {
+size_t modconv_workspace_bytes(const ConvChoice& c, const ModConvParams& p, const Shape& x_cat, const Shape& y,
+                               int threads) {
   GPEN_CHECK(x_cat.rank == 4 && y.rank == 4,
              "modconv: workspace query needs NHWC shapes, got " + x_cat.str() + " and " + y.str());
   const int nt = threads > 0 ? threads : std::max(1, num_threads());  // must match the run's thread count
-  // Stride-1 3x3 convs may run as Winograd (kernels/cpu/winograd.h), chosen from the shapes alone.
-  if (const int m = winograd_detail::modconv_winograd_tile(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3]))
-    return winograd_detail::modconv_winograd_workspace_bytes(m, x_cat, y, nt);
-  if (const int m = winograd_detail::winograd_up_tile(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3]))
-    return winograd_detail::modconv_winograd_up_workspace_bytes(m, x_cat, y, nt);
-  const size_t general = modconv_direct_workspace_bytes(p, x_cat, y, nt);
-  // to_rgb shapes run as dot products (modconv_rgb.h) unless the run finds strided channels.
-  if (modconv_rgb::rgb_shape(p, y[3])) return std::max(general, modconv_rgb::rgb_workspace_bytes(x_cat, y));
-  return general;
+  switch (c.path) {
+    case ConvPath::winograd:
+    case ConvPath::winograd_fused:
+      return winograd_detail::modconv_winograd_workspace_bytes(c, x_cat, y, nt);
+    case ConvPath::winograd_up:
+    case ConvPath::winograd_up_fused:
+      return winograd_detail::modconv_winograd_up_workspace_bytes(c, x_cat, y, nt);
+    case ConvPath::to_rgb:
+      // Its own or the direct path's, whichever is more: the figure does not depend on the path.
+      return std::max(modconv_direct_workspace_bytes(p, x_cat, y, nt), modconv_rgb::rgb_workspace_bytes(x_cat, y));
+    default:
+      return modconv_direct_workspace_bytes(p, x_cat, y, nt);
+  }
 }
 
-void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace) {
+size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y, int threads,
+                               const CpuOptions& o) {
+  return modconv_workspace_bytes(choose_conv(modconv_case(p, x_cat, y), o), p, x_cat, y, threads);
+}
+
+namespace {
+
+void run(const ConvChoice& c, const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace) {
+  switch (c.path) {
+    case ConvPath::winograd:
+    case ConvPath::winograd_fused:
+      return winograd_detail::modconv_winograd(c, p, a, y, workspace);
+    case ConvPath::winograd_up:
+    case ConvPath::winograd_up_fused:
+      return winograd_detail::modconv_winograd_up(c, p, a, y, workspace);
+    case ConvPath::to_rgb:
+      GPEN_CHECK(modconv_rgb::modconv_rgb(p, a, y, workspace),
+                 "modconv: the to_rgb path needs a workspace and unit channel strides");
+      return;
+    default:
+      return modconv_detail::modconv_direct(p, a, y, workspace);
+  }
+}
+
+}  // namespace
+
+void modconv(const ConvChoice& c, const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace) {
   validate(p, a, y);
-  if (const int m = winograd_detail::modconv_winograd_tile(p, y.dim(0), a.x->dim(1), a.x->dim(2), a.w->dim(2), a.w->dim(3))) {
-    winograd_detail::modconv_winograd(m, p, a, y, workspace);
-    return;
-  }
-  if (const int m = winograd_detail::winograd_up_tile(p, y.dim(0), a.x->dim(1), a.x->dim(2), a.w->dim(2), a.w->dim(3))) {
-    winograd_detail::modconv_winograd_up(m, p, a, y, workspace);
-    return;
-  }
-  if (modconv_rgb::rgb_shape(p, a.w->dim(3)) && modconv_rgb::modconv_rgb(p, a, y, workspace)) return;
-  modconv_detail::modconv_direct(p, a, y, workspace);
+  run(c, p, a, y, workspace);
+}
+
+void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace, const CpuOptions& o) {
+  validate(p, a, y);
+  run(choose_conv(modconv_case(p, a, y), o), p, a, y, workspace);
 }
 
 size_t modconv_detail::modconv_direct_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y,

@@ -161,9 +161,8 @@ void pack_weight(const Plan& pl, const TensorView& w, int64_t j, int t0, int t1,
 int64_t b_rows(const Plan& pl, const KBlock& kb, const TensorView& w, int64_t o0, const float* packed, float* bpack,
                const float** bseg);
 
-// The implicit-GEMM path alone, whatever winograd_tile or the to_rgb path would choose (modconv
-// calls it for the shapes they leave; benchmarks compare it with them in one process). Inputs
-// already validated.
+// The implicit-GEMM path alone (modconv's modconv_direct; benchmarks compare it with the others in
+// one process). Inputs already validated.
 size_t modconv_direct_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y, int threads);
 void modconv_direct(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
 

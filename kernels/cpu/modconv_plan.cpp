@@ -80,7 +80,7 @@ Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t 
   // Small images give few pixel tiles: split the output channels too so every thread has work.
   // Where B is read in place, one chunk per thread: each then reads longer runs of every weight
   // row, which the prefetchers follow (GPEN-256's and -512's convs.0 up conv 1.11x / 1.22x against
-  // four chunks per thread, session 10).
+  // four chunks per thread).
   const int64_t spatial_tasks = N * pl.ntask_a * pl.ntask_b;
   pl.co_chunk = std::min(round_up(Co, kNR), co_cap);
   const int64_t want = (pl.direct_b ? 1 : 4) * std::max(1, threads);

@@ -1,6 +1,6 @@
-// The to_rgb modconv as dot products over channels (overview: modconv_rgb.h): the choice, the
-// folded weight per sample (in the workspace), and the parallel loop over output rows, which
-// forwards to the copy of modconv_rgb_kernel.cpp for the ISA in use.
+// The to_rgb modconv as dot products over channels (overview: modconv_rgb.h): the folded weight
+// per sample (in the workspace), and the parallel loop over output rows, which forwards to the copy
+// of modconv_rgb_kernel.cpp for the ISA in use.
 #include "kernels/cpu/modconv_rgb.h"
 
 #include <omp.h>
@@ -24,10 +24,6 @@ int64_t round16(int64_t v) { return (v + 15) / 16 * 16; }
 int64_t per_sample_floats(int64_t C1, int64_t C2) { return kMaxCo * (round16(C1) + round16(C2)) + 2 * kMaxCo; }
 
 }  // namespace
-
-bool rgb_shape(const ModConvParams& p, int64_t Co) {
-  return p.k == 1 && !p.up && !p.cropped() && Co >= 1 && Co <= kMaxCo;
-}
 
 size_t rgb_workspace_bytes(const Shape& x_cat, const Shape& y) {
   // The split of x_cat's channels into x and x2 is not known here: C1p + C2p <= C + 32.

@@ -5,8 +5,8 @@
 // each output pixel is Co dot products over its channels, vectorised across the channels, read
 // once straight from x (and the noise input x2), with the style folded into the weight:
 //   acc[o] = sum_c x[c] * (s[c] W[c][o]) + sum_c act2(x2[c] scale + b2[c]) * (gain2 s[C1 + c] W[C1 + c][o])
-// The dot products are per-ISA (modconv_rgb_kernel.cpp, isa_ns.h); the choice and the folded
-// weight live in modconv_rgb.cpp. The rounding differs from the general path's (the style is
+// The dot products are per-ISA (modconv_rgb_kernel.cpp, isa_ns.h); the folded weight lives in
+// modconv_rgb.cpp, the choice in conv_select.cpp. The rounding differs from the general path's (the style is
 // multiplied into the weight rather than into the input), within fp32 accuracy.
 #include <cstddef>
 #include <cstdint>
@@ -48,12 +48,10 @@ GPEN_RGB_ISA_DECLS
 }
 #undef GPEN_RGB_ISA_DECLS
 
-// The shapes this path takes (1x1, no up, Co <= kMaxCo); the run may still decline (8-bit
-// weights, strided channels) and take the general path, so the workspace covers both.
-bool rgb_shape(const ModConvParams& p, int64_t Co);
+// Where it runs: conv_select.h (1x1, no up, Co <= kMaxCo, x and x2 of unit channel stride).
 size_t rgb_workspace_bytes(const Shape& x_cat, const Shape& y);
-// Runs the op and returns true, or returns false (nothing written) where the inputs need the
-// general path. Inputs already validated by modconv.
+// Runs the op and returns true, or returns false (nothing written) where the views or a missing
+// workspace do not let it. Inputs already validated by modconv.
 bool modconv_rgb(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
 
 }  // namespace gpen::cpu::modconv_rgb

@@ -33,7 +33,7 @@ inline vf quarter_sums(vf c0, vf c1, vf c2, vf c3) {
 // The lane sums of four accumulators, {sum c0, sum c1, sum c2, sum c3}. On AVX-512 each step adds
 // the two halves of a pair of vectors into one, so the four reduce in four shuffle-add steps with
 // no trip through memory (a store and narrower reloads per accumulator stalled on store
-// forwarding: to_rgb 1.04-1.24x in bench_cpu_gpen256, session 10).
+// forwarding: to_rgb 1.04-1.24x in bench_cpu_gpen256).
 inline v4 hsum4(vf c0, vf c1, vf c2, vf c3) {
 #if GPEN_ISA_AVX512
   const vf y = quarter_sums(c0, c1, c2, c3);

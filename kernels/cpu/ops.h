@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "engine/core/tensor.h"
+#include "kernels/cpu/conv_select.h"
 #include "kernels/params.h"
 
 namespace gpen::cpu {
@@ -17,10 +18,17 @@ namespace gpen::cpu {
 void set_num_threads(int n);
 int num_threads();
 
-// conv2d: x [N,H,W,Cin] f32, w HWIO, bias [Cout], residual like y; y [N,Ho,Wo,Cout].
-size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape& y, int threads);
+// conv2d: x [N,H,W,Cin] f32, w HWIO, bias [Cout], residual like y; y [N,Ho,Wo,Cout]. Runs the path
+// `c` names (choose_conv's for these operands, conv_select.h); the workspace is that path's.
+size_t conv2d_workspace_bytes(const ConvChoice& c, const Conv2dParams& p, const Shape& x, const Shape& y, int threads);
+void conv2d(const ConvChoice& c, const Conv2dParams& p, const TensorView& x, const TensorView& w,
+            const TensorView* bias, const TensorView* residual, const TensorView& y, void* workspace);
+// The same with the path chosen here under `o` (tests, benchmarks; the workspace query from dense
+// shapes, which sizes every view the conv may get).
+size_t conv2d_workspace_bytes(const Conv2dParams& p, const Shape& x, const Shape& y, int threads,
+                              const CpuOptions& o = {});
 void conv2d(const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
-            const TensorView* residual, const TensorView& y, void* workspace);
+            const TensorView* residual, const TensorView& y, void* workspace, const CpuOptions& o = {});
 
 // dense: x [N, in], w [out, in], bias [out]; y [N, out].
 void dense(const DenseParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
@@ -52,9 +60,15 @@ void pad_reflect(const PadReflectParams& p, const TensorView& x, const TensorVie
 void pixel_norm(const PixelNormParams& p, const TensorView& x, const TensorView& y);
 void demod(const DemodParams& p, const TensorView& s, const TensorView& q, const TensorView& d);
 
+// modconv: as conv2d, the path `c` names (choose_conv's), or one chosen here under `o`.
 using ModConvArgs = ::gpen::ModConvArgs;  // kernels/params.h
-size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y, int threads);
-void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
+size_t modconv_workspace_bytes(const ConvChoice& c, const ModConvParams& p, const Shape& x_cat, const Shape& y,
+                               int threads);
+void modconv(const ConvChoice& c, const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
+size_t modconv_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y, int threads,
+                               const CpuOptions& o = {});
+void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace,
+             const CpuOptions& o = {});
 
 // upfirdn2d followed by the optional epilogue of UpFirDn2dParams (out_scale [N, C], bias [C]).
 void upfirdn2d_epilogue(const UpFirDn2dParams& p, const TensorView* out_scale, const TensorView* bias,

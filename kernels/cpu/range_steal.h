@@ -8,7 +8,7 @@
 // next: on a machine whose two cores are far apart (a VM's vCPUs on different CCDs, where one
 // cache line's round trip took 300-350 ns against 50-80 ns near), OpenMP's dynamic schedule,
 // which deals tasks out by arrival, made every op read half its input from the other core's
-// cache (docs/benchmarks.md, session 25). Stealing from the back keeps the balance of the dynamic
+// cache (docs/benchmarks.md, far-apart cores). Stealing from the back keeps the balance of the dynamic
 // schedule. Each task's result does not depend on which thread runs it, so the bits are the same.
 #include <atomic>
 #include <cstdint>

@@ -44,16 +44,16 @@ using upfirdn2d_detail::weighted_sum_stream;
 
 // Outputs from this size bypass the caches (streaming stores). GPEN's blurs in the graph
 // (docs/benchmarks.md): at 4-8 MiB (GPEN-256's full- and half-resolution blurs) plain stores pay
-// on both vendors, since the consumer then finds the output in L3: on the Intel Xeon of session
-// 20 the blurs ran twice as fast, on the AMD EPYC (Zen 4) of session 22 the blurs ran 1.2x slower
+// on both vendors, since the consumer then finds the output in L3: on an Intel Xeon the blurs ran
+// twice as fast, on an AMD EPYC (Zen 4) the blurs ran 1.2x slower
 // but their consumers 0.1-0.3 ms each faster (GPEN-256 0.8 ms in all); GPEN-512's outputs of 16
 // MiB and more still run 1.2-1.5x faster streamed on the Xeon and no slower on the EPYC.
 constexpr int64_t kStreamMinBytes = int64_t{16} << 20;
 // ... and from this size when the two threads run far apart (core_distance.h): there a plain store
-// to a line the other core wrote in an earlier op waits for that core. On the Zen 4 VM of session
-// 26, far apart, GPEN-256's blurs from 0.26 to 8.4 MB ran 1.5-3.6x faster streamed (the last one
-// 1.48 -> 0.59 ms) and their consumers up to 0.25 ms slower each: 60.0 -> 58.2 ms in all. Near,
-// the same rule cost 1.1 ms, so it waits for the probe to say far.
+// to a line the other core wrote in an earlier op waits for that core. On a Zen 4 VM, far apart,
+// GPEN-256's blurs from 0.26 to 8.4 MB ran 1.5-3.6x faster streamed (the last one 1.48 -> 0.59
+// ms) and their consumers up to 0.25 ms slower each: 60.0 -> 58.2 ms in all. Near, the same rule
+// cost 1.1 ms, so it waits for the probe to say far.
 constexpr int64_t kFarStreamMinBytes = int64_t{1} << 18;
 constexpr int64_t kMaxRingFloats = int64_t{1} << 20;  // separable path: ring rows per thread (4 MiB)
 

@@ -24,8 +24,7 @@ void weighted_sum(float* dst, const float* const* src, const float* w, int nt, i
     return;
   }
 #if GPEN_HAVE_AVX512_KERNELS
-  static const bool wide = cpu_isa() == Isa::avx512;
-  if (wide) return isa_avx512::weighted_sum(dst, src, w, nt, len, accumulate);
+  if (cpu_isa() == Isa::avx512) return isa_avx512::weighted_sum(dst, src, w, nt, len, accumulate);
 #endif
   isa_base::weighted_sum(dst, src, w, nt, len, accumulate);
 }
@@ -33,16 +32,14 @@ void weighted_sum(float* dst, const float* const* src, const float* w, int nt, i
 bool weighted_sum_stream(float* dst, const float* const* src, const float* w, int nt, int64_t len,
                          const StreamEpilogue* ep) {
 #if GPEN_HAVE_AVX512_KERNELS
-  static const bool wide = cpu_isa() == Isa::avx512;
-  if (wide) return isa_avx512::weighted_sum_stream(dst, src, w, nt, len, ep);
+  if (cpu_isa() == Isa::avx512) return isa_avx512::weighted_sum_stream(dst, src, w, nt, len, ep);
 #endif
   return isa_base::weighted_sum_stream(dst, src, w, nt, len, ep);
 }
 
 void bias_act_rows(float* y, const float* sc, const float* b, int64_t C, int64_t npix, float gpos, float gneg) {
 #if GPEN_HAVE_AVX512_KERNELS
-  static const bool wide = cpu_isa() == Isa::avx512;
-  if (wide) return isa_avx512::bias_act_rows(y, sc, b, C, npix, gpos, gneg);
+  if (cpu_isa() == Isa::avx512) return isa_avx512::bias_act_rows(y, sc, b, C, npix, gpos, gneg);
 #endif
   isa_base::bias_act_rows(y, sc, b, C, npix, gpos, gneg);
 }

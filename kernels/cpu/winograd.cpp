@@ -1,12 +1,10 @@
-// The ISA-independent half of the Winograd modconv (overview: winograd.h): the choice, the plan,
-// the workspace, and the parallel loop over transformed-weight groups and tasks, which forwards to
+// The ISA-independent half of the Winograd modconv (overview: winograd.h): the plan, the workspace, and the parallel loop over transformed-weight groups and tasks, which forwards to
 // the copy of winograd_kernel.cpp for the ISA in use.
 #include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <string>
 
 #include "engine/core/error.h"
@@ -57,84 +55,7 @@ namespace {
 
 constexpr size_t kAlign = 64;
 
-enum class Mode { automatic, direct, wino4, wino2 };
-
-Mode mode() {
-  static const Mode m = [] {
-    const char* env = std::getenv("GPEN_CPU_CONV");
-    const std::string v = env ? env : "";
-    if (v.empty() || v == "auto") return Mode::automatic;
-    if (v == "direct") return Mode::direct;
-    if (v == "winograd" || v == "winograd4") return Mode::wino4;
-    if (v == "winograd2") return Mode::wino2;
-    throw Error("GPEN_CPU_CONV='" + v + "' is not a CPU conv algorithm: use auto, direct, winograd, winograd4 or winograd2");
-  }();
-  return m;
-}
-
 }  // namespace
-
-const char* conv_mode_name() {
-  switch (mode()) {
-    case Mode::direct:
-      return "direct";
-    case Mode::wino4:
-      return "winograd4";
-    case Mode::wino2:
-      return "winograd2";
-    case Mode::automatic:
-      break;
-  }
-  return "auto";
-}
-
-int winograd_tile(const ModConvParams& p, int64_t /*N*/, int64_t H, int64_t W, int64_t C, int64_t Co) {
-  // A band of a banded graph (split_rows: engine/plan/banding.h) stays direct: Winograd's output
-  // tiles span rows, so a band would round differently from the whole op at every tile the band
-  // edge cuts, and banded execution promises the unbanded direct result bit for bit.
-  if (p.k != 3 || p.up || p.split_rows > 0 || p.cropped()) return 0;
-  switch (mode()) {
-    case Mode::direct:
-      return 0;
-    case Mode::wino4:
-      return 4;
-    case Mode::wino2:
-      return 2;
-    case Mode::automatic:
-      break;
-  }
-  // Where F(4x4, 3x3) pays: enough pixels for whole tiles to dominate the edges and enough
-  // channels for the GEMMs to outweigh the transforms (measured: docs/benchmarks.md, Winograd).
-  return H >= 48 && W >= 48 && C >= 32 && Co >= 32 ? 4 : 0;
-}
-
-int modconv_winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co) {
-  const int m = winograd_tile(p, N, H, W, C, Co);
-  if (m != 0 || mode() != Mode::automatic || p.k != 3 || p.up || p.split_rows > 0 || p.cropped()) return m;
-  // Below 48 px F(4x4, 3x3) still pays where the channels are many: GPEN-256's 32x32 StyledConv
-  // (512 -> 256 with the noise concat) 1.3-1.6x faster than the direct path, its 16x16 one even;
-  // GPEN-512's 32x32 one (1024 -> 512) only at parity, its weight transform per call four times
-  // larger, so it stays direct (bench/bench_cpu_gpen256.cpp, docs/benchmarks.md).
-  const bool rich = C >= 256 && Co >= 128 && C * Co <= 512 * 256;
-  if (H >= kSmallWinoMinPixels && W >= kSmallWinoMinPixels && rich) return 4;
-  // The fused form (winograd_small.cpp: at most kFusedMaxTiles tiles, the weight transformed in
-  // L2 and never written out) pays from 16 px and at any channel count from 256 -> 128 up: 1 thread,
-  // CPU time, bench_cpu_gpen256: the 16x16 512 -> 256 layer 1.8x faster than the direct path, the
-  // 32x32 1024 -> 512 one 2.1x. Its workspace (the transformed input, 36 / 16 of the input) stays
-  // below the direct path's packed weight there. At 8x8 F(4x4) (4 tiles) was level with the
-  // direct path in session 10 and F(2x2) (16 tiles) 1.12-1.14x ahead; session 27 measured F(4x4)
-  // ahead of F(2x2) there in the graph, alternating processes: GPEN-256's convs.1 0.81 -> 0.75
-  // ms, GPEN-512's 3.89 -> 3.06 (bench_cpu_gpen256 styled_8: 0.74 against F(2x2)'s 0.95 and
-  // direct's 0.75) on the AVX-512 path; the AVX2 path (GPEN_CPU_ISA=avx2) keeps F(2x2) there, where
-  // F(4x4) measured 0.84 -> 0.89 and 3.41 -> 3.55 ms. 4x4 stays direct (0.15 -> 0.33 ms with F(4x4)).
-  // Per image, not per batch: a batch runs in chunks of images (fused_images), so the choice and
-  // the workspace never shrink as the batch grows (a short last batch must fit the full one's plan).
-  const bool fused = ((H + 3) / 4) * ((W + 3) / 4) <= kFusedMaxTiles && fused_enabled();
-  if (!fused || C < 256 || Co < 128) return 0;
-  if (H >= kFusedMinPixels && W >= kFusedMinPixels) return 4;
-  const bool wide = GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512;
-  return H >= kFusedMinPixels8 && W >= kFusedMinPixels8 ? (wide ? 4 : 2) : 0;
-}
 
 WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads,
                         int64_t u_budget) {
@@ -155,8 +76,8 @@ WinoPlan make_wino_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64
   // Transformed-weight groups of at most the direct path's packed weight of this layer (9 C Co
   // floats) or kUFloorFloats, whichever is more, balanced; a task covers a whole group where it
   // can (each chunk of a group transforms the inputs again).
-  // Below 48 px (modconv_winograd_tile) no floor: the groups stay within the direct path's packed
-  // weight, so choosing Winograd there never grows the workspace (peak RSS).
+  // Below 48 px (conv_select.cpp's 32 px row) no floor: the groups stay within the direct path's
+  // packed weight, so choosing Winograd there never grows the workspace (peak RSS).
   const bool small = H < 48 || W < 48;
   const int64_t budget =
       u_budget > 0 ? u_budget : small ? 9 * C * round_up(Co, 16) : std::max(9 * C * round_up(Co, 16), kUFloorFloats);
@@ -302,23 +223,32 @@ int64_t fused_images(int m, int64_t N, int64_t H, int64_t W) {
   return per_image > kFusedMaxTiles ? 0 : std::min(N, kFusedMaxTiles / per_image);
 }
 
-size_t modconv_winograd_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads) {
+size_t modconv_winograd_workspace_bytes(const ConvChoice& c, const Shape& x_cat, const Shape& y, int threads) {
   const int nt = threads > 0 ? threads : std::max(1, num_threads());
-  const int64_t chunk = fused_images(m, y[0], x_cat[1], x_cat[2]);
-  const WinoPlan fused = make_wino_fused_plan(m, chunk ? chunk : y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
-  if (fused.fused) return static_cast<size_t>(fused.v_floats + fused.per_thread * nt) * sizeof(float) + kAlign;
+  const int m = c.tile;
+  if (c.path == ConvPath::winograd_fused) {
+    const int64_t chunk = fused_images(m, y[0], x_cat[1], x_cat[2]);
+    const WinoPlan f = make_wino_fused_plan(m, chunk ? chunk : y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
+    GPEN_CHECK(f.fused, "modconv: the fused Winograd form takes at most " + std::to_string(kFusedMaxTiles) + " tiles");
+    return static_cast<size_t>(f.v_floats + f.per_thread * nt) * sizeof(float) + kAlign;
+  }
   const WinoPlan pl = make_wino_plan(m, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
   return static_cast<size_t>(pl.u_floats + pl.per_thread * nt) * sizeof(float) + kAlign;
 }
 
-void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& args, const TensorView& y, void* workspace) {
+void modconv_winograd(const ConvChoice& c, const ModConvParams& p, const ModConvArgs& args, const TensorView& y,
+                      void* workspace) {
   GPEN_CHECK(workspace != nullptr, "modconv: missing workspace");
   const TensorView& x = *args.x;
   const TensorView& w = *args.w;
+  const int m = c.tile;
   const int nt_req = std::max(1, num_threads());
   const int64_t chunk = fused_images(m, y.dim(0), x.dim(1), x.dim(2));
-  WinoPlan pl = make_wino_fused_plan(m, chunk ? chunk : y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
-  if (!pl.fused) pl = make_wino_plan(m, y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
+  WinoPlan pl = c.path == ConvPath::winograd_fused
+                    ? make_wino_fused_plan(m, chunk ? chunk : y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req)
+                    : make_wino_plan(m, y.dim(0), x.dim(1), x.dim(2), w.dim(2), w.dim(3), nt_req);
+  GPEN_CHECK(pl.fused == (c.path == ConvPath::winograd_fused),
+             "modconv: the fused Winograd form takes at most " + std::to_string(kFusedMaxTiles) + " tiles");
   pl.C1 = x.dim(3);
   pl.C2 = pl.C - pl.C1;
 
@@ -360,24 +290,6 @@ void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& args, co
     return;
   }
   run(pl, a, workspace);
-}
-
-int conv2d_winograd_tile(const Conv2dParams& p, const Shape& x, const Shape& y) {
-  if (p.kh != 3 || p.kw != 3 || p.stride_h != 1 || p.stride_w != 1 || p.groups != 1 || p.split_rows > 0) return 0;
-  // "Same" (pad 1 all round) or "valid" (pad 0, the input already padded by one all round).
-  const int pad = p.pad_top;
-  if (pad > 1 || p.pad_left != pad || p.pad_bottom != pad || p.pad_right != pad) return 0;
-  if (x.rank != 4 || y.rank != 4 || x[1] != y[1] + 2 - 2 * pad || x[2] != y[2] + 2 - 2 * pad) return 0;
-  ModConvParams mp;  // the same shape rule as the modconv's
-  int m = winograd_tile(mp, y[0], y[1], y[2], x[3], y[3]);
-  // The static conv also pays from 24x24 up (RetinaFace R50's layer4 and stride-32 SSH convs of
-  // a 1024x768 photo: 1.3x to 2x in bench/bench_cpu_r50.cpp), not at 12x16, where the per-call
-  // weight transform outweighs the GEMMs it saves.
-  if (m == 0 && mode() == Mode::automatic && y[1] >= 24 && y[2] >= 24 && x[3] >= 32 && y[3] >= 32) m = 4;
-  if (m == 0) return 0;
-  const WinoPlan pl = make_wino_plan(m, y[0], y[1], y[2], x[3], y[3], 1, kConvUBudgetFloats);
-  const bool fits = pl.u_floats <= kConvUBudgetFloats && (pl.group_co >= kConvMinGroup || pl.ngroup == 1);
-  return fits ? m : 0;
 }
 
 size_t conv2d_winograd_workspace_bytes(int m, const Shape& x, const Shape& y, int threads) {

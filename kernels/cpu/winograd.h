@@ -18,14 +18,12 @@
 // (winograd_small.cpp): the input transformed once for all tiles, the weight per task and K
 // block into L2, so the transformed weight is never written out.
 //
-// Choice (GPEN_CPU_CONV, read once per process; the same for conv2d_winograd below): "auto"
-// (default) runs F(4x4, 3x3) on the shapes
-// where it is faster and within the fidelity targets (winograd_tile below), "direct" never,
-// "winograd" / "winograd4" on every stride-1 3x3 modconv, "winograd2" F(2x2, 3x3) on every one.
+// Where it runs, with which tile and in which form: the rule of conv_select.h.
 #include <cstddef>
 #include <cstdint>
 
 #include "engine/core/tensor.h"
+#include "kernels/cpu/conv_select.h"
 #include "kernels/params.h"
 
 namespace gpen::cpu::winograd_detail {
@@ -42,26 +40,6 @@ constexpr int64_t kMaxTileBlock = 30;   // tiles per task: each transformed weig
 constexpr int64_t kKcMax = 128;         // input channels per K block (bounds the per-thread scratch)
 constexpr int64_t kCoChunkMax = 256;    // output channels per task (the input transform is redone per chunk)
 constexpr int64_t kUFloorFloats = int64_t{4} << 20;  // a transformed-weight group may always take 16 MiB
-
-// 0: the direct path; 2 or 4: F(m x m, 3 x 3). From the shapes and GPEN_CPU_CONV only, so the
-// workspace query and the run agree.
-int winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
-
-// The modconv's choice: winograd_tile, and in "auto" also F(4x4, 3x3) on stride-1 3x3 layers
-// from kSmallWinoMinPixels up with C >= 256, Co >= 128 and C Co <= 512 x 256 (measured in
-// bench_cpu_gpen256), whose
-// transformed-weight groups stay within the direct path's packed weight (make_wino_plan).
-constexpr int64_t kSmallWinoMinPixels = 32;
-// ... and with the fused form (winograd_small.cpp) from this size at C >= 256, Co >= 128.
-constexpr int64_t kFusedMinPixels = 16;
-// ... and in the fused form from this size up to there (the 8x8 layers): F(4x4, 3x3) on the
-// AVX-512 path, F(2x2, 3x3) on the AVX2 one.
-constexpr int64_t kFusedMinPixels8 = 8;
-int modconv_winograd_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
-
-// "auto", "direct", "winograd4" or "winograd2": GPEN_CPU_CONV as this process reads it (for the
-// profile and --version).
-const char* conv_mode_name();
 
 struct WinoPlan {
   int m = 4, n = 6, nxi = 36;  // output tile, input tile, transformed points
@@ -186,8 +164,8 @@ void plan_panel_groups(WinoPlan& pl, int64_t budget_floats, int64_t co_chunk_max
 // On an AMD EPYC (Zen 4, 1 MiB) GPEN-256's 64x64 and 128x128 stride-1 layers (1.2 and 0.9 MB at
 // 30 tiles) ran 0.15-0.35 ms faster with 12 and 18 tiles, its 256x256 one (0.5 MB) slower below
 // 30, R50's 64x48 layer3 convs 1.1-1.5 ms faster each with 6, and the m = 4 transposed form (81
-// points a tile) best at 6-12 (min_T 12 there: GPEN-512's last up conv measured at 12; session
-// 22, docs/benchmarks.md). The Xeons' 2 MiB keep GPEN-256's stride-1 layers at 30, the size
+// points a tile) best at 6-12 (min_T 12 there: GPEN-512's last up conv measured at 12;
+// docs/benchmarks.md). The Xeons' 2 MiB keep GPEN-256's stride-1 layers at 30, the size
 // their sweeps chose; there GPEN-512's and R50's wide layers (cc 256) take 18, not measured on a
 // Xeon yet. Bits unchanged: each tile's sums run in the same order in any block.
 int64_t tile_scratch_budget_bytes();
@@ -209,7 +187,7 @@ void run_groups(const WinoPlan& pl, const WinoArgs& a, void* workspace, const Wi
 // element then serves every tile, and is made in L2 instead of written to memory once per call).
 constexpr int64_t kFusedMaxTiles = 96;
 // The fused plan for F(m x m, 3 x 3), or a plan with fused = false where it does not apply (more
-// tiles, or the fused form switched off).
+// tiles).
 WinoPlan make_wino_fused_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);
 // The whole fused op (pl from make_wino_fused_plan, C1 / C2 set), workspace aligned by the caller.
 void run_fused(const WinoPlan& pl, const WinoArgs& a, float* workspace);
@@ -219,20 +197,13 @@ int64_t fused_images(int m, int64_t N, int64_t H, int64_t W);
 // The args of images n0.. of a: every per-image pointer moved on by n0 images (a fused form runs a
 // batch in chunks of fused_images, each a batch of its own).
 WinoArgs images_from(const WinoArgs& a, int64_t n0);
-// On by default; GPEN_CPU_WINO_FUSED=0 starts a process with it off (A/B measurements). Tests switch
-// it to cover both forms; a workspace sized before a switch does not fit a run after it.
-void set_fused_enabled(bool on);
-bool fused_enabled();
-
-// The whole op for m = winograd_tile(...) != 0 (inputs already validated by modconv).
-size_t modconv_winograd_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads);
-void modconv_winograd(int m, const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
+// The whole op, c a winograd or winograd_fused choice (inputs already validated by modconv).
+size_t modconv_winograd_workspace_bytes(const ConvChoice& c, const Shape& x_cat, const Shape& y, int threads);
+void modconv_winograd(const ConvChoice& c, const ModConvParams& p, const ModConvArgs& a, const TensorView& y,
+                      void* workspace);
 
 // The static conv2d (RetinaFace's 3x3 convs) on the same machinery: s = 1, no concat, no
-// demodulation. conv2d_winograd_tile: 0 unless a 3x3, stride 1, padding 1, ungrouped conv
-// keeping the size whose transformed weight fits kConvUBudgetFloats in groups of at least
-// kConvMinGroup channels, then as winograd_tile (GPEN_CPU_CONV applies to both).
-int conv2d_winograd_tile(const Conv2dParams& p, const Shape& x, const Shape& y);
+// demodulation, the transformed weight in groups of at most kConvUBudgetFloats.
 size_t conv2d_winograd_workspace_bytes(int m, const Shape& x, const Shape& y, int threads);
 // Inputs already validated by conv2d (f32, shapes).
 void conv2d_winograd(int m, const Conv2dParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,

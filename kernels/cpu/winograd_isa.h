@@ -64,14 +64,14 @@ inline void transform2d(const float (&mat)[R][K], Load&& load, Store&& store) {
 // own instruction with a fixed stride (one weight row per channel), which the hardware
 // prefetchers learn per instruction, and NP whole lines of each row; the loop that had one load
 // instruction for all nine streams stalled on them, even with a software prefetch (1.3-1.44x on
-// the fused layers, docs/benchmarks.md, session 10). One loop for the stride-1, stride-2 and
+// the fused layers, docs/benchmarks.md). One loop for the stride-1, stride-2 and
 // transposed forms. Each tap row also asks for its line kWeightAhead channels on: the rows of
 // consecutive channels lie Co floats apart, nine such streams at once, and the fused forms (one
 // channel of every panel pair per call) otherwise wait on them: GPEN-256's fused layers 2-14 %
-// faster in the graph (docs/benchmarks.md, session 17). Each store likewise asks for its point's
+// faster in the graph (docs/benchmarks.md). Each store likewise asks for its point's
 // line one channel on: the 36-81 point rows are store streams, more than the hardware tracks, and
 // every line otherwise waits for ownership from L2 as the store reaches it (the transform's share
-// of the fused layers about 14 % smaller, of the grouped ones 15 %: docs/benchmarks.md, session 19).
+// of the fused layers about 14 % smaller, of the grouped ones 15 %: docs/benchmarks.md).
 constexpr int64_t kWeightAhead = 4;
 template <int R, int NP = 1>
 inline void transform_weight_panel(const WinoPlan& pl, const WinoArgs& a, const float (&G)[R][3], int64_t panel,

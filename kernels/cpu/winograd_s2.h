@@ -13,7 +13,7 @@
 // As the stride-1 conv2d Winograd (winograd.h): the (2m + 1)^2 GEMMs [tiles x C] x [C x Cout] on
 // the modconv micro-kernel (point_gemms), the transformed weight made per call into the workspace
 // in groups of output channels of at most kConvUBudgetFloats, the epilogue (bias, activation,
-// residual) in the output transform. Banded ops (split_rows > 0) stay direct (winograd.cpp says why).
+// residual) in the output transform. Where it runs, with which tile: the rule of conv_select.h.
 #include <cstddef>
 
 #include "kernels/cpu/winograd.h"
@@ -23,10 +23,6 @@ namespace gpen::cpu::winograd_detail {
 // Tiles per task (a multiple of 6) and output channels per task; K block kKcMax.
 constexpr int64_t kS2MaxTileBlock = 30;
 constexpr int64_t kS2CoChunkMax = 128;
-
-// 0: conv2d's other paths; 2 or 4: the polyphase Winograd with m x m output tiles. For 3x3,
-// stride 2, ungrouped convs with pad 0 or 1 (top = left), from the shapes and GPEN_CPU_CONV only.
-int conv2d_wino_s2_tile(const Conv2dParams& p, const Shape& x, const Shape& y);
 
 // WinoPlan's fields: m, n = 2m + 1 (input tile), nxi = (2m + 1)^2; H, W the output's size.
 WinoPlan make_wino_s2_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);

@@ -13,9 +13,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <string>
 
 #include "engine/core/error.h"
 
@@ -34,7 +31,7 @@ constexpr int64_t kFusedKc = 128;  // input channels per weight slice: 36 x 129 
 // From kFusedDeepMinTiles tiles, K blocks of kFusedKcDeep (a 1.2 MB slice) where the workspace
 // then stays within the direct path's packed weight of the layer (9 C Co floats, the bound the
 // fused form keeps): each point GEMM runs twice as deep per pass over the tiles' accumulators.
-// On a 2-core Xeon (session 20, bench_cpu_gpen256): GPEN-512's 32x32 layer (1024 -> 512) 14.1-14.4
+// On a 2-core Xeon (bench_cpu_gpen256): GPEN-512's 32x32 layer (1024 -> 512) 14.1-14.4
 // -> 12.0-12.8 ms. GPEN-256's (512 -> 256) ran 3.19-3.28 -> 3.00-3.21 ms too, but its workspace
 // would pass that bound and the graph's (7.1 -> 8.0 MB), so it keeps kFusedKc; the 16x16 layer
 // (16 tiles) ran slower (1.07 -> 1.16 ms). 16-column chunks to keep the slice at 0.6 MB: 1.5x slower.
@@ -42,28 +39,13 @@ constexpr int64_t kFusedKcDeep = 256;
 constexpr int64_t kFusedDeepMinTiles = 64;
 constexpr int64_t kFusedCc = 32;   // output channels per task
 
-std::atomic<int>& fused_flag() {
-  static std::atomic<int> on{[] {
-    const char* e = std::getenv("GPEN_CPU_WINO_FUSED");
-    if (!e || !*e || std::string(e) == "1") return 1;
-    if (std::string(e) == "0") return 0;
-    throw Error(std::string("GPEN_CPU_WINO_FUSED='") + e + "' is not 0 or 1");
-  }()};
-  return on;
-}
-}  // namespace
-
-void set_fused_enabled(bool on) { fused_flag().store(on ? 1 : 0); }
-bool fused_enabled() { return fused_flag().load() != 0; }
-
-namespace {
 WinoPlan fused_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads, int64_t kc_max) {
   WinoPlan pl;
   if (m != 2 && m != 4) return pl;
   pl.m = m, pl.n = m + 2, pl.nxi = pl.n * pl.n;
   pl.N = N, pl.H = H, pl.W = W, pl.C = C, pl.Co = Co;
   pl.th = cdiv(H, m), pl.tw = cdiv(W, m), pl.ntiles = N * pl.th * pl.tw;
-  if (pl.ntiles > kFusedMaxTiles || !fused_enabled()) return pl;
+  if (pl.ntiles > kFusedMaxTiles) return pl;
   pl.fused = true;
   pl.nblock = 1;
   pl.T = round_up(pl.ntiles, 6);

@@ -21,11 +21,7 @@
 // largest conv already plans); per thread, one tile block's transformed inputs and accumulators.
 // The up conv has no epilogue (kernels/params.h): the output is the raw conv, 2H + 1 x 2W + 1.
 //
-// Choice: GPEN_CPU_CONV as in winograd.h ("direct": never; "winograd" / "winograd4": m = 4 on
-// every 3x3 up conv; "winograd2": m = 2; "auto": m = 4 on large inputs with few channels and in
-// the fused form on small channel-rich ones, where it measured faster, else direct:
-// winograd_up_tile in winograd_up.cpp says why). Banded ops
-// (split_rows > 0) stay direct, for the reason winograd.cpp gives.
+// Where it runs, with which tile and in which form: the rule of conv_select.h.
 #include <cstddef>
 #include <cstdint>
 
@@ -39,11 +35,6 @@ namespace gpen::cpu::winograd_detail {
 // (fit_tile_block, winograd.h: m = 4's 81 points a tile take 12-18 tiles on 1-2 MiB of L2).
 constexpr int64_t kUpMaxTileBlock = 30;
 constexpr int64_t kUpCoChunkMax = 64;
-
-// 0: the direct path; 2 or 4: the polyphase Winograd with m input positions per tile and axis.
-// From the shapes and GPEN_CPU_CONV only, so the workspace query and the run agree. H, W, C:
-// the conv's input (C with the concat), Co its output channels.
-int winograd_up_tile(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co);
 
 // The plan in WinoPlan's fields: m (input positions per tile), n = m + 1 (input tile),
 // nxi = (2m + 1)^2 points; H, W the input's size; th x tw tiles cover H + 1 x W + 1 positions.
@@ -59,7 +50,7 @@ WinoPlan make_wino_up_plan(int m, int64_t N, int64_t H, int64_t W, int64_t C, in
 // would be 11 MB for GPEN-256's 32x32 layer, 512 channels). How the threads share that
 // (winograd_up_fused.cpp): each owns a share of the 81 points, or below kUpFusedSplitMinTiles
 // its own copy of the transformed input and a share of the chunks. The plan, or one with
-// fused = false where it does not apply (another shape, or GPEN_CPU_WINO_FUSED=0).
+// fused = false where it does not apply (another shape).
 constexpr int64_t kUpFusedKc = 64;
 constexpr int64_t kUpFusedCc = 32;
 // Up to kUpFusedSplitMax threads, on at least kUpFusedSplitMinTiles tiles, each owns a share of
@@ -106,8 +97,8 @@ GPEN_WINO_UP_ISA_DECLS
 // Outputs of at least this many bytes are written with streaming stores (both forms). The
 // transposed conv's raw output is read once, by the blur right after it (GPEN's upsampling
 // StyledConvs), which streams it back at about the same speed from memory as from the cache; plain
-// stores would first read every line of the arena being overwritten. On an AMD EPYC (Zen 4, session
-// 26, docs/benchmarks.md): GPEN-256's up convs from 32x32 to 128x128 (2.2-8.5 MB outputs) 0.10-0.20
+// stores would first read every line of the arena being overwritten. On an AMD EPYC (Zen 4,
+// docs/benchmarks.md): GPEN-256's up convs from 32x32 to 128x128 (2.2-8.5 MB outputs) 0.10-0.20
 // ms faster each, their blurs 0.02-0.04 ms slower, the forward's sum of node minima 48.4 -> 47.5 ms;
 // the 16x16 one's 1.1 MB output about level, so it keeps plain stores. Same bits.
 constexpr int64_t kUpStreamMinBytes = int64_t{2} << 20;
@@ -115,8 +106,10 @@ constexpr int64_t kUpStreamMinBytes = int64_t{2} << 20;
 int64_t up_stream_min_bytes();
 void set_up_stream_min_bytes(int64_t bytes);
 
-// The whole op for m = winograd_up_tile(...) != 0 (inputs already validated by modconv).
-size_t modconv_winograd_up_workspace_bytes(int m, const Shape& x_cat, const Shape& y, int threads);
-void modconv_winograd_up(int m, const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
+// The whole op, c a winograd_up or winograd_up_fused choice (m = c.tile input positions per tile
+// and axis; inputs already validated by modconv).
+size_t modconv_winograd_up_workspace_bytes(const ConvChoice& c, const Shape& x_cat, const Shape& y, int threads);
+void modconv_winograd_up(const ConvChoice& c, const ModConvParams& p, const ModConvArgs& a, const TensorView& y,
+                         void* workspace);
 
 }  // namespace gpen::cpu::winograd_detail

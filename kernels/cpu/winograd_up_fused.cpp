@@ -28,7 +28,7 @@ WinoPlan make_wino_up_fused_plan(int64_t N, int64_t H, int64_t W, int64_t C, int
   pl.m = 4, pl.n = 5, pl.nxi = 81;
   pl.N = N, pl.H = H, pl.W = W, pl.C = C, pl.Co = Co;
   pl.th = H / 4, pl.tw = W / 4, pl.ntiles = N * pl.th * pl.tw;
-  if (pl.ntiles > kFusedMaxTiles || !fused_enabled()) return pl;
+  if (pl.ntiles > kFusedMaxTiles) return pl;
   pl.fused = true;
   pl.nblock = 1;
   pl.T = round_up(pl.ntiles, 6);

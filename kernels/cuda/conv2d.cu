@@ -1,8 +1,10 @@
 // conv2d on the GPU: argument checks, the geometry, and the choice of kernel.
 //  - depthwise (groups == cin == cout > 1): conv2d_depthwise.cu, a direct loop per output;
-//  - f16 / bf16: conv2d_wmma.cu, implicit GEMM on tensor cores with f32 accumulation;
+//  - f16 / bf16: implicit GEMM on tensor cores with f32 accumulation: conv2d_mma.cu (mma.sync,
+//    ldmatrix, cp.async; the default, GPEN_CUDA_GEMM=mma) where the shape and alignment allow
+//    and the weights are not 8-bit, else conv2d_wmma.cu (WMMA; GPEN_CUDA_GEMM=wmma forces it);
 //  - f32: conv2d_simt.cu, implicit GEMM on the CUDA cores in f32.
-// All three end in the same fused epilogue (bias, activation, residual) and write through the
+// All of them end in the same fused epilogue (bias, activation, residual) and write through the
 // output's strides, so a conv can fill a channel slice of a concatenation buffer.
 #include <climits>
 

@@ -1,7 +1,6 @@
 // The GEMM family switch (ops_gemm.h). Host code only; a .cu so that the native and the emulated
 // builds each have their own (they live in different inline namespaces).
 #include <atomic>
-#include <cstdlib>
 #include <string>
 
 #include "engine/core/error.h"
@@ -11,8 +10,7 @@ GPEN_CUDA_NAMESPACE_BEGIN
 
 namespace {
 
-// -1: not read from the environment yet.
-std::atomic<int> g_family{-1};
+std::atomic<int> g_family{static_cast<int>(GemmFamily::mma)};
 std::atomic<int> g_tile_bm{0}, g_tile_bn{0};
 
 }  // namespace
@@ -24,15 +22,7 @@ GemmFamily parse_gemm_family(const char* name) {
   throw Error("GPEN_CUDA_GEMM: unknown GEMM family '" + v + "' (expected mma or wmma)");
 }
 
-GemmFamily gemm_family() {
-  int f = g_family.load();
-  if (f < 0) {
-    const char* env = std::getenv("GPEN_CUDA_GEMM");
-    f = static_cast<int>(env && *env ? parse_gemm_family(env) : GemmFamily::mma);
-    g_family = f;
-  }
-  return static_cast<GemmFamily>(f);
-}
+GemmFamily gemm_family() { return static_cast<GemmFamily>(g_family.load()); }
 
 void set_gemm_family(GemmFamily f) { g_family = static_cast<int>(f); }
 

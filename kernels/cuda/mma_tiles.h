@@ -31,8 +31,8 @@ inline MmaTile choose_mma_tile(int64_t rows, int64_t cout, int64_t slices) {
 }
 
 // The GEMM kernel family of the f16 / bf16 convolutions: the mma.sync + ldmatrix + cp.async
-// kernels (default) or the WMMA reference kernels. Set by GPEN_CUDA_GEMM=mma|wmma (read once) or
-// by set_gemm_family (tests, benchmarks). Shapes the mma kernels do not take (channel counts not
+// kernels (default) or the WMMA reference kernels. Set by set_gemm_family (the CUDA backend from
+// GPEN_CUDA_GEMM=mma|wmma, engine/runtime/env_options.h; tests, benchmarks). Shapes the mma kernels do not take (channel counts not
 // multiples of 8, unaligned or strided channels) run on WMMA either way.
 enum class GemmFamily { mma, wmma };
 

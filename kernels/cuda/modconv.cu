@@ -1,6 +1,7 @@
 // modconv on the GPU: argument checks (those of cpu::modconv plus the dtype and the weight's
 // layout), the GEMM geometry of modconv.cuh, and the choice of kernel: tensor cores for f16 /
-// bf16 (modconv_wmma.cu), the SIMT kernel for f32 (modconv_simt.cu). Both fuse the prologue
+// bf16 (modconv_mma.cu, mma.sync, by default on the vector path; modconv_wmma.cu for 8-bit weights,
+// the element path and GPEN_CUDA_GEMM=wmma), the SIMT kernel for f32 (modconv_simt.cu). All fuse the prologue
 // (style scaling, the on-the-fly x2 source) and the epilogue (demodulation, bias, activation,
 // residual, strided store into a channel slice), so one launch does the whole op.
 #include <climits>

@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the modulated-conv kernels (modconv_wmma.cu, modconv_simt.cu) and their dispatcher
+// Shared by the modulated-conv kernels (modconv_mma.cu, modconv_wmma.cu, modconv_simt.cu) and their dispatcher
 // (modconv.cu): the geometry of one call, the operand stagers with the fused prologue, the fused
 // epilogue, a block's tile, the double-buffered depth loop and the launch.
 //

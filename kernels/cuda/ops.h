@@ -10,7 +10,7 @@
 // HWIO [kh][kw][cin/groups][cout] and dense weights [out][in], both contiguous; every other
 // view may be strided (channel slices in and out).
 //
-// Builds: nvcc compiles these into gpen_cuda (inline namespace native); the tests also compile
+// Builds: nvcc compiles these into gpen_kernels (inline namespace native); the tests also compile
 // them as C++ for the host emulator (inline namespace emu), see kernels/cuda/abi.h.
 #include <cstddef>
 
@@ -25,7 +25,8 @@ GPEN_CUDA_NAMESPACE_BEGIN
 using Stream = CUstream_st*;
 
 // Which conv2d kernel runs. automatic: depthwise when groups == cin == cout (> 1), tensor cores
-// (WMMA) for f16/bf16, the SIMT kernel for f32. Forcing one is for tests and benchmarks;
+// for f16/bf16 (mma.sync by default, WMMA with GPEN_CUDA_GEMM=wmma or where mma.sync does not take
+// the shape: ops_gemm.h), the SIMT kernel for f32. Forcing one is for tests and benchmarks;
 // tensor_core needs f16/bf16, depthwise needs groups == cin == cout.
 enum class ConvAlgo { automatic, tensor_core, simt, depthwise };
 

@@ -1,7 +1,7 @@
 #pragma once
 // The GEMM kernel family of the f16 / bf16 conv2d and modconv calls (kernels/cuda/mma_tiles.h):
-// mma.sync + ldmatrix + cp.async (default) or the WMMA reference kernels. GPEN_CUDA_GEMM=mma|wmma
-// in the environment sets it when first asked; set_gemm_family overrides it (tests, benchmarks).
+// mma.sync + ldmatrix + cp.async (default) or the WMMA reference kernels. set_gemm_family sets it:
+// the CUDA backend, from GPEN_CUDA_GEMM=mma|wmma (engine/runtime/env_options.h), and tests.
 // Process-wide; not to be changed while kernels are being queued on another thread.
 #include "kernels/cuda/abi.h"
 #include "kernels/cuda/mma_tiles.h"

@@ -87,7 +87,7 @@ class Serve(unittest.TestCase):
                 if server.poll() is not None:
                     msg = common.read(err).decode(errors="replace")
                     # PyTriton's proxy model sometimes reaches its handshake socket before the socket
-                    # listens (seen once in 5 CI runs, session 20: "get_config_from_handshake_server ...
+                    # listens (seen once in 5 CI runs: "get_config_from_handshake_server ...
                     # Connection refused"), and Triton then fails the model's load: the server's own
                     # start-up, not the engine. One more start; any other exit, or a second one, fails.
                     if not retried and "get_config_from_handshake_server" in msg:

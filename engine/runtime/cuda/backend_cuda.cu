@@ -11,9 +11,11 @@
 
 #include "engine/core/error.h"
 #include "kernels/cuda/compat.h"
-#include "kernels/cuda/ops.h"
-#include "kernels/cuda/ops_gpen.h"
 #include "engine/runtime/cuda/pipeline_ops.h"
+#include "engine/runtime/env_options.h"
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda/ops_gemm.h"
+#include "kernels/cuda/ops_gpen.h"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
@@ -244,6 +246,7 @@ int device_count() {
 
 std::unique_ptr<Backend> make_cuda_backend(const DeviceOptions& o) {
   GPEN_CHECK(device_count() > 0, "no CUDA device found");
+  if (const auto f = cuda_gemm_family_from_env()) set_gemm_family(*f);
   return std::make_unique<CudaBackend>(o);
 }
 

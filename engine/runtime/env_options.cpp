@@ -1,0 +1,69 @@
+#include "engine/runtime/env_options.h"
+
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "engine/core/error.h"
+
+namespace gpen {
+
+namespace {
+
+// The value of `name` among `values` (name = value pairs); unset or empty: the first.
+template <class T>
+T read(const char* name, std::initializer_list<std::pair<const char*, T>> values) {
+  const char* e = std::getenv(name);
+  const std::string v = e ? e : "";
+  if (v.empty()) return values.begin()->second;
+  std::string names;
+  for (const auto& [s, t] : values) {
+    if (v == s) return t;
+    names += std::string(names.empty() ? "" : ", ") + s;
+  }
+  throw Error(std::string(name) + "='" + v + "' is not one of " + names);
+}
+
+cpu::CpuOptions read_all() {
+  using cpu::ConvMode, cpu::FarMode, cpu::Isa;
+  if (const char* e = std::getenv("GPEN_CPU_ISA"); e && *e) {
+    const Isa isa = read<Isa>("GPEN_CPU_ISA", {{"avx2", Isa::baseline}, {"baseline", Isa::baseline},
+                                               {"avx512", Isa::avx512}});
+    GPEN_CHECK(isa != Isa::avx512 || cpu::cpu_has_avx512(),
+               "GPEN_CPU_ISA=avx512, but this CPU lacks AVX-512 F/BW/DQ/VL or this build its kernels");
+    cpu::use_isa(isa);
+  }
+  cpu::CpuOptions o;
+  o.conv = read<ConvMode>("GPEN_CPU_CONV", {{"auto", ConvMode::automatic},
+                                            {"direct", ConvMode::direct},
+                                            {"winograd", ConvMode::winograd4},
+                                            {"winograd4", ConvMode::winograd4},
+                                            {"winograd2", ConvMode::winograd2}});
+  o.own_gemm = read<bool>("GPEN_CPU_CONV1X1", {{"own", true}, {"eigen", false}});
+  o.wino_fused = read<bool>("GPEN_CPU_WINO_FUSED", {{"1", true}, {"0", false}});
+  o.far = read<FarMode>("GPEN_CPU_FAR", {{"auto", FarMode::measure}, {"0", FarMode::never}, {"1", FarMode::always}});
+  const char* huge = std::getenv("GPEN_CPU_HUGEPAGES");
+  o.huge_pages = !(huge && std::string(huge) == "0");  // only "0" turns the advice off
+  o.isa = cpu::cpu_isa();
+  return o;
+}
+
+}  // namespace
+
+const cpu::CpuOptions& cpu_options_from_env() {
+  static const cpu::CpuOptions o = read_all();
+  return o;
+}
+
+std::optional<cuda_tiles::GemmFamily> cuda_gemm_family_from_env() {
+  using cuda_tiles::GemmFamily;
+  static const std::optional<GemmFamily> f = []() -> std::optional<GemmFamily> {
+    const char* e = std::getenv("GPEN_CUDA_GEMM");
+    if (!e || !*e) return std::nullopt;
+    return read<GemmFamily>("GPEN_CUDA_GEMM", {{"mma", GemmFamily::mma}, {"wmma", GemmFamily::wmma}});
+  }();
+  return f;
+}
+
+}  // namespace gpen

@@ -1,0 +1,70 @@
+#include "engine/video/av_util.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <mutex>
+
+extern "C" {
+#include <libavutil/log.h>
+}
+
+namespace gpen::video {
+
+std::string av_error_text(int err) {
+  char buf[AV_ERROR_MAX_STRING_SIZE] = {};
+  av_strerror(err, buf, sizeof buf);
+  return buf;
+}
+
+double seconds(int64_t ts, AVRational tb) { return ts == AV_NOPTS_VALUE ? 0.0 : double(ts) * av_q2d(tb); }
+
+namespace {
+
+constexpr size_t kKeptMessages = 8;
+
+std::mutex g_log_mutex;
+LoggedErrors g_input, g_output;
+
+// Encoders, muxers and output I/O log for the output; everything else (demuxers, decoders, the
+// input's I/O, parsers, contexts without a class) for the input.
+bool is_output_side(void* avcl) {
+  if (!avcl) return false;
+  const AVClass* c = *static_cast<const AVClass**>(avcl);
+  if (!c) return false;
+  const AVClassCategory cat = c->get_category ? c->get_category(avcl) : c->category;
+  return cat == AV_CLASS_CATEGORY_ENCODER || cat == AV_CLASS_CATEGORY_MUXER || cat == AV_CLASS_CATEGORY_OUTPUT;
+}
+
+// Runs on whichever thread logs (decoder threads included).
+void log_callback(void* avcl, int level, const char* fmt, va_list vl) {
+  if (level > AV_LOG_ERROR) return;
+  char line[512];
+  int print_prefix = 1;
+  av_log_format_line2(avcl, level, fmt, vl, line, sizeof line, &print_prefix);
+  std::string text(line);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  LoggedErrors& to = is_output_side(avcl) ? g_output : g_input;
+  ++to.count;
+  if (to.first.size() < kKeptMessages && !text.empty()) to.first.push_back(text);
+}
+
+}  // namespace
+
+void capture_ffmpeg_log() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    av_log_set_level(AV_LOG_ERROR);
+    av_log_set_callback(log_callback);
+  });
+}
+
+LoggedErrors take_logged_errors(bool input_side) {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  LoggedErrors& from = input_side ? g_input : g_output;
+  LoggedErrors out = std::move(from);
+  from = {};
+  return out;
+}
+
+}  // namespace gpen::video

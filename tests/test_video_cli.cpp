@@ -1,0 +1,177 @@
+// `gpen video` through the CLI binary, with a tiny GPEN (tests/fixtures/gpen/s32) and the real
+// RetinaFace mobilenet0.25 weights: every restored frame is what `gpen restore` makes of that
+// frame; the output keeps the frame count, the timestamps and the audio packets; a file FFmpeg
+// cannot open gets one line with FFmpeg's reason and no output; a damaged one is restored as far
+// as it decodes with exit status 1; SIGINT stops the run within a second and leaves nothing; a
+// folder is restored into a folder.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "converter/convert.h"
+#include "engine/photo/image.h"
+#include "tests/video/clips.h"
+
+using namespace gpen;
+using namespace gpen_test::video;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kGpen = gpen_test::binary_dir() + "/gpen";
+
+struct Models {
+  fs::path root, gpen, det;
+  ~Models() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+};
+
+// The models once per process, converted into a folder of this process.
+const Models& models() {
+  static const Models m = [] {
+    Models s;
+    s.root = fs::path(gpen_test::binary_dir()) / ("video-cli-test-" + std::to_string(getpid()));
+    fs::remove_all(s.root);
+    fs::create_directories(s.root);
+    s.gpen = s.root / "gpen_s32.gpw";
+    s.det = s.root / "mnet.gpw";
+    conv::convert(gpen_test::fixture_dir() + "/gpen/s32/checkpoint.pth", s.gpen.string());
+    conv::convert(gpen_test::shared_dir() + "/models/retinaface-mobilenet0.25.pth", s.det.string());
+    return s;
+  }();
+  return m;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = models().root / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// One CPU thread: the tiny GPEN needs no more, and the tests run beside others.
+std::string gpen_cmd(const std::string& sub, const std::string& args) {
+  return kGpen + " " + sub + " --threads 1 -m " + models().gpen.string() + " -d " + models().det.string() + " " + args;
+}
+std::string video_cmd(const std::string& args) { return gpen_cmd("video", args); }
+
+std::set<std::string> listing(const fs::path& dir) {
+  std::set<std::string> s;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) s.insert(fs::relative(e.path(), dir).string());
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("gpen video: each frame restored as gpen restore restores it, written exactly") {
+  const fs::path dir = fresh_dir("same-as-restore");
+  const std::string in = clip("faces_320.mp4"), out = (dir / "out.mov").string();
+  std::string log;
+  REQUIRE_MESSAGE(gpen_test::run(video_cmd(in + " -o " + out + " --codec ffv1 --pix-fmt bgr0 --report " +
+                                           (dir / "r.json").string()), &log) == 0, log);
+  const auto report = nlohmann::json::parse(read_bytes((dir / "r.json").string()));
+  const auto& v = report["videos"][0];
+  CHECK(v["frames"] == 6);
+  CHECK(v["faces"].get<int>() >= 6);  // the kids' faces in every frame
+  CHECK(v["encoding"]["encoder"] == "ffv1");
+  CHECK(v["decode_errors"]["any"] == false);
+  const auto input = read_all(in), restored = read_all(out);
+  REQUIRE(restored.size() == input.size());
+  for (int i : {0, 5}) {
+    INFO("frame " << i);
+    const std::string frame = (dir / ("frame" + std::to_string(i) + ".png")).string();
+    const std::string want = (dir / ("restored" + std::to_string(i) + ".png")).string();
+    write_image(frame, input[i]);
+    REQUIRE(gpen_test::run(gpen_cmd("restore", frame + " -o " + want), &log) == 0);
+    CHECK(read_image(want).bgr == restored[i].bgr);
+    CHECK(restored[i].bgr != input[i].bgr);
+  }
+}
+
+TEST_CASE("gpen video: the default output keeps frames, timestamps and audio") {
+  const fs::path dir = fresh_dir("default");
+  const std::string in = clip("h264_pan25_audio.mp4"), out = (dir / "out.mp4").string();
+  std::string log;
+  REQUIRE_MESSAGE(gpen_test::run(video_cmd(in + " -o " + out + " --quiet"), &log) == 0, log);
+  CHECK(log.empty());
+  CHECK(probe(out, "v:0", "stream=codec_name,pix_fmt,nb_frames") == "codec_name=h264\npix_fmt=yuv420p\nnb_frames=12\n");
+  CHECK(probe(in, "v:0", "frame=pts_time") == probe(out, "v:0", "frame=pts_time"));
+  CHECK(packets_md5(in, "0:a") == packets_md5(out, "0:a"));
+  CHECK(listing(dir) == std::set<std::string>{"out.mp4"});
+}
+
+TEST_CASE("gpen video: a file FFmpeg cannot open: one line with FFmpeg's reason, no output") {
+  const fs::path dir = fresh_dir("unopenable");
+  const std::string in = clip("not_a_video.mp4");
+  std::string log;
+  CHECK(gpen_test::run(video_cmd(in + " -o " + (dir / "out.mp4").string()), &log) == 1);
+  INFO(log);
+  CHECK(log.find("gpen: error: " + in + ": Invalid data found when processing input") != std::string::npos);
+  CHECK(fs::is_empty(dir));
+}
+
+TEST_CASE("gpen video: a damaged file is restored as far as it decodes, and says so") {
+  const fs::path dir = fresh_dir("damaged");
+  const std::string in = clip("truncated.mp4"), out = (dir / "out.mkv").string(), rep = (dir / "r.json").string();
+  std::string log;
+  CHECK(gpen_test::run(video_cmd(in + " -o " + out + " --report " + rep), &log) == 1);
+  INFO(log);
+  CHECK(log.find(in + ": damaged input: ") != std::string::npos);
+  const auto v = nlohmann::json::parse(read_bytes(rep))["videos"][0];
+  CHECK(v["decode_errors"]["any"] == true);
+  CHECK(v["frames"].get<int>() >= 2);
+  CHECK(probe(out, "v:0", "stream=nb_read_frames -count_frames") ==
+        "nb_read_frames=" + std::to_string(v["frames"].get<int>()) + "\n");
+}
+
+TEST_CASE("gpen video: SIGINT stops within a second and leaves no partial output") {
+  const fs::path dir = fresh_dir("interrupted");
+  const std::string out = (dir / "out.mp4").string();
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const std::string cmd = video_cmd(clip("long.mp4") + " -o " + out + " --quiet");
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Once the output is being written under its temporary name, interrupt.
+  bool writing = false;
+  for (int i = 0; i < 600 && !writing; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (const auto& e : fs::directory_iterator(dir)) writing |= e.path().filename().string().find(".partial-") != std::string::npos;
+  }
+  REQUIRE(writing);
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const double stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(stop_s < 1.0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  CHECK(fs::is_empty(dir));
+}
+
+TEST_CASE("gpen video: a folder of videos into a folder") {
+  const fs::path dir = fresh_dir("folder"), in = dir / "in", out = dir / "out";
+  fs::create_directories(in / "sub");
+  fs::copy_file(clip("vfr.mp4"), in / "vfr.mp4");
+  fs::copy_file(clip("vp9.webm"), in / "sub" / "vp9.webm");
+  std::ofstream(in / "notes.txt") << "not a video\n";
+  std::string log;
+  REQUIRE_MESSAGE(gpen_test::run(video_cmd(in.string() + " -o " + out.string()), &log) == 0, log);
+  CHECK(listing(out) == std::set<std::string>{"sub", "sub/vp9.webm", "vfr.mp4"});
+  CHECK(probe((out / "sub" / "vp9.webm").string(), "v:0", "stream=codec_name") == "codec_name=vp9\n");
+  CHECK(probe(clip("vfr.mp4"), "v:0", "frame=pts_time") == probe((out / "vfr.mp4").string(), "v:0", "frame=pts_time"));
+}
