@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/) with clang + ASan + UBSan in build-fuzz and runs each
 # from its committed seed corpus: the checkpoint and .gpw readers for GPEN_FUZZ_SECONDS (default
-# 60) seconds, the image decoders and the .npy reader for GPEN_FUZZ_IMAGE_SECONDS (default 20).
+# 60) seconds, the image decoders, the .npy reader and `gpen serve`'s request handling for
+# GPEN_FUZZ_IMAGE_SECONDS (default 20).
 # GPEN_FUZZ_TARGETS="jpeg png" runs only those. Exits
 # non-zero on any finding (crash, sanitizer report, leak, timeout, out-of-memory); reproducers
 # are written to build-fuzz/findings/. Called by scripts/test.sh in CI.
@@ -9,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${GPEN_FUZZ_SECONDS:-60}
 IMAGE_SECS=${GPEN_FUZZ_IMAGE_SECONDS:-20}
-TARGETS=${GPEN_FUZZ_TARGETS:-checkpoint gpw jpeg png webp bmp npy}
+TARGETS=${GPEN_FUZZ_TARGETS:-checkpoint gpw jpeg png webp bmp npy serve}
 BUILD=build-fuzz
 
 # clang's OpenMP runtime is needed to configure the project with clang at all.

@@ -6,12 +6,16 @@ set -euo pipefail
 # ca-certificates: libcurl only recommends it (not installed with --no-install-recommends), and
 # `gpen fetch` verifies the official host's HTTPS certificate against it.
 # python3-venv, python3-dev: scripts/test_python.sh installs the Python package into a fresh venv.
+# libboost-dev: Boost.Beast, the HTTP side of `gpen serve`. python3-jsonschema, python3-yaml: its
+# answers checked against docs/openapi.yaml; chromium, chromium-driver: its page in a headless
+# browser (tests/serve/).
 PKGS=(cmake g++ make pkg-config ccache clang libclang-rt-14-dev libomp-14-dev
       libeigen3-dev libstb-dev libjpeg62-turbo-dev libpng-dev libwebp-dev doctest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-      libzip-dev libboost-context-dev libcurl4-openssl-dev libssl-dev ca-certificates patchelf
+      libzip-dev libboost-context-dev libboost-dev libcurl4-openssl-dev libssl-dev ca-certificates patchelf
       python3-numpy python3-torch python3-opencv
       libjpeg-turbo-progs python3-pil
-      python3-venv python3-dev)
+      python3-venv python3-dev
+      python3-jsonschema python3-yaml chromium chromium-driver)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
