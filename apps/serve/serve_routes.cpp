@@ -68,7 +68,8 @@ std::string percent_decode(std::string_view s, bool plus_is_space) {
 Reply json_reply(int status, const nlohmann::json& j) {
   Reply r;
   r.status = status;
-  r.body = j.dump();
+  // Messages may quote a request's bytes (a path, a parameter): invalid UTF-8 becomes U+FFFD.
+  r.body = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return r;
 }
 

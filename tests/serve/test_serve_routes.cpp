@@ -124,6 +124,10 @@ TEST_CASE("serve routes: unknown paths 404, other methods 405 with Allow") {
   CHECK(f.call("DELETE", "/healthz").status == 405);
   CHECK(f.call("POST", "/metrics", "x").status == 405);
   CHECK(error_of(f.call("PUT", "/")).find("GET") != std::string::npos);
+  // A path that is not UTF-8 is quoted in valid JSON (found by fuzz_serve).
+  const Reply bad = f.call("GET", "/%90x");
+  CHECK(bad.status == 404);
+  CHECK(error_of(bad).find("\xEF\xBF\xBDx") != std::string::npos);
 }
 
 TEST_CASE("serve routes: with an API key every /v1 route needs it, the others do not") {
