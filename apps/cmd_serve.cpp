@@ -54,7 +54,7 @@ void run_serve(ServeArgs a) {
   ho.port = a.port;
   ho.read_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.read_timeout_s * 1000));
   // Enough request threads to decode and encode on every core while others wait for the engine.
-  ho.request_threads = std::clamp(2 * static_cast<int>(std::thread::hardware_concurrency()), 4, a.queue);
+  ho.request_threads = std::min(a.queue, std::max(4, 2 * static_cast<int>(std::thread::hardware_concurrency())));
   ho.max_connections = 4 * a.queue;
   // Request bodies and images above 1 MiB are mapped and unmapped by malloc, not kept in its heap
   // once freed: the resident size after a burst of large uploads returns to what it was.

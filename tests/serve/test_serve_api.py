@@ -98,7 +98,7 @@ def main():
     print(f"CLI references: {time.time() - t0:.1f} s")
 
     t0 = time.time()
-    s = Server(["-m", gpen, "-d", det, "--max-body", "4MiB", "--read-timeout", "1.5", "--batch-wait-ms", "300",
+    s = Server(["-m", gpen, "-d", det, "--max-body", "4MiB", "--read-timeout", "1.5", "--batch-wait-ms", "1000",
                 "--queue", "16"])
     print(f"server ready: {time.time() - t0:.1f} s")
     c = Client(s, api)
@@ -175,11 +175,10 @@ def main():
         check(c.call("PUT", "/metrics", b"x")[0] == 405, "PUT /metrics: 405")
 
         # Over --max-body: refused on the headers, before the body is sent; also chunked.
-        t0 = time.time()
+        # (Waiting for the body would end in a 408 after --read-timeout instead.)
         st, h, b = c.raw("POST", "/v1/restore",
                          b"POST /v1/restore HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n\r\n")
-        check(st == 413 and "max-body" in error_message(b) and time.time() - t0 < 1.0,
-              "413 on Content-Length, without the body")
+        check(st == 413 and "max-body" in error_message(b), "413 on Content-Length, without the body")
         st, h, b = c.raw("POST", "/v1/restore", b"POST /v1/restore HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n"
                          b"Expect: 100-continue\r\n\r\n")
         check(st == 413, "413 to an Expect: 100-continue request over the limit")
