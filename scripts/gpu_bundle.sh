@@ -49,7 +49,7 @@ export CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1
 benches=(bench_cpu_gpen256)
 t0=$SECONDS
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPEN_CUDA=ON -DGPEN_CUDA_ARCHS="80;90" \
-  -DGPEN_CUDA_TESTS_NATIVE=ON > /dev/null
+  -DGPEN_CUDA_TESTS_NATIVE=ON -DGPEN_VIDEO=OFF > /dev/null
 cmake --build "$BUILD" -j "${GPEN_JOBS:-$(nproc)}" --target gpen test_cuda_all "${benches[@]}" > "$BUILD/bundle_build.log" 2>&1 ||
   { tail -40 "$BUILD/bundle_build.log" >&2; echo "gpu_bundle: build failed (log: $BUILD/bundle_build.log)" >&2; exit 1; }
 echo "gpu_bundle: built in $((SECONDS - t0)) s ($BUILD)"
