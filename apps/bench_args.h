@@ -27,6 +27,7 @@ struct BenchArgs {
   std::string pytorch_variants;  // CUDA: comma-separated list replacing the default runs
   bool compare_onnxruntime = false, compare_openvino = false;
   std::string compare;  // comma-separated peers: pytorch, onnxruntime, openvino
+  std::string peers_python;  // the ONNX peers' interpreter (else $GPEN_PEERS_PYTHON)
   bool accuracy = false;
   std::string accuracy_reference;  // --accuracy against this .gpw (e.g. the fp32 file of an 8-bit one)
   std::string weights_dtype;       // synthetic weights: int8 / fp8 conv weights

@@ -155,11 +155,12 @@ std::vector<std::string> parse_peer_list(const std::string& list, bool onnxrunti
   return v;
 }
 
-void compare_onnx_peers(nlohmann::json& j, const PytorchGpenBench& pb, const std::vector<std::string>& peers) {
+void compare_onnx_peers(nlohmann::json& j, const PytorchGpenBench& pb, const std::vector<std::string>& peers,
+                        const std::string& python) {
   const double engine_ms = j["ms_per_face"].get<double>();
   double fastest = 0;
   for (const std::string& name : peers) {
-    nlohmann::json r = run_onnx_peer_gpen_bench(name, pb);
+    nlohmann::json r = run_onnx_peer_gpen_bench(name, pb, python);
     if (r.contains("ms_per_face")) {
       const double ms = r["ms_per_face"].get<double>();
       nlohmann::json v{{"speedup", ms / engine_ms}};

@@ -43,7 +43,9 @@ std::vector<std::string> parse_peer_list(const std::string& list, bool onnxrunti
 // Runs each ONNX peer (apps/peer.h) into j["peers"][name], with j["vs_peers"][name] = {"speedup"
 // (peer ms per face / engine's), "rss_ratio" (peer process peak RSS / engine's)}, and
 // j["speedup_vs_fastest_peer"] over the peers that ran.
-void compare_onnx_peers(nlohmann::json& j, const PytorchGpenBench& pb, const std::vector<std::string>& peers);
+// `python` is their interpreter (peers_python()).
+void compare_onnx_peers(nlohmann::json& j, const PytorchGpenBench& pb, const std::vector<std::string>& peers,
+                        const std::string& python);
 void print_onnx_peers(const nlohmann::json& j);
 
 }  // namespace gpen::cli

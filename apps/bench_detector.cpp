@@ -99,7 +99,7 @@ void run_detector_bench(const DetectorBenchArgs& a) {
   if (!net_ms.empty()) j["network_median_ms"] = engine_net;
   for (const std::string& name : a.onnx_peers) {
     nlohmann::json r = run_onnx_peer_detector_bench(name, a.pytorch_pth, a.image, a.runs, a.warmup, cpu::num_threads(),
-                                                    a.pytorch_timeout);
+                                                    a.peers_python, a.pytorch_timeout);
     if (r.contains("median_ms")) {
       const double pm = r["median_ms"].get<double>();
       j["vs_peers"][name] = {{"speedup", pm / engine_net}};

@@ -18,6 +18,7 @@ struct DetectorBenchArgs {
   bool profile = false;  // each node of the network timed alone (apps/bench_detector_profile.h)
   int pytorch_timeout = 0;  // seconds for the PyTorch run; 0: none
   std::vector<std::string> onnx_peers;  // onnxruntime, openvino (CPU, fp32, the network alone)
+  std::string peers_python;             // their interpreter (apps/peer.h: peers_python)
 };
 
 void run_detector_bench(const DetectorBenchArgs& a);

@@ -41,6 +41,7 @@ void run_bench(BenchArgs a) {
   // Checked first: a typo must not cost a run.
   const std::vector<std::string> onnx_list =
       parse_peer_list(a.compare, a.compare_onnxruntime, a.compare_openvino, a.compare_pytorch);
+  const std::string peers_py = onnx_list.empty() ? "" : peers_python(a.peers_python);
   if (a.arch == "realesrnet") {
     SrBenchArgs s;
     s.scale = a.sr_scale;
@@ -57,6 +58,7 @@ void run_bench(BenchArgs a) {
   if (a.arch == "retinaface") {
     DetectorBenchArgs d;
     d.onnx_peers = onnx_list;
+    d.peers_python = peers_py;
     d.detector = a.detector;
     d.image = a.image;
     d.pytorch_pth = a.pytorch_checkpoint;
@@ -264,7 +266,7 @@ void run_bench(BenchArgs a) {
   }
   if (!onnx_list.empty()) {
     GPEN_CHECK(!dev, "the ONNX Runtime and OpenVINO peers run on the CPU: use --device cpu");
-    compare_onnx_peers(j, peer_config(), onnx_list);
+    compare_onnx_peers(j, peer_config(), onnx_list, peers_py);
   }
   if (a.json) {
     std::cout << j.dump(2) << "\n";

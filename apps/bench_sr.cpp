@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "apps/peer.h"
 #include "apps/rss.h"
 #include "engine/models/rrdbnet.h"
 #include "engine/runtime/device.h"
@@ -20,8 +21,10 @@ namespace {
 
 nlohmann::json pytorch_bench(const SrBenchArgs& a, int threads) {
   const char* py = std::getenv("GPEN_PYTHON");
-  const std::string cmd = std::string(py ? py : "/usr/bin/python3") + " " + GPEN_SOURCE_DIR +
-                          "/tests/reference/rrdbnet_reference.py bench --scale " + std::to_string(a.scale) + " --size " +
+  const std::string dir = reference_dir();
+  if (dir.empty()) return {{"error", "the reference scripts are not installed (or set GPEN_REFERENCE_DIR)"}};
+  const std::string cmd = std::string(py ? py : "/usr/bin/python3") + " " + dir +
+                          "/rrdbnet_reference.py bench --scale " + std::to_string(a.scale) + " --size " +
                           std::to_string(a.size) + " --threads " + std::to_string(threads) + " --runs " +
                           std::to_string(a.runs) + " --num-block " + std::to_string(a.num_block) + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");

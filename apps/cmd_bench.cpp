@@ -55,17 +55,21 @@ Command reg(
       sub.add_flag("--no-cuda-graphs", g_args.no_cuda_graphs, "CUDA: launch every kernel each run instead of replaying a captured graph");
       sub.add_flag("--json", g_args.json, "Print JSON");
       sub.add_flag("--compare-pytorch", g_args.compare_pytorch,
-                   "Also time the PyTorch reference (tests/reference/, or $GPEN_REFERENCE_DIR) on the same "
+                   "Also time the PyTorch reference (PREFIX/share/gpen-engine/reference, or $GPEN_REFERENCE_DIR) on the same "
                    "configuration (needs torch for $GPEN_PYTHON, default /usr/bin/python3); on CUDA: eager at the "
                    "engine's precision (fp16 for fp16/bf16) and eager fp32, with speed and device-memory ratios");
       sub.add_flag("--compare-onnxruntime", g_args.compare_onnxruntime,
                    "Also time ONNX Runtime (CPU, fp32, same threads) on an ONNX export of the PyTorch reference "
-                   "(tests/reference/peer_bench.py in .venv-peers: scripts/peers_venv.sh); output compared with PyTorch; "
+                   "(peer_bench.py of the reference scripts, in the environment of --peers-python); output compared with PyTorch; "
                    "--arch retinaface: the network alone, exported from --pytorch-checkpoint");
       sub.add_flag("--compare-openvino", g_args.compare_openvino,
                    "Also time OpenVINO (CPU, fp32, same threads) on the same ONNX export, as --compare-onnxruntime");
       sub.add_option("--compare", g_args.compare,
                      "Peers to time, comma-separated, from pytorch, onnxruntime, openvino (as the --compare-* flags)");
+      sub.add_option("--peers-python", g_args.peers_python,
+                     "The ONNX peers' interpreter: a Python environment with onnxruntime and openvino (default "
+                     "$GPEN_PEERS_PYTHON; scripts/peers_venv.sh DIR makes one: DIR/bin/python); their exports are "
+                     "cached in $GPEN_PEERS_CACHE (default ~/.cache/gpen-engine/peers)");
       sub.add_flag("--pytorch-compile", g_args.pytorch_compile,
                    "--compare-pytorch: also time torch.compile of the reference (compile time reported apart)");
       sub.add_option("--pytorch-variants", g_args.pytorch_variants,

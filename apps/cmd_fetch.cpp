@@ -9,7 +9,7 @@
 
 #include "apps/cli.h"
 #include "engine/core/error.h"
-#include "converter/fetch.h"
+#include "converter/fetch/fetch.h"
 
 namespace {
 

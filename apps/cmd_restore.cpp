@@ -266,6 +266,9 @@ Command reg(
                      "Shrink photos whose longer side exceeds N to N for detection (default: > 1500 -> 1000; 0: never)");
       sub.add_option("--save-faces", g_args.save_faces, "Also write every restored face crop into this directory, as <output path without extension>_face<K>.png mirroring the output tree");
       sub.add_option("--save-raw", g_args.save_raw, "--aligned: also write the raw generator output (float32 NCHW .npy)");
+      sub.add_flag("--trace-start", g_args.trace_start,
+                   "--aligned: print the wall clock (CLOCK_REALTIME, ns) to stderr as the first forward pass starts "
+                   "(\"gpen: first op at N ns\"; scripts/startup.sh times start-up with it)");
       sub.add_option("--jpeg-quality", g_args.jpeg_quality,
                      "JPEG quality of .jpg outputs (.png and .webp outputs are lossless); every output keeps the "
                      "input's EXIF (orientation reset to 1 once applied) and ICC profile")

@@ -8,9 +8,15 @@
 #include <filesystem>
 #include <memory>
 
+#include "engine/core/error.h"
+
 namespace gpen::cli {
 
 namespace {
+
+const char* const kPeersHint =
+    "name its interpreter with --peers-python PATH or GPEN_PEERS_PYTHON=PATH; scripts/peers_venv.sh DIR makes one "
+    "with onnxruntime and openvino, whose interpreter is DIR/bin/python";
 std::string shell_quote(const std::string& s) {
   std::string r = "'";
   for (char c : s) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -22,20 +28,31 @@ std::string python() {
   return p && *p ? p : "/usr/bin/python3";
 }
 
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+// Where the ONNX exports are kept between runs: $GPEN_PEERS_CACHE, else the user's cache folder.
+std::string peers_cache() {
+  const std::string xdg = env_or("XDG_CACHE_HOME", env_or("HOME", "/tmp") + "/.cache");
+  return env_or("GPEN_PEERS_CACHE", xdg + "/gpen-engine/peers");
+}
+
 // Runs a reference script and returns the last JSON object it printed. With timeout_s > 0 it
 // runs under coreutils' timeout (a torch.compile that takes too long must not eat a GPU run).
 nlohmann::json run_reference(const std::string& script_name, const std::string& args, int timeout_s = 0,
                              const std::string& interpreter = "", const char* what = "the PyTorch reference",
                              const char* hint = "is torch installed for") {
-  // The source tree's scripts, unless GPEN_REFERENCE_DIR names a folder that holds them (a binary
-  // carried away from its source tree: scripts/gpu_bundle.sh).
-  const char* dir = std::getenv("GPEN_REFERENCE_DIR");
-  std::string script = (dir && *dir ? std::string(dir) : std::string(GPEN_SOURCE_DIR) + "/tests/reference") + "/" +
-                       script_name;
+  const std::string dir = reference_dir();
+  if (dir.empty())
+    return {{"error", "the reference scripts are not installed (PREFIX/share/gpen-engine/reference beside PREFIX/bin/gpen; "
+                      "or set GPEN_REFERENCE_DIR to a folder that holds them, e.g. tests/reference of a source checkout)"}};
+  const std::string script = dir + "/" + script_name;
   if (!std::filesystem::exists(script)) return {{"error", "missing " + script}};
   const std::string py = interpreter.empty() ? python() : interpreter;
   if (!interpreter.empty() && !std::filesystem::exists(py))
-    return {{"error", "no " + py + " (make it with scripts/peers_venv.sh, or set GPEN_PEERS_PYTHON)"}};
+    return {{"error", "no " + py + " (" + kPeersHint + ")"}};
   std::string cmd;
   if (timeout_s > 0) cmd = "timeout -k 5 " + std::to_string(timeout_s) + " ";
   cmd += shell_quote(py) + " " + shell_quote(script) + " " + args + " 2>/dev/null";
@@ -62,6 +79,27 @@ nlohmann::json run_reference(const std::string& script_name, const std::string& 
 }
 
 }  // namespace
+
+std::string reference_dir() {
+  const std::string env = env_or("GPEN_REFERENCE_DIR", "");
+  if (!env.empty()) return env;
+  std::error_code ec;
+  const std::filesystem::path bin = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  if (ec) return "";
+  for (const auto& d : {bin.parent_path() / "share/gpen-engine/reference", bin / "share/gpen-engine/reference"})
+    if (std::filesystem::is_directory(d, ec)) return d.string();
+  return "";
+}
+
+std::string peers_python(const std::string& flag) {
+  const std::string py = flag.empty() ? env_or("GPEN_PEERS_PYTHON", "") : flag;
+  if (py.empty())
+    throw Error(std::string("the ONNX peers (--compare onnxruntime, openvino) run in a Python environment of their own: ") +
+                kPeersHint);
+  if (!std::filesystem::exists(py))
+    throw Error(py + ": no such interpreter for the ONNX peers (" + kPeersHint + ")");
+  return py;
+}
 
 nlohmann::json run_pytorch_gpen_bench(const PytorchGpenBench& b) {
   std::string args = "--bench --threads " + std::to_string(b.threads);
@@ -104,11 +142,8 @@ const std::vector<std::string>& onnx_peers() {
   return v;
 }
 
-nlohmann::json run_onnx_peer_gpen_bench(const std::string& peer, const PytorchGpenBench& b) {
-  const char* env_py = std::getenv("GPEN_PEERS_PYTHON");
-  const std::string py = env_py && *env_py ? env_py : std::string(GPEN_SOURCE_DIR) + "/.venv-peers/bin/python";
-  const char* env_cache = std::getenv("GPEN_PEERS_CACHE");
-  const std::string cache = env_cache && *env_cache ? env_cache : std::string(GPEN_SOURCE_DIR) + "/.peers";
+nlohmann::json run_onnx_peer_gpen_bench(const std::string& peer, const PytorchGpenBench& b, const std::string& py) {
+  const std::string cache = peers_cache();
   const std::string args = "--peer " + shell_quote(peer) + " --size " + std::to_string(b.size) + " --cm " +
                            std::to_string(b.cm) + " --narrow " + std::to_string(b.narrow) + " --batch " +
                            std::to_string(b.batch) + " --threads " + std::to_string(b.threads) + " --runs " +
@@ -120,11 +155,8 @@ nlohmann::json run_onnx_peer_gpen_bench(const std::string& peer, const PytorchGp
 
 nlohmann::json run_onnx_peer_detector_bench(const std::string& peer, const std::string& checkpoint_pth,
                                             const std::string& image, int runs, int warmup, int threads,
-                                            int timeout_s) {
-  const char* env_py = std::getenv("GPEN_PEERS_PYTHON");
-  const std::string py = env_py && *env_py ? env_py : std::string(GPEN_SOURCE_DIR) + "/.venv-peers/bin/python";
-  const char* env_cache = std::getenv("GPEN_PEERS_CACHE");
-  const std::string cache = env_cache && *env_cache ? env_cache : std::string(GPEN_SOURCE_DIR) + "/.peers";
+                                            const std::string& py, int timeout_s) {
+  const std::string cache = peers_cache();
   const std::string args = "--arch retinaface --peer " + shell_quote(peer) + " --checkpoint " +
                            shell_quote(checkpoint_pth) + " --image " + shell_quote(image) + " --threads " +
                            std::to_string(threads) + " --runs " + std::to_string(runs) + " --warmup " +

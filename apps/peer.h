@@ -1,13 +1,25 @@
 #pragma once
 // Peers measured in the same run as the engine: the PyTorch reference implementation, and ONNX
-// Runtime and OpenVINO on an ONNX export of it. The PyTorch interpreter is $GPEN_PYTHON when set
-// (a GPU machine's python3 with CUDA torch), else /usr/bin/python3; the ONNX peers run in
-// $GPEN_PEERS_PYTHON, else the checkout's .venv-peers/bin/python (scripts/peers_venv.sh).
+// Runtime and OpenVINO on an ONNX export of it, each a script of reference_dir(). The PyTorch
+// interpreter is $GPEN_PYTHON when set (a GPU machine's python3 with CUDA torch), else
+// /usr/bin/python3; the ONNX peers run in an environment of their own, named by `gpen bench
+// --peers-python` or $GPEN_PEERS_PYTHON (scripts/peers_venv.sh makes one). Nothing here needs a
+// source checkout.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace gpen::cli {
+
+// The folder of the reference scripts (tests/reference/*.py, installed as
+// PREFIX/share/gpen-engine/reference): $GPEN_REFERENCE_DIR, else that folder of the prefix the
+// running binary lives in (PREFIX/bin/gpen), else the one beside it (the build tree: build/gpen,
+// build/share/gpen-engine/reference). "" when there is none.
+std::string reference_dir();
+
+// The interpreter of the ONNX peers: `flag` (--peers-python) when given, else $GPEN_PEERS_PYTHON.
+// Throws gpen::Error, saying how to make one, when neither names an existing file.
+std::string peers_python(const std::string& flag);
 
 struct PytorchGpenBench {
   std::string model;  // a .pth is loaded; anything else (a .gpw, empty): random weights of the configuration
@@ -42,17 +54,18 @@ nlohmann::json run_pytorch_parsenet_bench(const std::string& checkpoint_pth, int
 const std::vector<std::string>& onnx_peers();
 // Runs tests/reference/peer_bench.py for `peer` on the configuration of `b` (CPU, fp32; b.model,
 // device, dtype and compile are not used: random weights as for PyTorch): the export of
-// tests/reference/export_gpen_onnx.py, made once into $GPEN_PEERS_CACHE (default the checkout's
-// .peers/), timed with b.threads threads. Returns {"ms_per_face", "peak_rss_mib",
+// tests/reference/export_gpen_onnx.py, made once into $GPEN_PEERS_CACHE (default
+// $XDG_CACHE_HOME/gpen-engine/peers, i.e. ~/.cache/gpen-engine/peers), timed with b.threads threads
+// by the interpreter `python` (peers_python()). Returns {"ms_per_face", "peak_rss_mib",
 // "max_abs_vs_pytorch", "version", ...} or {"error"}.
-nlohmann::json run_onnx_peer_gpen_bench(const std::string& peer, const PytorchGpenBench& b);
+nlohmann::json run_onnx_peer_gpen_bench(const std::string& peer, const PytorchGpenBench& b, const std::string& python);
 
 // Runs tests/reference/peer_bench.py --arch retinaface for `peer`: the ONNX export of the
 // RetinaFace checkpoint (.pth) for the network input of `image` (export_retinaface_onnx.py,
-// cached as for GPEN), the network alone timed with `threads` threads. Returns {"median_ms",
+// cached as for GPEN), the network alone timed with `threads` threads by `python`. Returns {"median_ms",
 // "peak_rss_mib", "max_abs_vs_pytorch", "version", ...} or {"error"}.
 nlohmann::json run_onnx_peer_detector_bench(const std::string& peer, const std::string& checkpoint_pth,
                                             const std::string& image, int runs, int warmup, int threads,
-                                            int timeout_s = 0);
+                                            const std::string& python, int timeout_s = 0);
 
 }  // namespace gpen::cli

@@ -107,13 +107,11 @@ void run_aligned(const RestoreArgs& a) {
     int n = std::min(batch, total - start);
     for (int i = 0; i < n; ++i)
       std::copy(faces[start + i].x.begin(), faces[start + i].x.end(), in.begin() + i * face_floats);
-    // scripts/startup.sh reads this to time process start -> first op (the start-up
-    // figure); GPEN_TRACE_START=exit stops there, so measuring does not wait for the forward pass.
-    if (const char* trace = std::getenv("GPEN_TRACE_START"); trace && start == 0) {
+    // --trace-start: scripts/startup.sh times process start -> first op with this line.
+    if (a.trace_start && start == 0) {
       timespec now{};
       clock_gettime(CLOCK_REALTIME, &now);
       std::fprintf(stderr, "gpen: first op at %lld ns\n", now.tv_sec * 1000000000LL + now.tv_nsec);
-      if (std::string(trace) == "exit") std::_Exit(0);
     }
     auto t0 = std::chrono::steady_clock::now();
     model->run(n, in.data(), out.data());

@@ -24,6 +24,7 @@ struct RestoreArgs {
   std::string precision;  // empty: fp32 on the CPU, fp16 on CUDA
   bool no_cuda_graphs = false;
   std::string save_raw;
+  bool trace_start = false;  // --trace-start: print the wall clock at the first forward pass
   std::string save_faces;
   std::string report;
   std::string vram_budget;

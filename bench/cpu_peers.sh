@@ -22,7 +22,12 @@ CONFIGS=("$@")
 [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(gpen512 gpen256 r50)
 mkdir -p "$OUT"
 [ -x build/gpen ] || { echo "cpu_peers: build/gpen missing (scripts/build.sh)" >&2; exit 2; }
-[ -x .venv-peers/bin/python ] || [ -n "${GPEN_PEERS_PYTHON:-}" ] || scripts/peers_venv.sh
+# The peers' environment and their ONNX exports in the checkout (bench/openvino_layers.py reads .peers/).
+if [ -z "${GPEN_PEERS_PYTHON:-}" ]; then
+  [ -x .venv-peers/bin/python ] || scripts/peers_venv.sh
+  export GPEN_PEERS_PYTHON=$PWD/.venv-peers/bin/python
+fi
+export GPEN_PEERS_CACHE=${GPEN_PEERS_CACHE:-$PWD/.peers}
 R50=build/peers_r50
 if [[ " ${CONFIGS[*]} " == *" r50 "* ]] && [ ! -f $R50/r50.gpw ]; then
   /usr/bin/python3 tests/reference/make_retinaface_fixtures.py --r50 $R50 >/dev/null

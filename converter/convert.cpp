@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "engine/core/error.h"
+#include "engine/core/version.h"
 #include "weights/quant8.h"
 
 namespace gpen::conv {
@@ -353,7 +354,7 @@ ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) 
   nlohmann::json src = {{"format", ck.format()}};
   if (!ck.selected_key().empty()) src["key"] = ck.selected_key();
   w.set_meta("source", src);
-  w.set_meta("producer", std::string("gpen convert ") + GPEN_VERSION);
+  w.set_meta("producer", std::string("gpen convert ") + gpen::version());
   info.tensors = w.size();
   info.parameters = w.parameter_count();
   info.bytes = w.file_bytes();

@@ -11,7 +11,11 @@
 #             fixtures they open, and tests/reference/*.py (the PyTorch references)
 #   scripts/  gpu_check.sh (a copy) and make_synthetic_gpen.py
 #   shared/   models/retinaface-mobilenet0.25.pth and images/kids_1024x768.jpg
-#   run.sh, MANIFEST.txt (what was built from which commit, what each binary needs of glibc)
+#   licenses/ the project's LICENSE and the licence of every third-party part the bundle ships (the
+#             Debian copyright file of each library in lib/ and of each header-only library compiled
+#             into the binaries; NVIDIA's licence of the statically linked CUDA runtime)
+#   run.sh, MANIFEST.txt (what was built from which commit, what each binary needs of glibc, and the
+#             third-party parts with their packages and licences)
 # The C++ runtime stays the machine's shared libstdc++: built here (Debian 12, GCC 12) the binaries
 # ask it for GLIBCXX_3.4.29 at most (libbenchmark, for bench_*: 3.4.30) and glibc for 2.34, which
 # Ubuntu 22.04 and 24.04 have (EL9 too, but for bench_*).
@@ -57,7 +61,7 @@ echo "gpu_bundle: built in $((SECONDS - t0)) s ($BUILD)"
 NEW=$DIR.new.$$
 rm -rf "$NEW"
 trap 'rm -rf "$NEW"' EXIT
-mkdir -p "$NEW"/{bin,lib,tests/reference,scripts} "$NEW/shared/models" "$NEW/shared/images"
+mkdir -p "$NEW"/{bin,lib,licenses,tests/reference,scripts} "$NEW/shared/models" "$NEW/shared/images"
 for b in "$BUILD/gpen" "$BUILD/tests/test_cuda_all" "${benches[@]/#/$BUILD/bench/}"; do
   strip -o "$NEW/bin/$(basename "$b")" "$b"
 done
@@ -65,9 +69,9 @@ done
 for b in "$NEW"/bin/*; do
   if ldd "$b" | grep "not found" >&2; then echo "gpu_bundle: $b needs a library this machine lacks" >&2; exit 1; fi
   ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
-    [[ $name =~ $SYSTEM_LIBS ]] || cp -L "$path" "$NEW/lib/$name"
+    [[ $name =~ $SYSTEM_LIBS ]] || { cp -L "$path" "$NEW/lib/$name" && echo "$name $path"; }
   done
-done
+done | sort -u > "$BUILD/bundle_libs.txt"
 for b in "$NEW"/bin/*; do patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$b"; done
 
 # The test files the GPU runs: all but those that test the emulator itself (GPEN_EMULATOR_ONLY).
@@ -89,6 +93,28 @@ exec bash "$B/scripts/gpu_check.sh" "$@"
 EOF
 chmod +x "$NEW/run.sh" "$NEW/scripts/gpu_check.sh"
 
+# Third-party notices: the Debian package a file comes from (dpkg knows /lib paths and /usr/lib
+# ones apart), and the licences its copyright file names (DEP-5 "License:" fields: every part of
+# the package's source, so a superset of what the library itself is under); the file itself goes
+# to licenses/, the authoritative text.
+deb_package() {
+  local p owner
+  p=$(readlink -f "$1")
+  owner=$(dpkg -S "$p" 2> /dev/null || dpkg -S "${p#/usr}" 2> /dev/null || true)
+  echo "${owner%%:*}"
+}
+notice() {  # WHAT PACKAGE
+  local f=/usr/share/doc/$2/copyright lic
+  [ -f "$f" ] || { printf '  %-26s %s: no copyright file found\n' "$1" "$2"; return; }
+  cp "$f" "$NEW/licenses/$2.copyright"
+  lic=$(sed -n 's/^License: *\([^ ].*\)$/\1/p' "$f" | sort -u | paste -sd ';' | sed 's/;/; /g')
+  printf '  %-26s Debian %s %s, licences named: %s (licenses/%s.copyright)\n' "$1" "$2" \
+    "$(dpkg-query -W -f='${Version}' "$2")" "${lic:-see the file}" "$2"
+}
+cp LICENSE "$NEW/licenses/gpen-engine.LICENSE"
+CUDART_LICENSE=$(ls /usr/local/cuda/dist-info/nvidia_cuda_runtime-*/licenses/License.txt 2> /dev/null | head -1)
+[ -z "$CUDART_LICENSE" ] || cp "$CUDART_LICENSE" "$NEW/licenses/cuda-runtime.License.txt"
+
 # The newest glibc symbol version each binary asks for: the GPU machine's glibc must be at least that.
 {
   echo "gpen-engine GPU bundle, $(git describe --always --dirty 2> /dev/null || echo unknown), built $(date -u +%FT%TZ) on $(. /etc/os-release && echo "$PRETTY_NAME")"
@@ -98,6 +124,19 @@ chmod +x "$NEW/run.sh" "$NEW/scripts/gpu_check.sh"
       "$(objdump -T "$b" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)" \
       "$(objdump -T "$b" | grep -o 'GLIBCXX_[0-9.]*' | sort -uV | tail -1)"
   done
+  echo "licence: gpen-engine itself is Apache-2.0 (licenses/gpen-engine.LICENSE); third-party parts:"
+  while read -r name path; do notice "lib/$name" "$(deb_package "$path")"; done < "$BUILD/bundle_libs.txt"
+  # Compiled into the binaries from headers (gpen: Eigen, nlohmann-json, CLI11, stb_image;
+  # test_cuda_all: also doctest), and the CUDA runtime, linked statically into all three.
+  notice "Eigen (in bin/*)" libeigen3-dev
+  notice "nlohmann-json (in bin/*)" nlohmann-json3-dev
+  notice "CLI11 (in bin/gpen)" libcli11-dev
+  notice "stb_image (in bin/gpen)" libstb-dev
+  notice "doctest (in bin/test_cuda_all)" doctest-dev
+  cudart_licence="the NVIDIA CUDA Toolkit licence (licenses/cuda-runtime.License.txt)"
+  [ -n "$CUDART_LICENSE" ] || cudart_licence="the NVIDIA CUDA Toolkit licence (its text was not found on the build machine)"
+  printf '  %-26s NVIDIA CUDA runtime, %s: %s\n' "cudart_static (in bin/*)" \
+    "$(nvcc --version 2> /dev/null | grep -o 'release [0-9.]*' || echo 'release ?')" "$cudart_licence"
 } > "$NEW/MANIFEST.txt"
 
 size=$(du -sb "$NEW" | cut -f1)

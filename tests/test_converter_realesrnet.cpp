@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "converter/fetch_models.h"
+#include "converter/fetch/fetch_models.h"
 #include "converter/layouts.h"
 #include "engine/core/error.h"
 #include "tests/converter_fixtures.h"

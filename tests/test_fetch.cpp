@@ -3,15 +3,18 @@
 // a Range request (also one left as .part by an earlier run); a server that ignores Range or
 // answers 416 makes it start over; a wrong model, a truncated file, a connection that keeps
 // being cut, a 404, a refused connection and a wrong sha256 are each refused with the reason and
-// leave no file behind; an unreachable server stops the run at once. The official-size layouts are in test_fetch_official.cpp.
+// leave no file behind; an unreachable server stops the run at once; libcurl is loaded, not linked.
+// The official-size layouts are in test_fetch_official.cpp.
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "engine/core/error.h"
-#include "converter/fetch.h"
-#include "converter/sha256.h"
+#include "converter/fetch/curl_library.h"
+#include "converter/fetch/fetch.h"
+#include "converter/fetch/sha256.h"
 #include "tests/fetch_test_server.h"
+#include "tests/run_command.h"
 #include "weights/gpw.h"
 
 using namespace fetch_test;
@@ -240,4 +243,26 @@ TEST_CASE("fetch: an unreachable server keeps the .part an earlier run left, for
   }
   CHECK(fs::file_size(part) == 1000);
   fs::remove_all(work);
+}
+
+TEST_CASE("fetch: libcurl is loaded when a download starts, and the gpen binary does not link it") {
+  // No such library: the error names what was tried and how to install it.
+  try {
+    fetch::load_curl({"libcurl-absent.so.9"});
+    FAIL("load_curl did not throw");
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    CHECK_MESSAGE(m.find("libcurl-absent.so.9") != std::string::npos, m);
+    CHECK_MESSAGE(m.find("apt-get install libcurl4") != std::string::npos, m);
+  }
+  const bool loaded = fetch::curl().easy_init != nullptr;  // the libcurl the download tests above used
+  CHECK(loaded);
+  if (!fs::exists(kGpen)) {
+    MESSAGE("skipped: " << kGpen << " is not built");
+    return;
+  }
+  std::string needed;
+  REQUIRE(gpen_test::run("readelf -d " + kGpen, &needed) == 0);
+  CHECK_MESSAGE(needed.find("(NEEDED)") != std::string::npos, needed);
+  CHECK_MESSAGE(needed.find("libcurl") == std::string::npos, needed);
 }

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "converter/convert.h"
-#include "converter/fetch_models.h"
+#include "converter/fetch/fetch_models.h"
 #include "converter/layouts.h"
 #include "engine/core/error.h"
 #include "test_paths.h"

@@ -4,7 +4,9 @@
 # libraries a bare Linux with the NVIDIA driver has; (b) its gpen runs under `env -i` with only the
 # bundle's LD_LIBRARY_PATH (and with nothing at all: the RPATH); (c) its run.sh on this machine,
 # which has no GPU, stops within seconds with one "no CUDA device" line, a non-zero exit and the
-# summary file written; (d) it fits beside the working tree in the device tool's 64 MiB. Exit 77 (skipped) where there is no bundle:
+# summary file written; (d) it fits beside the working tree in the device tool's 64 MiB; (e) its
+# MANIFEST.txt names the licence of every library in lib/, whose texts are in licenses/ with the
+# project's own. Exit 77 (skipped) where there is no bundle:
 # scripts/test.sh makes one first where CUDA is compiled in.
 set -uo pipefail
 [ $# -eq 1 ] || { echo "usage: tests/test_gpu_bundle.sh BUNDLE" >&2; exit 2; }
@@ -87,6 +89,15 @@ size=$(du -sb "$B" | cut -f1)
 read -r limit tree < <("$(dirname "$0")/../scripts/bundle_limit.sh")
 [ "$size" -lt "$limit" ] || fail "the bundle is $size bytes, over its limit of $limit (64 MiB less the working tree's $tree bytes and 2 MiB)"
 ok "(d) $size bytes ($(awk "BEGIN {printf \"%.1f of %.1f\", $size / 1048576, $limit / 1048576}") MiB, beside $tree bytes of working tree)"
+
+# (e) third-party notices: a MANIFEST line and a licence text for each library shipped.
+[ -f "$B/licenses/gpen-engine.LICENSE" ] || fail "licenses/gpen-engine.LICENSE is missing"
+for f in "$B"/lib/*; do
+  line=$(grep -F "  lib/$(basename "$f") " "$B/MANIFEST.txt")
+  text=$(sed -n 's/.*(\(licenses\/[^)]*\))$/\1/p' <<< "$line")
+  [ -n "$text" ] && [ -s "$B/$text" ] || fail "MANIFEST.txt names no licence text for lib/$(basename "$f"): '$line'"
+done
+ok "(e) $(ls "$B/licenses" | wc -l) licence texts for $(ls "$B/lib" | wc -l) libraries and what the binaries carry"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "the bundle at $B is self-contained"

@@ -105,14 +105,14 @@ struct Fixture {
     };
     nlohmann::json spec = {{"checkpoints", nlohmann::json::array()}, {"runs", nlohmann::json::array()}};
     for (const auto& [s, b] : std::vector<std::pair<int, int>>{{1, 2}, {2, 2}, {4, 2}, {2, 23}}) {
-      const std::string key = "s" + std::to_string(s) + "b" + std::to_string(b);
+      const std::string key = std::string("s") + std::to_string(s) + "b" + std::to_string(b);
       spec["checkpoints"].push_back(
           {{"path", (dir / (key + ".pth")).string()}, {"scale", s}, {"num_block", b}, {"seed", 10 * s + b}});
     }
     for (const Case& c : cases) {
       const std::string in = (dir / (c.name + "_in.png")).string();
       write_image(in, test_image(c.w, c.h));
-      const std::string key = "s" + std::to_string(c.scale) + "b" + std::to_string(c.blocks);
+      const std::string key = std::string("s") + std::to_string(c.scale) + "b" + std::to_string(c.blocks);
       spec["runs"].push_back({{"ckpt", (dir / (key + ".pth")).string()},
                               {"input", in},
                               {"output", (dir / (c.name + "_ref.png")).string()},
@@ -156,7 +156,7 @@ TEST_CASE("RealESRNet x1/x2/x4, untiled and tiled, matches the PyTorch re-creati
   std::map<std::string, std::unique_ptr<RrdbModel>> models;
   for (const Case& c : f.cases) {
     CAPTURE(c.name);
-    const std::string key = "s" + std::to_string(c.scale) + "b" + std::to_string(c.blocks);
+    const std::string key = std::string("s") + std::to_string(c.scale) + "b" + std::to_string(c.blocks);
     auto& m = models[key];
     if (!m) m = RrdbModel::open(f.gpw.at(key), *backend);
     const Image in = read_image((f.dir / (c.name + "_in.png")).string());

@@ -22,8 +22,7 @@ std::vector<int64_t> even_boundaries(int64_t h, int n) {
 // The band copies of a region's nodes, appended to `out`. Every tensor the region reads from
 // outside (the graph input, the global part's tensors, kept features) is read as a view of the
 // rows the band needs.
-void emit_region(Graph& g, const Region& reg, const std::vector<int>& producer_in_region, std::vector<Node>& out,
-                 const std::string& tag) {
+void emit_region(Graph& g, const Region& reg, std::vector<Node>& out, const std::string& tag) {
   const auto nodes = g.nodes();  // the original nodes (g's list is replaced later)
   const int nb = static_cast<int>(reg.bounds.size()) - 1;
   const int64_t main_rows = rows_of(g, reg.main);
@@ -223,7 +222,6 @@ BandingResult apply_banding(Graph& g, const BandingSpec& spec, bool allow_inplac
   const int nba = static_cast<int>(std::min<int64_t>(nb, R));
   A.bounds = even_boundaries(R, nba);
 
-  std::vector<int> unused;
   std::vector<Node> out_nodes, band_a, band_b;
   if (spec.carry) {
     const CarryStats ca = emit_region_carried(g, A, band_a, "@a", spec.stage_rows);
@@ -234,8 +232,8 @@ BandingResult apply_banding(Graph& g, const BandingSpec& spec, bool allow_inplac
     res.carried_rows = ca.carried;
     for (const auto& [name, rows] : cb.carried) res.carried_rows[name] = std::max(res.carried_rows[name], rows);
   } else {
-    emit_region(g, A, unused, band_a, "@a");
-    emit_region(g, B, unused, band_b, "@b");
+    emit_region(g, A, band_a, "@a");
+    emit_region(g, B, band_b, "@b");
   }
   const std::vector<Node> orig = g.nodes();
   for (int i = 0; i < nn; ++i) {

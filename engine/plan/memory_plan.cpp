@@ -164,7 +164,8 @@ std::string PlanOptions::key() const {
   if (band_spec.band_res > 0) {
     k += "/spec" + std::to_string(band_spec.band_res) + "," + std::to_string(band_spec.keep_res) + "," +
          std::to_string(band_spec.bands);
-    for (int64_t b : band_spec.boundaries) k += ":" + std::to_string(b);
+    // Two appends, not ":" + to_string(b): GCC 12 warns (-Wrestrict) on that insert at the front.
+    for (int64_t b : band_spec.boundaries) (k += ':') += std::to_string(b);
   }
   return k;
 }

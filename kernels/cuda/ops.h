@@ -10,7 +10,7 @@
 // HWIO [kh][kw][cin/groups][cout] and dense weights [out][in], both contiguous; every other
 // view may be strided (channel slices in and out).
 //
-// Builds: nvcc compiles these into gpen_cuda (inline namespace native); the tests also compile
+// Builds: nvcc compiles these into gpen_kernels (inline namespace native); the tests also compile
 // them as C++ for the host emulator (inline namespace emu), see kernels/cuda/abi.h.
 #include <cstddef>
 

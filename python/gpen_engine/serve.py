@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from . import Restorer, imdecode, imencode
+from . import Restorer, __version__, imdecode, imencode
 from . import _budget
 
 LOG = logging.getLogger("gpen_engine.serve")
@@ -116,10 +116,11 @@ def main(argv=None):
         for s in (signal.SIGINT, signal.SIGTERM):
             signal.signal(s, lambda *_: stop.set())
         triton.run()  # returns once the server and every instance are ready
-        # One JSON line once ready (the Triton server's own log goes to --log-file or stdout).
-        print(json.dumps({"serving": a.model_name, "http": f"{a.address}:{a.port}", "instances": n,
-                          "threads_per_instance": threads, "per_instance_bytes": ip["per_instance_bytes"],
-                          "shared_bytes": ip["shared_bytes"]}), flush=True)
+        # One JSON line once ready (the Triton server's own log goes to --log-file or stdout); the
+        # version is the engine's one version (gpen::version(), CMakeLists.txt).
+        print(json.dumps({"serving": a.model_name, "version": __version__, "http": f"{a.address}:{a.port}",
+                          "instances": n, "threads_per_instance": threads,
+                          "per_instance_bytes": ip["per_instance_bytes"], "shared_bytes": ip["shared_bytes"]}), flush=True)
         while not stop.wait(1.0):
             if not triton.is_alive():
                 print("gpen_engine.serve: the Triton server died", file=sys.stderr, flush=True)

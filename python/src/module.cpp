@@ -3,13 +3,14 @@
 #include <nanobind/nanobind.h>
 
 #include "engine/core/error.h"
+#include "engine/core/version.h"
 #include "python/src/bindings.h"
 
 NB_MODULE(_gpen, m) {
   namespace nb = nanobind;
   m.doc() = "gpen-engine: GPEN face restoration with memory planned before it runs";
   nb::exception<gpen::Error>(m, "Error", PyExc_RuntimeError);
-  m.attr("__version__") = GPEN_VERSION;
+  m.attr("__version__") = gpen::version();
   gpen::py::register_images(m);
   gpen::py::register_restorer(m);
   gpen::py::register_tools(m);

@@ -63,6 +63,14 @@ class Package(unittest.TestCase):
         self.assertEqual(face.shape, (32, 32, 3))
         self.assertEqual(ge.imencode(".png", face), common.read(cli_out))
 
+    def test_version_is_the_one_version(self):
+        # CMakeLists.txt's project version, through gpen::version() (the CLI, the extension) and
+        # through pyproject.toml's regex (the package metadata).
+        from importlib.metadata import version
+        cli = common.gpen("--version").stdout.split("\n")[0].split()[1]
+        self.assertEqual(ge.__version__, cli)
+        self.assertEqual(version("gpen-engine"), cli)
+
     def test_plan_equals_cli(self):
         cases = [
             ({}, ["plan", "--json"]),

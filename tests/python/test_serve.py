@@ -101,6 +101,7 @@ class Serve(unittest.TestCase):
                 ready = json.loads(lines[0]) if lines else time.sleep(0.2)
             self.assertIsNotNone(ready, "the server was not ready within 3 minutes")
             self.assertEqual(ready["instances"], 2)
+            self.assertEqual(ready["version"], common.import_engine().__version__)
             startup = time.time() - t0
             bad = corrupt_images()
             jobs = [("good", PHOTOS[i % 4]) for i in range(27)] + [("bad", b) for b in bad]

@@ -1,4 +1,4 @@
-#include "converter/fetch_models.h"
+#include "converter/fetch/fetch_models.h"
 
 namespace gpen::fetch {
 

@@ -1,5 +1,5 @@
 // SHA-256 through OpenSSL (libcrypto): the hash is not the engine's business.
-#include "converter/sha256.h"
+#include "converter/fetch/sha256.h"
 
 #include <openssl/evp.h>
 

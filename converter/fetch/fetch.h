@@ -1,14 +1,15 @@
 #pragma once
-// Downloads a checkpoint over HTTP(S) with libcurl and checks that it is the model it claims to
-// be before it gets its final name. While it downloads, the file is DIR/NAME.pth.part: a cut
-// connection is resumed with a Range request (and a .part left by a killed run is resumed by the
-// next one); a download that fails or is not the expected model is deleted, and the error names
-// the URL and the reason (HTTP status, TLS or connection error, truncated, wrong model).
+// Downloads a checkpoint over HTTP(S) with libcurl (loaded when needed: curl_library.h) and
+// checks that it is the model it claims to be before it gets its final name. While it downloads,
+// the file is DIR/NAME.pth.part: a cut connection is resumed with a Range request (and a .part
+// left by a killed run is resumed by the next one); a download that fails or is not the expected
+// model is deleted, and the error names the URL and the reason (HTTP status, TLS or connection
+// error, truncated, wrong model).
 #include <cstdint>
 #include <string>
 
 #include "engine/core/error.h"
-#include "converter/fetch_models.h"
+#include "converter/fetch/fetch_models.h"
 
 namespace gpen::fetch {
 

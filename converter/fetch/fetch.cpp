@@ -1,6 +1,5 @@
-#include "converter/fetch.h"
+#include "converter/fetch/fetch.h"
 
-#include <curl/curl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,11 +10,12 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 
 #include "converter/convert.h"
 #include "engine/core/error.h"
-#include "converter/sha256.h"
+#include "converter/fetch/curl_library.h"
+#include "converter/fetch/sha256.h"
+#include "engine/core/version.h"
 
 namespace gpen::fetch {
 
@@ -78,7 +78,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* a = static_cast<Attempt*>(user);
   if (!a->decided) {
     long code = 0;
-    curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &code);
+    curl().easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, &code);
     if (code == 206) {
       if (a->range_start != int64_t(a->offset)) {
         a->error = "the server resumed at byte " + std::to_string(a->range_start) + ", not at byte " +
@@ -180,8 +180,7 @@ std::string model_url(const ModelInfo& m, const std::string& base) {
 }
 
 Transfer download(const std::string& url, const std::string& part, const Options& opt, const std::string& label) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  const CurlLibrary& lib = curl();
   Transfer t;
   std::string last_cut;
   for (int i = 0; i < std::max(1, opt.attempts); ++i) {
@@ -193,7 +192,7 @@ Transfer download(const std::string& url, const std::string& part, const Options
     a.progress = opt.progress;
     a.label = label;
     a.t0 = std::chrono::steady_clock::now();
-    std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), &curl_easy_cleanup);
+    std::unique_ptr<CURL, void (*)(CURL*)> curl(lib.easy_init(), lib.easy_cleanup);
     if (!curl) {
       std::fclose(a.f);
       throw Error("libcurl could not start a transfer");
@@ -201,39 +200,40 @@ Transfer download(const std::string& url, const std::string& part, const Options
     a.curl = curl.get();
     char errbuf[CURL_ERROR_SIZE] = {};
     CURL* c = curl.get();
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-    curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "gpen-engine/" GPEN_VERSION);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, opt.connect_timeout_s);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, opt.stall_timeout_s);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
+    lib.easy_setopt(c, CURLOPT_URL, url.c_str());
+    lib.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    lib.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    lib.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    lib.easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    lib.easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+    lib.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    const std::string agent = std::string("gpen-engine/") + gpen::version();
+    lib.easy_setopt(c, CURLOPT_USERAGENT, agent.c_str());
+    lib.easy_setopt(c, CURLOPT_CONNECTTIMEOUT, opt.connect_timeout_s);
+    lib.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+    lib.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, opt.stall_timeout_s);
+    lib.easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    lib.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    lib.easy_setopt(c, CURLOPT_HEADERDATA, &a);
+    lib.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    lib.easy_setopt(c, CURLOPT_WRITEDATA, &a);
     // CURLOPT_RANGE rather than RESUME_FROM: libcurl then hands over a 200 (range ignored) instead of failing.
     const std::string range = std::to_string(a.offset) + "-";
-    if (a.offset > 0) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
+    if (a.offset > 0) lib.easy_setopt(c, CURLOPT_RANGE, range.c_str());
     if (opt.progress) {
-      curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-      curl_easy_setopt(c, CURLOPT_XFERINFODATA, &a);
-      curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+      lib.easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+      lib.easy_setopt(c, CURLOPT_XFERINFODATA, &a);
+      lib.easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     }
-    const CURLcode rc = curl_easy_perform(c);
+    const CURLcode rc = lib.easy_perform(c);
     const bool closed = std::fclose(a.f) == 0;
     if (opt.progress && rc == CURLE_OK) draw(&a, file_bytes(part), file_bytes(part));  // the throttle may skip the end
     if (a.drawn) std::fputc('\n', stderr);
     long code = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    lib.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     ++t.transfers;
     if (a.offset > 0 && a.decided) t.resumed = true;
-    const std::string detail = errbuf[0] ? trim(errbuf) : curl_easy_strerror(rc);
+    const std::string detail = errbuf[0] ? trim(errbuf) : lib.easy_strerror(rc);
     if (!a.error.empty()) throw Error(a.error);
     if (!closed) throw Error(part + ": cannot write: " + std::strerror(errno));
     if (rc == CURLE_OK) {
