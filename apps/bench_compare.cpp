@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "apps/format.h"
+#include "engine/core/bytes.h"
 #include "engine/models/gpen_model.h"
 #include "engine/photo/output_diff.h"
 #include "engine/runtime/device.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "apps/bench_detector_profile.h"
-#include "apps/format.h"
+#include "engine/core/bytes.h"
 #include "apps/peer.h"
 #include "apps/rss.h"
 #include "engine/runtime/device.h"

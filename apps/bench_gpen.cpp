@@ -27,9 +27,9 @@
 #include "kernels/cpu/core_distance.h"
 #include "kernels/cpu/isa.h"
 #include "apps/cli.h"
-#include "apps/format.h"
+#include "engine/core/bytes.h"
 #include "apps/peer.h"
-#include "apps/plan_internal.h"
+#include "reports/plan.h"
 #include "apps/rss.h"
 #include "engine/runtime/device.h"
 #include "engine/models/gpen_model.h"
@@ -117,7 +117,7 @@ void run_bench(BenchArgs a) {
     c.channel_multiplier = a.channel_multiplier;
     c.narrow = a.narrow;
     c.act_dtype = precision;
-    plan_detail::apply_weights8_args(c, a.weights_dtype, a.dense_dtype, a.dense_layers, a.group_size);
+    report::apply_weights8_args(c, a.weights_dtype, a.dense_dtype, a.dense_layers, a.group_size);
     m = GpenModel::synthetic(c, *backend);
   }
   m->set_device_timing(dev != nullptr);

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "apps/bench_profile.h"
-#include "apps/format.h"
+#include "engine/core/bytes.h"
 #include "apps/peer.h"
 #include "apps/rss.h"
 #include "engine/core/error.h"

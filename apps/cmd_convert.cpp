@@ -6,18 +6,18 @@
 #include <unistd.h>
 
 #include "apps/cli.h"
-#include "apps/convert_args.h"
+#include "reports/convert_args.h"
 #include "converter/convert.h"
 #include "engine/models/gpen.h"
 #include "engine/core/error.h"
 
 namespace {
 
-using gpen::cli::ConvertArgs;
+using gpen::report::ConvertArgs;
 
 void run_convert(const ConvertArgs& a) {
   using namespace gpen::conv;
-  ConvertOptions opt = gpen::cli::convert_options(a);
+  ConvertOptions opt = gpen::report::convert_options(a);
   const bool tty = ::isatty(STDERR_FILENO);
   int last_decile = -1;
   opt.progress = [&](uint64_t done, uint64_t total) {

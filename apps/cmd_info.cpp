@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli.h"
-#include "apps/info_report.h"
+#include "reports/info_report.h"
 
 namespace {
 
@@ -17,7 +17,7 @@ struct InfoArgs {
 
 void run_info(const InfoArgs& a) {
   using nlohmann::json;
-  json out = gpen::cli::info_report(a.path, a.list);
+  json out = gpen::report::info_report(a.path, a.list);
   if (a.json) {
     std::printf("%s\n", out.dump(2, ' ', false, json::error_handler_t::replace).c_str());
     return;

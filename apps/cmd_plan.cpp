@@ -2,14 +2,14 @@
 // architecture alone (no weights are read), as one report, a sweep table, CSV, JSON or a chart.
 // The workspace column is that of the backend named by --device; planning for CUDA needs CUDA
 // compiled in but no GPU (only the backend's host-side workspace arithmetic runs).
-// The parts: apps/plan_internal.h.
+// The parts: reports/plan.h.
 #include "apps/cli.h"
-#include "apps/plan_internal.h"
+#include "reports/plan.h"
 
 namespace gpen::cli {
 namespace {
 
-using namespace plan_detail;
+using namespace report;
 
 PlanArgs g_args;
 

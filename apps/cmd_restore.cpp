@@ -8,32 +8,21 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 #include "apps/cli.h"
 #include "apps/image_options.h"
-#include "apps/format.h"
-#include "apps/rss.h"
-#include "apps/svg.h"
-#include "engine/runtime/device.h"
-#include "kernels/cpu/face_io.h"
-#include "engine/photo/image.h"
-#include "engine/core/stopwatch.h"
-#include "engine/models/gpen_model.h"
-#include "engine/photo/npy.h"
-#include "engine/photo/pipeline.h"
-#include "engine/models/parsenet.h"
-#include "kernels/cpu/ops.h"
 #include "apps/restore_common.h"
 #include "apps/restore_tasks.h"
+#include "apps/rss.h"
+#include "reports/svg.h"
 #include "apps/sr_common.h"
-#include "kernels/cpu/image_resize.h"
+#include "engine/core/bytes.h"
+#include "engine/core/stopwatch.h"
+#include "engine/photo/image.h"
+#include "engine/photo/restorer.h"
 
 namespace fs = std::filesystem;
 
@@ -42,82 +31,35 @@ namespace {
 
 using namespace restore_detail;
 
+// What the setup decided, in words.
+void print_plan(Restorer& r) {
+  const RestorePlan& p = r.plan();
+  if (p.split.banded)
+    std::fprintf(stderr, "GPEN runs banded to fit %s (arena at most %s)\n", human_bytes(double(p.budget_bytes)).c_str(),
+                 human_bytes(double(p.split.plan.arena_budget)).c_str());
+  if (RrdbModel* sr = r.sr_model())
+    std::fprintf(stderr, "background: %s, tile from the %s the budget leaves beside GPEN's plan\n",
+                 sr->config().describe().c_str(), human_bytes(double(p.split.sr_budget)).c_str());
+  const MemoryPlan& plan = r.model().plan();
+  std::fprintf(stderr,
+               "GPEN %dx%d on %s (%s), up to %d faces per run (planned as photos need; batch 1: weights %s, arena %s, "
+               "workspace %s)\n",
+               p.size, p.size, p.device.c_str(), p.precision.c_str(), p.split.batch,
+               human_bytes(double(plan.weights_bytes)).c_str(), human_bytes(double(plan.arena_bytes)).c_str(),
+               human_bytes(double(plan.workspace_bytes)).c_str());
+  if (r.parser())
+    std::fprintf(stderr, "paste mask: face parsing, ParseNet 512x512 on %s (arena %s, %s)\n", p.device.c_str(),
+                 human_bytes(double(p.parser_arena_bytes)).c_str(),
+                 p.parser_in_generator_arena ? "inside GPEN's arena" : "its own: larger than GPEN's");
+}
+
 void run_photos(const RestoreArgs& a) {
-  const DeviceOptions dopt = device_options(a);
-  GPEN_CHECK(!a.detector.empty(), "restore needs a detector (-d RETINAFACE.gpw), or --aligned for face crops");
-  const std::string mask_kind = a.mask.empty() ? (a.parse.empty() ? "rect" : "parse") : a.mask;
-  GPEN_CHECK(mask_kind != "parse" || !a.parse.empty(),
-             "--mask parse needs the face parser: --parse PARSENET.gpw (gpen convert ParseNet-latest.pth)");
+  const RestoreConfig config = restore_config(a);
+  check_config(config);
   std::vector<Job> jobs = collect_jobs(a);
   GPEN_CHECK(!jobs.empty(), "no images found in the inputs (extensions .jpg, .jpeg, .png, .webp, .bmp)");
-
-  auto backend = make_backend(dopt);
-  auto model = open_model(a, *backend);
-  // The detector on the same kind of device (its own backend: own stream, own arena).
-  DeviceOptions det_opt = dopt;
-  det_opt.kind = is_device_backend(*backend) ? DeviceKind::cuda : DeviceKind::cpu;
-  RetinaFaceDetector detector(a.detector, make_backend(det_opt));
-  // On GPEN's backend, so that it can run in GPEN's arena (parsing and restoring take turns).
-  std::unique_ptr<ParseNetModel> parser;
-  if (mask_kind == "parse") parser = std::make_unique<ParseNetModel>(a.parse, *backend);
-  RestoreOptions opt;
-  opt.parser = parser.get();
-  opt.alpha = a.alpha;
-  opt.min_score = a.threshold;
-  opt.detect.post.threshold = a.threshold;
-  if (a.det_max_side >= 0) {
-    opt.detect.max_side = a.det_max_side;
-    opt.detect.target_side = a.det_max_side;
-  }
-  opt.plan = plan_options(a);
-  const size_t budget = memory_budget(a, *backend, *model);
-  if (a.batch > 0) {
-    opt.batch = a.batch;
-  } else {
-    // With --sr, RealESRNet keeps its own arena beside GPEN's: GPEN's batch from half the budget,
-    // RealESRNet's tile from what GPEN's plan leaves. Banded execution before a smaller batch: the
-    // batch drops only when no banding fits either.
-    const BatchChoice bc =
-        choose_batch_banded(model->config(), *backend, a.sr_model.empty() ? budget : budget / 2, 16, opt.plan);
-    opt.batch = bc.batch;
-    opt.plan = bc.plan;
-    if (bc.banded)
-      std::fprintf(stderr, "GPEN runs banded to fit %s (arena at most %s)\n", human_bytes(double(budget)).c_str(),
-                   human_bytes(double(bc.plan.arena_budget)).c_str());
-  }
-  // The batch above is a limit: GPEN is planned for the faces the photos have, up to it.
-  opt.grow_batch = true;
-  FaceRestorer restorer(*model, detector, opt);
-  // --sr: RealESRNet on the photo first, then the detector and GPEN. It has its own arena, so its
-  // tile comes from what the budget leaves after GPEN's plan at the batch limit: both fit together.
-  std::unique_ptr<RrdbModel> sr;
-  SrSettings sr_set;
-  if (!a.sr_model.empty()) {
-    sr = open_sr_model(a.sr_model, *backend, a.precision);
-    sr_set.tile = a.sr_tile;
-    GpenConfig gc = model->config();
-    gc.batch = opt.batch;
-    const size_t gpen_total =
-        plan_memory(build_gpen_graph(gc).graph, [&](const Graph& g, const Node& n) { return backend->workspace_bytes(g, n); })
-            .total_bytes();
-    GPEN_CHECK(gpen_total < budget, "--sr: GPEN at batch " + std::to_string(opt.batch) + " plans to " +
-                                        human_bytes(double(gpen_total)) + ", the whole memory budget of " +
-                                        human_bytes(double(budget)) + "; lower --batch or raise --vram-budget");
-    sr_set.budget = budget - gpen_total;
-    std::fprintf(stderr, "background: %s, tile from the %s the budget leaves beside GPEN's plan\n",
-                 sr->config().describe().c_str(), human_bytes(double(sr_set.budget)).c_str());
-  }
-  {
-    const MemoryPlan& plan = model->plan();
-    std::fprintf(stderr, "GPEN %dx%d on %s (%s), up to %d faces per run (planned as photos need; batch 1: weights %s, arena %s, workspace %s)\n",
-                 model->size(), model->size(), backend->name(), precision_name(model->precision()), opt.batch,
-                 human_bytes(double(plan.weights_bytes)).c_str(), human_bytes(double(plan.arena_bytes)).c_str(),
-                 human_bytes(double(plan.workspace_bytes)).c_str());
-    if (parser)
-      std::fprintf(stderr, "paste mask: face parsing, ParseNet 512x512 on %s (arena %s, %s)\n", backend->name(),
-                   human_bytes(double(parser->plan().arena_bytes)).c_str(),
-                   parser->uses_shared_memory() ? "inside GPEN's arena" : "its own: larger than GPEN's");
-  }
+  std::unique_ptr<Restorer> restorer = Restorer::open(config);
+  print_plan(*restorer);
 
   nlohmann::json images = nlohmann::json::array();
   StageTimes sum;
@@ -129,24 +71,10 @@ void run_photos(const RestoreArgs& a) {
     try {
       auto t0 = std::chrono::steady_clock::now();
       ImageMeta meta;  // EXIF (orientation reset when applied) and ICC profile, for the output
-      Image photo = read_image(job.input, photo_read_options(a), &meta);
-      double decode_ms = ms_since(t0);
-      PhotoResult r;
-      if (sr) {
-        // The official order: SR of the photo; the photo resized (bilinear, 8-bit) to the SR size;
-        // detection, alignment, GPEN and paste on that; composite onto the SR background.
-        std::string why;
-        SrOptions so;
-        so.tile = resolve_sr_tile(sr_set, *sr, photo.width, photo.height, &why);
-        so.progress = sr_progress(job.input);
-        SrReport srr;
-        const Image bg = super_resolve(*sr, photo, so, &srr);
-        photo = resize_bilinear(photo, bg.width, bg.height);
-        r = restorer.process(photo, bg);
-        rep["sr"] = sr_report_json(srr, why, *sr);
-      } else {
-        r = restorer.process(photo);
-      }
+      const Image photo = read_image(job.input, photo_read_options(a), &meta);
+      const double decode_ms = ms_since(t0);
+      RestoreResult r = restorer->restore(photo, sr_progress(job.input));
+      if (r.sr) rep["sr"] = sr_report_json(r.sr_report, r.sr_tile_reason, *restorer->sr_model());
       r.times.decode_ms = decode_ms;
       t0 = std::chrono::steady_clock::now();
       fs::create_directories(fs::absolute(job.output).parent_path());
@@ -165,11 +93,11 @@ void run_photos(const RestoreArgs& a) {
       sum.restore_ms += r.times.restore_ms;
       sum.paste_ms += r.times.paste_ms;
       sum.encode_ms += r.times.encode_ms;
-      rep["width"] = photo.width;
-      rep["height"] = photo.height;
+      rep["width"] = r.image.width;  // the photo restored: the SR size with --sr
+      rep["height"] = r.image.height;
       rep["faces_found"] = r.faces.size();
       rep["faces_restored"] = r.restored;
-      rep["mask"] = r.restored ? r.mask : mask_kind.c_str();
+      rep["mask"] = r.restored ? r.mask : restorer->plan().mask.c_str();
       rep["times_ms"] = {{"decode", r.times.decode_ms}, {"detect", r.times.detect_ms}, {"align", r.times.align_ms},
                          {"restore", r.times.restore_ms}, {"paste", r.times.paste_ms}, {"encode", r.times.encode_ms}};
       if (jobs.size() == 1 || !isatty(fileno(stderr)))
@@ -186,7 +114,8 @@ void run_photos(const RestoreArgs& a) {
   }
   progress(jobs.size(), jobs.size(), "");
   if (!a.report.empty()) {
-    const MemoryPlan& plan = model->plan();  // the plan of the batch the photos needed
+    nlohmann::json memory = restorer->memory_json();
+    memory["peak_rss_mib"] = peak_rss_mib();
     nlohmann::json report = {
         {"images", images},
         {"totals",
@@ -196,31 +125,10 @@ void run_photos(const RestoreArgs& a) {
           {"times_ms",
            {{"decode", sum.decode_ms}, {"detect", sum.detect_ms}, {"align", sum.align_ms}, {"restore", sum.restore_ms},
             {"paste", sum.paste_ms}, {"encode", sum.encode_ms}}}}},
-        {"memory",
-         {{"device", backend->name()},
-          {"precision", precision_name(model->precision())},
-          {"gpen_batch", restorer.batch()},
-          {"gpen_batch_limit", opt.batch},
-          {"weights_bytes", plan.weights_bytes},
-          {"arena_bytes", plan.arena_bytes},
-          {"workspace_bytes", plan.workspace_bytes},
-          // In the generator's arena when it fits there (FaceRestorer lends it): no extra memory.
-          {"detector_arena_bytes", detector.arena_capacity()},
-          {"detector_in_generator_arena", detector.uses_shared_memory()},
-          // The paste mask, and the face parser's memory when it is the parsing one.
-          {"mask", mask_kind},
-          {"parsenet_arena_bytes", parser ? parser->plan().arena_bytes : 0},
-          {"parsenet_workspace_bytes", parser ? parser->plan().workspace_bytes : 0},
-          {"parsenet_weights_bytes", parser ? parser->weights_bytes() : 0},
-          {"parsenet_in_generator_arena", parser && parser->uses_shared_memory()},
-          // GPEN's arena as allocated: its plan's, or ParseNet's when that is larger (shared in turns).
-          {"shared_arena_bytes", model->arena_bytes()},
-          // Device pipeline: the photo, paste canvas, detection candidates, mask and one batch of
-          // crops in one buffer, sized by the largest photo (0 on the host).
-          {"pipeline_on_device", restorer.on_device()},
-          {"pipeline_buffer_bytes", restorer.device_buffer_bytes()},
-          {"peak_rss_mib", peak_rss_mib()}}}};
-    write_text_file(a.report, report.dump(2) + "\n");
+        {"memory", memory},
+        // What the setup decided from the budget (the Python Restorer's .plan is the same).
+        {"plan", to_json(restorer->plan())}};
+    report::write_text_file(a.report, report.dump(2) + "\n");
   }
   std::fprintf(stderr, "%zu photos, %d faces restored, %d failed; peak RSS %.0f MiB\n", jobs.size(), faces_total,
                failed, peak_rss_mib());

@@ -9,14 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli.h"
-#include "apps/format.h"
+#include "engine/core/bytes.h"
 #include "apps/image_options.h"
 #include "apps/restore_common.h"
 #include "apps/rss.h"
 #include "apps/sr_common.h"
-#include "apps/svg.h"
+#include "reports/svg.h"
 #include "engine/core/stopwatch.h"
 #include "engine/photo/image.h"
+#include "engine/photo/restore_plan.h"
 #include "engine/runtime/device.h"
 
 namespace fs = std::filesystem;
@@ -41,11 +42,8 @@ void run_sr(const SrArgs& a) {
   auto model = open_sr_model(a.io.model, *backend, a.io.precision);
   SrSettings st;
   st.tile = a.tile;
-  if (!a.io.vram_budget.empty()) st.budget = parse_bytes(a.io.vram_budget);
-  else if (auto* dev = dynamic_cast<DeviceBackend*>(backend.get()))
-    st.budget = dev->memory_info().free / 10 * 8 + model->weights_bytes();
-  else
-    st.budget = available_ram() / 2;
+  st.budget = a.io.vram_budget.empty() ? default_memory_budget(*backend, model->weights_bytes())
+                                        : parse_bytes(a.io.vram_budget);
   std::fprintf(stderr, "%s on %s (%s), memory budget %s\n", model->config().describe().c_str(), backend->name(),
                precision_name(model->precision()), human_bytes(double(st.budget)).c_str());
   nlohmann::json images = nlohmann::json::array();
@@ -94,7 +92,7 @@ void run_sr(const SrArgs& a) {
                                {"arena_bytes", model->arena_bytes()},
                                {"workspace_bytes", model->workspace_bytes()},
                                {"peak_rss_mib", peak_rss_mib()}}}};
-    write_text_file(a.io.report, report.dump(2) + "\n");
+    report::write_text_file(a.io.report, report.dump(2) + "\n");
   }
   GPEN_CHECK(failed == 0, std::to_string(failed) + " of " + std::to_string(jobs.size()) +
                               " photos could not be super-resolved (see the messages above)");

@@ -182,6 +182,10 @@ Command reg(
       sub.add_option("--parse", r.parse,
                      "Converted ParseNet model (.gpw): paste faces through the face-parsing mask, as `gpen restore`")
           ->check(CLI::ExistingFile);
+      sub.add_option("--sr", r.sr_model,
+                     "Converted RealESRNet model (.gpw): super-resolve each frame's background first, as `gpen "
+                     "restore --sr` (the output is that many times larger)")
+          ->check(CLI::ExistingFile);
       sub.add_option("--codec", g_args.encode.codec,
                      "Encoder (any FFmpeg has, e.g. libx264, libx265, libvpx-vp9, libaom-av1, ffv1); default: the "
                      "input's codec family at visually lossless settings (docs/video.md)");

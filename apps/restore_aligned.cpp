@@ -7,28 +7,15 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-#include "apps/cli.h"
-#include "apps/image_options.h"
-#include "apps/format.h"
-#include "apps/rss.h"
-#include "apps/svg.h"
-#include "engine/runtime/device.h"
-#include "apps/format.h"
-#include "apps/sr_common.h"
-#include "kernels/cpu/face_io.h"
-#include "engine/photo/image.h"
-#include "engine/core/stopwatch.h"
-#include "engine/models/gpen_model.h"
-#include "engine/photo/npy.h"
-#include "engine/photo/pipeline.h"
-#include "engine/photo/tasks.h"
-#include "kernels/cpu/ops.h"
 #include "apps/restore_common.h"
+#include "engine/core/bytes.h"
+#include "engine/core/stopwatch.h"
+#include "engine/photo/image.h"
+#include "engine/photo/npy.h"
+#include "engine/photo/restorer.h"
+#include "engine/photo/tasks.h"
 
 namespace fs = std::filesystem;
 
@@ -71,7 +58,7 @@ void load_aligned(const std::string& path, int S, const ReadOptions& ro, GpenTas
 
 void run_aligned(const RestoreArgs& a) {
   auto backend = make_backend(device_options(a));
-  auto model = open_model(a, *backend);
+  auto model = open_gpen_model(a.model, *backend, a.precision);
   const int S = model->size(), O = model->output_size();  // O > S: FullGenerator_SR
   const GpenTask task = parse_task(a.task);
   model->set_noise_seed(a.seed);

@@ -10,6 +10,7 @@
 #include "engine/core/image.h"
 #include "engine/models/gpen_model.h"
 #include "engine/photo/image.h"
+#include "engine/photo/restorer.h"
 #include "engine/runtime/device.h"
 
 namespace gpen::cli::restore_detail {
@@ -39,7 +40,7 @@ struct RestoreArgs {
   bool ignore_orientation = false;
   std::string task = "enhance";  // apps/restore_tasks.h
   uint64_t seed = 0;             // FullGenerator_SR noise (engine/models/gpen_noise.h)
-  std::string sr_model;         // --sr REALESRNET.gpw: background super-resolution (apps/sr_common.h)
+  std::string sr_model;         // --sr REALESRNET.gpw: background super-resolution
   std::string sr_tile = "auto";  // --sr-tile
   std::string parse;  // --parse PARSENET.gpw: the face-parsing paste mask
   std::string mask;   // --mask rect|parse; empty: parse when --parse is given, else rect
@@ -48,15 +49,11 @@ struct RestoreArgs {
 ReadOptions photo_read_options(const RestoreArgs& a);
 bool ends_with(const std::string& s, const std::string& suffix);  // case-insensitive
 bool is_image_name(const std::string& p);
-size_t available_ram();
 DeviceOptions device_options(const RestoreArgs& a);
 // --arena-budget / --bands as planner options.
 PlanOptions plan_options(const RestoreArgs& a);
-// --vram-budget, or by default half the free RAM on the CPU, and on a GPU 80% of the free device
-// memory (the weights, already uploaded, count in the plan's total and are added back).
-size_t memory_budget(const RestoreArgs& a, Backend& backend, const GpenModel& model);
-// The GPEN model on the chosen device at the chosen precision.
-std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend);
+// The engine's restore setup (engine/photo/restorer.h) with the choices the flags make.
+RestoreConfig restore_config(const RestoreArgs& a);
 
 struct Job {
   std::string input;

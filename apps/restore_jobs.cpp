@@ -2,29 +2,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 #include "apps/image_options.h"
-#include "apps/format.h"
-#include "apps/rss.h"
-#include "apps/svg.h"
-#include "engine/runtime/device.h"
-#include "kernels/cpu/face_io.h"
-#include "engine/photo/image.h"
-#include "engine/core/stopwatch.h"
-#include "engine/models/gpen_model.h"
-#include "engine/photo/npy.h"
-#include "engine/photo/pipeline.h"
-#include "kernels/cpu/ops.h"
 #include "apps/restore_common.h"
+#include "engine/core/bytes.h"
 
 namespace fs = std::filesystem;
 
@@ -43,16 +28,6 @@ bool is_image_name(const std::string& p) {
   return false;
 }
 
-size_t available_ram() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  size_t kb = 0;
-  std::string unit;
-  while (f >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return size_t{4} << 30;
-}
-
 DeviceOptions device_options(const RestoreArgs& a) {
   DeviceOptions o;
   o.kind = parse_device(a.device);
@@ -67,18 +42,27 @@ PlanOptions plan_options(const RestoreArgs& a) {
   return o;
 }
 
-size_t memory_budget(const RestoreArgs& a, Backend& backend, const GpenModel& model) {
-  if (!a.vram_budget.empty()) return parse_bytes(a.vram_budget);
-  if (auto* dev = dynamic_cast<DeviceBackend*>(&backend))
-    return dev->memory_info().free / 10 * 8 + model.device_weights_bytes();
-  return available_ram() / 2;
-}
-
-std::unique_ptr<GpenModel> open_model(const RestoreArgs& a, Backend& backend) {
-  const DType p = a.precision.empty() ? default_precision(backend) : parse_precision(a.precision);
-  GPEN_CHECK(p == DType::f32 || is_device_backend(backend),
-             "--precision " + a.precision + ": the CPU backend runs fp32 only (use --device cuda)");
-  return GpenModel::open(a.model, backend, p);
+RestoreConfig restore_config(const RestoreArgs& a) {
+  RestoreConfig c;
+  c.model = a.model;
+  c.detector = a.detector;
+  c.parser = a.parse;
+  c.mask = a.mask;
+  c.sr = a.sr_model;
+  c.sr_tile = a.sr_tile;
+  const DeviceOptions dopt = device_options(a);
+  c.device = dopt.kind;
+  c.cuda_graphs = dopt.cuda_graphs;
+  c.precision = a.precision;
+  if (!a.vram_budget.empty()) c.memory_budget = parse_bytes(a.vram_budget);
+  c.batch = std::max(a.batch, 0);
+  const PlanOptions po = plan_options(a);
+  c.arena_budget = po.arena_budget;
+  c.bands = po.bands;
+  c.alpha = a.alpha;
+  c.threshold = a.threshold;
+  c.det_max_side = a.det_max_side;
+  return c;
 }
 
 // One file in: OUT is a file unless it names a directory; otherwise OUT is a directory that

@@ -1,101 +1,81 @@
-// `gpen video`'s processing step over FaceRestorer, one frame at a time (apps/video_restore.h).
+// `gpen video`'s processing step over the engine's Restorer (apps/video_restore.h).
 #include "apps/video_restore.h"
 
-#include "engine/models/gpen_model.h"
-#include "engine/models/parsenet.h"
-#include "engine/models/retinaface.h"
-#include "engine/photo/pipeline.h"
-#include "engine/runtime/device.h"
+#include <algorithm>
+#include <vector>
+
+#include "engine/photo/restorer.h"
 
 namespace gpen::cli {
 namespace {
 
 using namespace restore_detail;
 
-class FrameByFrame final : public VideoRestorer {
+// Frames handed to the Restorer at once: their faces fill GPEN's batches, and each costs one
+// decoded frame more in the pipeline's pool (engine/video/video_pipeline.h), so no more than the
+// planned batch of faces can use, and no more than 8 (beyond that a 4K frame pool outgrows the
+// arena it feeds).
+constexpr int kMaxFramesPerCall = 8;
+
+class FramesThroughRestorer final : public VideoRestorer {
  public:
-  explicit FrameByFrame(const RestoreArgs& a)
-      : backend_(make_backend(device_options(a))),
-        model_(open_model(a, *backend_)),
-        detector_(a.detector, make_backend(detector_options(a, *backend_))) {
-    if (!a.parse.empty()) parser_ = std::make_unique<ParseNetModel>(a.parse, *backend_);
-    RestoreOptions opt;
-    opt.parser = parser_.get();
-    opt.alpha = a.alpha;
-    opt.min_score = a.threshold;
-    opt.detect.post.threshold = a.threshold;
-    opt.plan = plan_options(a);
-    if (a.batch > 0) {
-      opt.batch = a.batch;
-    } else {
-      const BatchChoice bc =
-          choose_batch_banded(model_->config(), *backend_, memory_budget(a, *backend_, *model_), 16, opt.plan);
-      opt.batch = bc.batch;
-      opt.plan = bc.plan;
-    }
-    opt.grow_batch = true;
-    batch_limit_ = opt.batch;
-    restorer_ = std::make_unique<FaceRestorer>(*model_, detector_, opt);
+  explicit FramesThroughRestorer(const RestoreArgs& a) : restorer_(Restorer::open(restore_config(a))) {}
+
+  int max_frames() const override { return std::clamp(restorer_->plan().split.batch, 1, kMaxFramesPerCall); }
+
+  std::pair<int, int> output_size(int width, int height) const override {
+    const int s = restorer_->sr_model() ? restorer_->sr_model()->config().scale : 1;
+    return {width * s, height * s};
   }
 
   void process(std::span<video::VideoFrame* const> frames) override {
-    for (video::VideoFrame* f : frames) {
-      PhotoResult r = restorer_->process(f->image);
-      f->image = std::move(r.image);
-      f->faces = r.restored;
+    std::vector<ImageView> views;
+    views.reserve(frames.size());
+    for (const video::VideoFrame* f : frames) views.push_back(f->image);
+    std::vector<RestoreResult> done = restorer_->restore(views);
+    for (size_t i = 0; i < frames.size(); ++i) {
+      frames[i]->image = std::move(done[i].image);
+      frames[i]->faces = done[i].restored;
     }
   }
 
   std::string describe() const override {
-    return "GPEN " + std::to_string(model_->size()) + "x" + std::to_string(model_->size()) + " on " + backend_->name() +
-           " (" + precision_name(model_->precision()) + "), every frame as one photo, up to " +
-           std::to_string(batch_limit_) + " faces per run" + (parser_ ? ", face-parsing paste mask" : "");
+    const RestorePlan& p = restorer_->plan();
+    std::string s = "GPEN " + std::to_string(p.size) + "x" + std::to_string(p.size) + " on " + p.device + " (" +
+                    p.precision + "), up to " + std::to_string(p.split.batch) + " faces per run from up to " +
+                    std::to_string(max_frames()) + " frames";
+    if (p.split.banded) s += ", banded";
+    if (p.mask == "parse") s += ", face-parsing paste mask";
+    if (!p.sr_model.empty()) s += ", background " + p.sr_model;
+    return s;
   }
 
   size_t planned_bytes() const override {
-    const MemoryPlan& plan = model_->plan();
-    size_t total = plan.weights_bytes + plan.workspace_bytes + model_->arena_bytes();
-    if (!detector_.uses_shared_memory()) total += detector_.arena_capacity();
-    if (parser_) total += parser_->weights_bytes();
-    return total + restorer_->device_buffer_bytes();
+    const nlohmann::json m = restorer_->memory_json();
+    size_t total = m["weights_bytes"].get<size_t>() + m["workspace_bytes"].get<size_t>() +
+                   m["shared_arena_bytes"].get<size_t>() + m["parsenet_weights_bytes"].get<size_t>() +
+                   m["pipeline_buffer_bytes"].get<size_t>();
+    if (!m["detector_in_generator_arena"].get<bool>()) total += m["detector_arena_bytes"].get<size_t>();
+    if (restorer_->sr_model())
+      total += restorer_->plan().split.sr_budget;  // RealESRNet's weights, arena and tile at most
+    return total;
   }
 
   nlohmann::json memory() const override {
-    const MemoryPlan& plan = model_->plan();
-    return {{"device", backend_->name()},
-            {"precision", precision_name(model_->precision())},
-            {"gpen_batch", restorer_->batch()},
-            {"gpen_batch_limit", batch_limit_},
-            {"weights_bytes", plan.weights_bytes},
-            {"arena_bytes", model_->arena_bytes()},
-            {"workspace_bytes", plan.workspace_bytes},
-            {"detector_arena_bytes", detector_.arena_capacity()},
-            {"detector_in_generator_arena", detector_.uses_shared_memory()},
-            {"parsenet_weights_bytes", parser_ ? parser_->weights_bytes() : 0},
-            {"pipeline_buffer_bytes", restorer_->device_buffer_bytes()},
-            {"planned_bytes", planned_bytes()}};
+    nlohmann::json m = restorer_->memory_json();
+    m["plan"] = to_json(restorer_->plan());
+    m["planned_bytes"] = planned_bytes();
+    return m;
   }
 
  private:
-  // The detector on the same kind of device as GPEN (its own backend: own stream, own arena).
-  static DeviceOptions detector_options(const RestoreArgs& a, const Backend& gpen_backend) {
-    DeviceOptions o = device_options(a);
-    o.kind = is_device_backend(gpen_backend) ? DeviceKind::cuda : DeviceKind::cpu;
-    return o;
-  }
-
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<GpenModel> model_;
-  RetinaFaceDetector detector_;
-  std::unique_ptr<ParseNetModel> parser_;
-  std::unique_ptr<FaceRestorer> restorer_;
-  int batch_limit_ = 1;
+  std::unique_ptr<Restorer> restorer_;
 };
 
 }  // namespace
 
 std::unique_ptr<VideoRestorer> make_restore_processor(const RestoreArgs& a) {
-  return std::make_unique<FrameByFrame>(a);
+  return std::make_unique<FramesThroughRestorer>(a);
 }
 
 }  // namespace gpen::cli

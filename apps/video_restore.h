@@ -1,7 +1,8 @@
 #pragma once
-// The processing step of `gpen video`: the faces of every frame restored. This is the seam where
-// the engine's restoring API plugs in; until then each frame goes through FaceRestorer
-// (engine/photo/pipeline.h) as one photo, so a restored frame is what `gpen restore` makes of it.
+// The processing step of `gpen video`: the faces of every frame restored by the engine's Restorer
+// (engine/photo/restorer.h), the setup `gpen restore` uses, so a restored frame is what `gpen
+// restore` makes of that frame. Consecutive frames are handed over together and their faces share
+// GPEN batches up to the planned batch.
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,7 +19,7 @@ class VideoRestorer : public video::FrameProcessor {
   virtual size_t planned_bytes() const = 0;     // weights + arenas + workspace, all of it
 };
 
-// Opens the models `a` names (-m, -d, --parse, --device, --precision, --vram-budget, ...).
+// Opens the models `a` names (-m, -d, --parse, --sr, --device, --precision, --vram-budget, ...).
 std::unique_ptr<VideoRestorer> make_restore_processor(const restore_detail::RestoreArgs& a);
 
 }  // namespace gpen::cli

@@ -5,7 +5,7 @@
 include(CMakePackageConfigHelpers)
 
 # The public headers: what a C++ program needs to open a model, plan it, run it and restore a photo
-# (engine/photo/pipeline.h: FaceRestorer), with every project header these include (checked by
+# (engine/photo/restorer.h: Restorer), with every project header these include (checked by
 # scripts/check_layers.py). The others are the engine's own business and are not installed.
 set(GPEN_PUBLIC_HEADERS
   engine/core/affine.h engine/core/dtype.h engine/core/error.h engine/core/image.h engine/core/tensor.h
@@ -18,7 +18,9 @@ set(GPEN_PUBLIC_HEADERS
   engine/runtime/backend.h engine/runtime/device.h engine/runtime/executor.h engine/runtime/pipeline_ops.h
   engine/models/gpen.h engine/models/gpen_model.h engine/models/gpen_noise.h engine/models/parsenet.h
   engine/models/retinaface.h
-  engine/photo/image.h engine/photo/pipeline.h)
+  engine/models/rrdbnet.h
+  engine/photo/image.h engine/photo/pipeline.h engine/photo/restore_plan.h engine/photo/restorer.h
+  engine/photo/super_resolution.h)
 foreach(h ${GPEN_PUBLIC_HEADERS})
   get_filename_component(dir ${h} DIRECTORY)
   install(FILES ${CMAKE_SOURCE_DIR}/${h} DESTINATION ${GPEN_INSTALL_INCLUDEDIR}/${dir})

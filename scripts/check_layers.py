@@ -33,6 +33,9 @@ ALLOWED = {
     # folders above every layer (the CLI, its tests) may include it.
     "engine/video": ["engine/core", "kernels", "weights", "engine/graph", "engine/plan", "engine/runtime",
                      "engine/models", "engine/photo"],
+    # What `gpen plan`, `gpen info` and `gpen convert` report, shared by the CLI and the Python package.
+    "reports": ["engine/core", "kernels", "weights", "engine/graph", "engine/plan", "engine/runtime",
+                "engine/models", "engine/photo", "converter"],
 }
 # Folders above every layer: they may include anything of the project.
 TOP = ["apps", "bench", "tests", "python"]
@@ -157,7 +160,7 @@ def check_link_graph(root, bad):
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     bad, checked = [], 0
-    for top in ("engine", "kernels", "weights", "converter", "apps"):
+    for top in ("engine", "kernels", "weights", "converter", "reports", "apps"):
         for d, _, files in os.walk(os.path.join(root, top)):
             for f in files:
                 if not f.endswith(SOURCE_EXT):

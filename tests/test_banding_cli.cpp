@@ -1,4 +1,4 @@
-// `gpen plan --arena-budget / --bands` (apps/plan_band.cpp): the JSON's `bands` object and
+// `gpen plan --arena-budget / --bands` (reports/plan_band.cpp): the JSON's `bands` object and
 // `extra_flops_fraction`, the clear answer when no banding fits, and the refusal for detectors.
 #include <doctest/doctest.h>
 #include <sys/wait.h>

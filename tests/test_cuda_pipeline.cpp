@@ -1,4 +1,4 @@
-// FaceRestorer on the CUDA backend with the photo kept on the device (engine/photo/pipeline_device.cpp)
+// FaceRestorer on the CUDA backend with the photo kept on the device (engine/photo/pipeline.cpp)
 // against the same models with the pipeline steps on the host: the same faces, restored faces and
 // composite; one buffer, no allocation once it is sized; alpha blending and short batches.
 // Emulated by default (tests/cuda_emu), natively with GPEN_CUDA_TESTS_NATIVE.
@@ -11,11 +11,11 @@
 #include <filesystem>
 #include <string>
 
-#include "converter/convert.h"
 #include "engine/runtime/device.h"
 #include "engine/photo/image.h"
 #include "engine/models/gpen_model.h"
 #include "engine/models/retinaface.h"
+#include "tests/pipeline_models_fixture.h"
 #include "tests/test_paths.h"
 #include "engine/photo/pipeline.h"
 #include "engine/runtime/cuda/backend_cuda.h"
@@ -31,28 +31,9 @@ std::unique_ptr<Backend> cuda_backend() {
   return cuda::make_cuda_backend(o);
 }
 
-struct Models {
-  fs::path dir;
-  std::string gpen, det;
-  ~Models() {
-    if (!dir.empty()) fs::remove_all(dir);
-  }
-};
+using pipeline_test::Models;
 
-bool prepare(Models& m) {
-  const std::string det_pth = gpen_test::shared_dir() + "/models/retinaface-mobilenet0.25.pth";
-  if (!fs::exists(det_pth)) {
-    MESSAGE("skipped: " << det_pth << " is missing");
-    return false;
-  }
-  m.dir = fs::temp_directory_path() / ("gpen_test_cuda_pipeline_" + std::to_string(getpid()));
-  fs::create_directories(m.dir);
-  m.gpen = (m.dir / "s32.gpw").string();
-  m.det = (m.dir / "mnet.gpw").string();
-  conv::convert(gpen_test::fixture_dir() + "/gpen/s32/checkpoint.pth", m.gpen);
-  conv::convert(det_pth, m.det);
-  return true;
-}
+bool prepare(Models& m) { return pipeline_test::prepare(m, "test_cuda_pipeline"); }
 
 struct Diff {
   int max = 0;

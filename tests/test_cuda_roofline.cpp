@@ -1,4 +1,4 @@
-// `gpen plan --device cuda --roofline` (apps/plan_roofline.cpp): the per-node figures add up, the
+// `gpen plan --device cuda --roofline` (reports/plan_roofline.cpp): the per-node figures add up, the
 // FLOPs are the graph's, every bound is max(FLOPs / peak, bytes / bandwidth) at the H200 figures,
 // the tiles are the family's (GPEN_CUDA_GEMM=mma: the per-shape choice; wmma: 128 x 64 modconv,
 // 64 x 64 conv2d), and it refuses what it cannot estimate. Runs the CLI; no GPU needed.

@@ -4,6 +4,7 @@
 // --sr-tile, the official crop, refusals (an input as output, a bad --sr-tile), `gpen info`, and
 // `gpen restore --sr` (output at the SR size, the SR entry of the report).
 #include <doctest/doctest.h>
+#include "tests/realesrnet_fixture.h"
 #include "tests/run_command.h"
 
 #include <unistd.h>
@@ -29,27 +30,6 @@ const std::string kGpen = GPEN_BINARY_DIR "/gpen";
 
 using gpen_test::run;
 
-void write_tiny_model(const std::string& path) {
-  RrdbConfig c;
-  c.scale = 2;
-  c.num_feat = 8;
-  c.num_grow_ch = 8;
-  c.num_block = 1;
-  const RrdbGraph rg = build_rrdbnet_graph(c, 2, 2);
-  GpwWriter w("realesrnet", {{"scale", 2}, {"num_in_ch", 3}, {"num_out_ch", 3}, {"num_feat", 8}, {"num_block", 1},
-                             {"num_grow_ch", 8}});
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd(0.f, 0.1f);
-  for (const TensorDesc& t : rg.graph.tensors()) {
-    if (t.kind != TensorKind::Weight) continue;
-    std::vector<float> v(static_cast<size_t>(t.shape.numel()));
-    for (float& x : v) x = nd(rng);
-    if (t.name == "conv_last.bias") v.assign(v.size(), 0.5f);
-    w.add_f32(t.name, DType::f32, t.shape, v.data());
-  }
-  w.write(path);
-}
-
 Image photo(int w, int h) {
   Image im;
   im.width = w;
@@ -65,7 +45,7 @@ TEST_CASE("gpen sr: folders, report, tiles, refusals") {
   const fs::path dir = fs::temp_directory_path() / ("gpen_test_sr_cli_" + std::to_string(getpid()));
   fs::create_directories(dir / "in" / "sub");
   const std::string model = (dir / "tiny.gpw").string();
-  write_tiny_model(model);
+  gpen_test::write_tiny_realesrnet(model);
   write_image((dir / "in" / "a.png").string(), photo(33, 21));
   write_image((dir / "in" / "sub" / "b.png").string(), photo(20, 16));
   std::ofstream(dir / "in" / "bad.png") << "not an image";

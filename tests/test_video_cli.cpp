@@ -3,7 +3,7 @@
 // frame; the output keeps the frame count, the timestamps and the audio packets; a file FFmpeg
 // cannot open gets one line with FFmpeg's reason and no output; a damaged one is restored as far
 // as it decodes with exit status 1; SIGINT stops the run within a second and leaves nothing; a
-// folder is restored into a folder.
+// folder is restored into a folder; with --sr each frame is what `gpen restore --sr` makes of it.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -19,6 +19,7 @@
 
 #include "converter/convert.h"
 #include "engine/photo/image.h"
+#include "tests/realesrnet_fixture.h"
 #include "tests/video/clips.h"
 
 using namespace gpen;
@@ -96,6 +97,28 @@ TEST_CASE("gpen video: each frame restored as gpen restore restores it, written 
     REQUIRE(gpen_test::run(gpen_cmd("restore", frame + " -o " + want), &log) == 0);
     CHECK(read_image(want).bgr == restored[i].bgr);
     CHECK(restored[i].bgr != input[i].bgr);
+  }
+}
+
+TEST_CASE("gpen video --sr: each frame super-resolved and restored as gpen restore --sr does it") {
+  const fs::path dir = fresh_dir("sr");
+  const std::string sr = (dir / "sr.gpw").string();
+  gpen_test::write_tiny_realesrnet(sr);
+  const std::string in = clip("faces_320.mp4"), out = (dir / "out.mov").string();
+  std::string log;
+  REQUIRE_MESSAGE(gpen_test::run(video_cmd(in + " -o " + out + " --sr " + sr + " --codec ffv1 --pix-fmt bgr0"), &log) == 0,
+                  log);
+  const auto input = read_all(in), restored = read_all(out);
+  REQUIRE(restored.size() == input.size());
+  for (int i : {0, 5}) {
+    INFO("frame " << i);
+    CHECK(restored[i].width == 2 * input[i].width);
+    CHECK(restored[i].height == 2 * input[i].height);
+    const std::string frame = (dir / ("frame" + std::to_string(i) + ".png")).string();
+    const std::string want = (dir / ("restored" + std::to_string(i) + ".png")).string();
+    write_image(frame, input[i]);
+    REQUIRE(gpen_test::run(gpen_cmd("restore", frame + " -o " + want + " --sr " + sr), &log) == 0);
+    CHECK(read_image(want).bgr == restored[i].bgr);
   }
 }
 

@@ -379,7 +379,6 @@ void GpenModel::run(int n, const float* in, float* out) {
 
 void GpenModel::run_in_place(int n, const std::function<void(const TensorView& x)>& fill,
                              const std::function<void(const TensorView& y)>& drain) {
-  GPEN_CHECK(device_, "GpenModel::run_in_place needs a device backend");
   Prepared p = prepared_for(n);
   fill(p.exec->view(p.graph->input));
   fill_noise(*p.exec, *p.graph, n);

@@ -67,13 +67,13 @@ class GpenModel {
   // The first n <= batch() faces only: runs a plan for n faces inside the arena made for batch()
   // (planned once per n, no new memory), so a short last batch costs only its own faces.
   void run(int n, const float* in, float* out);
-  // Device backends: runs the first n <= batch() faces with input and output left in the arena,
-  // so a pipeline on the device needs no copies: `fill` queues the writing of x [n, S, S, 3] (in
-  // precision()) on the backend's stream, `drain` the reading of the raw output y, which the next
-  // run (or anything else lent this arena) overwrites.
   // One run of the prepared batch with every node timed (Executor::run_profiled): milliseconds per
   // node of graph(), in order. For `gpen bench --profile`.
   std::vector<double> run_profiled(const float* in);
+  // Runs the first n <= batch() faces with input and output left in the arena (the backend's
+  // memory: the device's, or the host's), so a pipeline working in that memory needs no copies:
+  // `fill` writes (on a device: queues the writing of) x [n, S, S, 3] in precision(), `drain` reads
+  // the raw output y, which the next run (or anything else lent this arena) overwrites.
   void run_in_place(int n, const std::function<void(const TensorView& x)>& fill,
                     const std::function<void(const TensorView& y)>& drain);
   size_t weights_bytes() const;

@@ -10,17 +10,11 @@
 #include "engine/runtime/device_weights.h"
 #include "engine/runtime/executor.h"
 #include "engine/plan/memory_plan.h"
-#include "kernels/cpu/image_resize.h"
+#include "kernels/cpu/detect_input.h"
 #include "weights/gpw.h"
 #include "weights/half.h"
 
 namespace gpen {
-
-namespace {
-
-constexpr float kMeanBgr[3] = {104.0f, 117.0f, 123.0f};
-
-}  // namespace
 
 double detect_input_scale(int w, int h, int max_side, int target_side, int* out_w, int* out_h) {
   GPEN_CHECK(w > 0 && h > 0, "empty image");
@@ -251,35 +245,29 @@ const Graph& RetinaFaceDetector::graph_for(int h, int w) { return executor_for(h
 
 std::vector<Face> RetinaFaceDetector::detect(ImageView img, const DetectOptions& opt) {
   GPEN_CHECK(img.width > 0 && img.height > 0 && img.bgr.size() == img.pixels() * 3, "detect: empty or malformed image");
+  // On the host the photo is in the detector's memory already: the input goes straight into the arena.
+  if (!is_device_backend(static_cast<SharedArenaBackend&>(*backend_).inner()))
+    return detect_in_memory(img.bgr.data(), img.width, img.height, opt, cpu_pipeline_ops(), nullptr);
   int nw = 0, nh = 0;
   const double ss = detect_input_scale(img.width, img.height, opt.max_side, opt.target_side, &nw, &nh);
-  // As GPEN's detect(): the float image is resized (when needed), then the mean subtracted.
-  std::vector<float> x(img.pixels() * 3);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(img.bgr[i]);
-  if (ss != 1.0) {
-    std::vector<float> small(static_cast<size_t>(nw) * static_cast<size_t>(nh) * 3);
-    resize_bilinear_f32(x.data(), img.width, img.height, 3, small.data(), nw, nh, ss, ss);
-    x.swap(small);
-  }
-  for (size_t i = 0; i < x.size(); i += 3)
-    for (int c = 0; c < 3; ++c) x[i + c] -= kMeanBgr[c];
+  std::vector<float> x(static_cast<size_t>(nw) * static_cast<size_t>(nh) * 3);
+  cpu::detect_input(img.bgr.data(), img.width, img.height, ss, nw, nh, x.data());
   Raw r = run(x.data(), nh, nw);
   return retinaface_postprocess(r.loc.data(), r.conf.data(), r.landms.data(), nh, nw, opt.post,
                                 static_cast<float>(ss));
 }
 
 PipelineOps* RetinaFaceDetector::pipeline_ops() const {
-  auto* dev = dynamic_cast<DeviceBackend*>(&static_cast<SharedArenaBackend&>(*backend_).inner());
-  return dev ? dev->pipeline_ops() : nullptr;
+  return pipeline_ops_of(static_cast<SharedArenaBackend&>(*backend_).inner());
 }
 
-std::vector<Face> RetinaFaceDetector::detect_on_device(const uint8_t* bgr, int w, int h, const DetectOptions& opt,
+std::vector<Face> RetinaFaceDetector::detect_in_memory(const uint8_t* bgr, int w, int h, const DetectOptions& opt,
                                                        PipelineOps& ops, void* scratch) {
-  GPEN_CHECK(is_device_backend(static_cast<SharedArenaBackend&>(*backend_).inner()),
-             "detect_on_device: the detector runs on the host");
-  GPEN_CHECK(bgr != nullptr && w > 0 && h > 0 && scratch != nullptr, "detect_on_device: empty image or no scratch");
+  GPEN_CHECK(&ops == pipeline_ops(), "detect: the steps given are not those of the detector's memory");
+  GPEN_CHECK(bgr != nullptr && w > 0 && h > 0, "detect: empty image");
   int nw = 0, nh = 0;
   const double ss = detect_input_scale(w, h, opt.max_side, opt.target_side, &nw, &nh);
+  GPEN_CHECK(scratch != nullptr || ops.detect_scratch_bytes(nh, nw) == 0, "detect: no scratch for the candidates");
   Cached& c = executor_for(nh, nw);
   ops.detect_input(bgr, w, h, ss, c.ex->view(c.rg.input));
   c.ex->run();

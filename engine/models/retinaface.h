@@ -60,10 +60,12 @@ class RetinaFaceDetector {
   RetinaFaceBackbone backbone() const { return backbone_; }
   // Faces in the pixel coordinates of `bgr`, sorted by descending score.
   std::vector<Face> detect(ImageView bgr, const DetectOptions& opt = {});
-  // The same on a w x h photo already in this detector's device memory (contiguous BGR), with that
-  // device's pipeline steps and `scratch` of ops.detect_scratch_bytes(nh, nw) bytes there (nh, nw:
-  // detect_input_scale's network input). Waits for the device once, to bring the candidates back.
-  std::vector<Face> detect_on_device(const uint8_t* bgr, int w, int h, const DetectOptions& opt, PipelineOps& ops,
+  // The same on a w x h photo already in this detector's memory (contiguous BGR: device memory on a
+  // device, host memory on the CPU), with the pipeline steps of that memory (pipeline_ops()) and
+  // `scratch` of ops.detect_scratch_bytes(nh, nw) bytes there (nh, nw: detect_input_scale's network
+  // input; none on the host). The input is written into the arena, the outputs read there. On a
+  // device, waits once, to bring the candidates back.
+  std::vector<Face> detect_in_memory(const uint8_t* bgr, int w, int h, const DetectOptions& opt, PipelineOps& ops,
                                      void* scratch);
   // Runs the network on an already prepared input ([h, w, 3] BGR minus mean, HWC float) and
   // returns the raw head outputs (loc, conf, landms as in RetinaFaceGraph).
@@ -89,7 +91,8 @@ class RetinaFaceDetector {
   bool uses_shared_memory() const;
   size_t cached_sizes() const { return cache_.size(); }
   const char* device() const { return backend_->name(); }
-  // The pipeline steps of the detector's device (nullptr on the host): detect_on_device's `ops`.
+  // The pipeline steps of the detector's memory (cpu_pipeline_ops() on the host; nullptr on a
+  // device that has none): detect_in_memory's `ops`.
   PipelineOps* pipeline_ops() const;
 
  private:

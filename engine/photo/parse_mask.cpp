@@ -7,10 +7,13 @@
 #include "engine/core/error.h"
 #include "engine/photo/paste.h"
 #include "kernels/cpu/image_resize.h"
+#include "kernels/cpu/paste.h"
 
 namespace gpen {
 
 namespace {
+
+using cpu::reflect101;
 
 constexpr int kN = kParseSize;
 constexpr int kThres = 26;
@@ -28,11 +31,6 @@ std::vector<double> gaussian_kernel64() {
   }
   for (double& v : k) v /= sum;
   return k;
-}
-
-int reflect101(int i, int n) {
-  while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
-  return i;
 }
 
 // One separable 101 x 101 blur of an n x n float64 image, reflect-101 borders: rows, then columns.

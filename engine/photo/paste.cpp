@@ -10,6 +10,7 @@
 
 #include "engine/core/error.h"
 #include "kernels/cpu/linear_taps.h"
+#include "kernels/cpu/paste.h"
 
 // The float steps below follow OpenCV's operation order exactly: fused multiply-adds only where
 // OpenCV's AVX2 code has them (written as std::fma), never introduced by the compiler.
@@ -18,6 +19,8 @@
 namespace gpen {
 
 namespace {
+
+using cpu::reflect101;
 
 constexpr int kBase = 512;          // the official mask is drawn at 512 x 512
 constexpr int kRectLo = 26, kRectHi = 486;
@@ -43,12 +46,6 @@ std::vector<float> gaussian_kernel() {
     k[static_cast<size_t>(i)] = k[static_cast<size_t>(n - 1 - i)] = static_cast<float>(values[static_cast<size_t>(i)] * mul);
   k[static_cast<size_t>(half)] = static_cast<float>(mul);
   return k;
-}
-
-int reflect101(int i, int n) {
-  if (n == 1) return 0;
-  while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
-  return i;
 }
 
 // One cv2.GaussianBlur(101x101, sigma 4, BORDER_REFLECT_101) of an n x n float image with the
@@ -132,13 +129,6 @@ void check_image(ImageView img, const std::string& what) {
              what + ": empty or malformed image");
 }
 
-// saturate_cast<uchar>(float): round half to even, then clamp. Callers pass finite values; the
-// clamp comes first so that the conversion to int is always defined.
-inline uint8_t round_sat_u8(float v) {
-  const int i = static_cast<int>(std::nearbyint(std::clamp(v, -1.0f, 256.0f)));
-  return static_cast<uint8_t>(std::clamp(i, 0, 255));
-}
-
 // Larger |alpha| could overflow float and give inf - inf; GPEN uses 0..1.
 constexpr double kMaxAlpha = 1e6;
 
@@ -168,34 +158,12 @@ std::vector<float> resize_paste_mask(const std::vector<float>& mask512, int size
   return resize_mask(mask512, size);
 }
 
+bool is_small_face(const float box[4]) { return std::min(box[3] - box[1], box[2] - box[0]) < 100; }
+
 Image smooth_small_face(const Image& img) {
   check_image(img, "face smoothing");
-  const int w = img.width, h = img.height;
-  const size_t row = static_cast<size_t>(w) * 3;
-  Image out;
-  out.width = w;
-  out.height = h;
-  out.bgr.resize(img.bgr.size());
-  // OpenCV sums the power-of-two weights in float exactly and rounds half to even: in integers,
-  // q = sum / 16 rounded to nearest, ties to even.
-  auto round16 = [](int sum) {
-    const int q = sum >> 4, r = sum & 15;
-    return static_cast<uint8_t>(q + ((r + (q & 1)) > 8));
-  };
-  for (int y = 0; y < h; ++y) {
-    const uint8_t* r0 = img.bgr.data() + static_cast<size_t>(reflect101(y - 1, h)) * row;
-    const uint8_t* r1 = img.bgr.data() + static_cast<size_t>(y) * row;
-    const uint8_t* r2 = img.bgr.data() + static_cast<size_t>(reflect101(y + 1, h)) * row;
-    uint8_t* d = out.bgr.data() + static_cast<size_t>(y) * row;
-    // Vertical [1, 2, 1] first (exact in int), then horizontal on the column sums.
-    auto col = [&](size_t j) { return r0[j] + 2 * r1[j] + r2[j]; };
-    for (size_t j = 3; j + 3 < row; ++j) d[j] = round16(col(j - 3) + 2 * col(j) + col(j + 3));
-    for (int x : {0, w - 1}) {
-      const size_t xl = static_cast<size_t>(reflect101(x - 1, w)) * 3, xm = static_cast<size_t>(x) * 3,
-                   xr = static_cast<size_t>(reflect101(x + 1, w)) * 3;
-      for (size_t c = 0; c < 3; ++c) d[xm + c] = round16(col(xl + c) + 2 * col(xm + c) + col(xr + c));
-    }
-  }
+  Image out{img.width, img.height, std::vector<uint8_t>(img.bgr.size())};
+  cpu::smooth_face(img.bgr.data(), out.bgr.data(), img.width, img.height);
   return out;
 }
 
@@ -206,16 +174,8 @@ Image blend_faces(const Image& restored, const Image& crop, double alpha) {
              "face blend: restored face is " + std::to_string(restored.width) + "x" + std::to_string(restored.height) +
                  " but the crop is " + std::to_string(crop.width) + "x" + std::to_string(crop.height));
   GPEN_CHECK(std::isfinite(alpha) && std::fabs(alpha) <= kMaxAlpha, "face blend: alpha is not finite or too large");
-  const float a = static_cast<float>(alpha), b = static_cast<float>(1.0 - alpha);
-  Image out;
-  out.width = restored.width;
-  out.height = restored.height;
-  out.bgr.resize(restored.bgr.size());
-  const uint8_t* ra = restored.bgr.data();
-  const uint8_t* cb = crop.bgr.data();
-  uint8_t* o = out.bgr.data();
-  const size_t n = out.bgr.size();
-  for (size_t i = 0; i < n; ++i) o[i] = round_sat_u8(std::fma(static_cast<float>(ra[i]), a, static_cast<float>(cb[i]) * b));
+  Image out{restored.width, restored.height, std::vector<uint8_t>(restored.bgr.size())};
+  cpu::blend_faces(restored.bgr.data(), crop.bgr.data(), alpha, out.bgr.data(), out.bgr.size());
   return out;
 }
 
@@ -233,27 +193,8 @@ void PasteCanvas::add(const Image& face, const std::vector<float>& mask, const A
   check_image(face, "paste");
   GPEN_CHECK(mask.size() == face.pixels(), "paste: mask size does not match the face (" + std::to_string(face.width) +
                                                "x" + std::to_string(face.height) + ")");
-  const PixelRect fp = warp_footprint(crop_to_image, face.width, face.height, width_, height_);
-  if (fp.empty()) return;
-  const size_t n = static_cast<size_t>(fp.width) * static_cast<size_t>(fp.height);
-  std::vector<float> wm(n);
-  std::vector<uint8_t> wf(n * 3);
-  warp_affine_roi(mask.data(), face.width, face.height, crop_to_image, fp, wm.data(), kGpenWarp);
-  warp_affine_roi(face.bgr.data(), face.width, face.height, crop_to_image, fp, wf.data(), kGpenWarp);
-  for (int r = 0; r < fp.height; ++r) {
-    const size_t row = static_cast<size_t>(fp.y + r) * static_cast<size_t>(width_) + static_cast<size_t>(fp.x);
-    float* fm = mask_.data() + row;
-    uint8_t* ff = faces_.bgr.data() + row * 3;
-    const float* m = wm.data() + static_cast<size_t>(r) * static_cast<size_t>(fp.width);
-    const uint8_t* f = wf.data() + static_cast<size_t>(r) * static_cast<size_t>(fp.width) * 3;
-    for (int x = 0; x < fp.width; ++x) {
-      // numpy: mask = tmp_mask - full_mask; take where mask > 0.
-      if (m[x] - fm[x] > 0.0f) {
-        fm[x] = m[x];
-        std::copy_n(f + x * 3, 3, ff + x * 3);
-      }
-    }
-  }
+  cpu::canvas_add(face.bgr.data(), mask.data(), face.width, face.height, crop_to_image, mask_.data(),
+                  faces_.bgr.data(), width_, height_);
 }
 
 Image PasteCanvas::composite(ImageView original) const {
@@ -261,29 +202,8 @@ Image PasteCanvas::composite(ImageView original) const {
   GPEN_CHECK(original.width == width_ && original.height == height_,
              "paste: photo is " + std::to_string(original.width) + "x" + std::to_string(original.height) +
                  " but the canvas is " + std::to_string(width_) + "x" + std::to_string(height_));
-  Image out;
-  out.width = width_;
-  out.height = height_;
-  out.bgr.resize(original.bgr.size());
-  const int64_t n = static_cast<int64_t>(mask_.size());
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
-    const float m = mask_[static_cast<size_t>(i)];
-    const uint8_t* o = original.bgr.data() + i * 3;
-    uint8_t* d = out.bgr.data() + i * 3;
-    if (m == 0.0f) {  // img * 1 + 0 * 0: the photo pixel exactly
-      d[0] = o[0];
-      d[1] = o[1];
-      d[2] = o[2];
-      continue;
-    }
-    const uint8_t* f = faces_.bgr.data() + i * 3;
-    const float keep = 1.0f - m;
-    for (int c = 0; c < 3; ++c) {
-      const float v = static_cast<float>(o[c]) * keep + static_cast<float>(f[c]) * m;
-      d[c] = round_sat_u8(std::fabs(v));
-    }
-  }
+  Image out{width_, height_, std::vector<uint8_t>(original.bgr.size())};
+  cpu::composite(original.bgr.data(), mask_.data(), faces_.bgr.data(), out.bgr.data(), width_, height_);
   return out;
 }
 
@@ -302,10 +222,9 @@ Image paste_faces(ImageView original, const std::vector<PastedFace>& faces,
                which + ": restored image is " + std::to_string(f.restored.width) + "x" +
                    std::to_string(f.restored.height) + ", expected " + std::to_string(size) + "x" + std::to_string(size));
     for (float v : f.box) GPEN_CHECK(std::isfinite(v), which + ": box is not finite");
-    const float fh = f.box[3] - f.box[1], fw = f.box[2] - f.box[0];
     const Image* ef = &f.restored;
     Image smoothed, blended;
-    if (std::min(fh, fw) < 100) {
+    if (is_small_face(f.box)) {
       smoothed = smooth_small_face(*ef);
       ef = &smoothed;
     }

@@ -15,7 +15,7 @@ namespace gpen {
 // One face to paste.
 struct PastedFace {
   float landmarks[10] = {};  // (x, y) x 5 in photo pixels, RetinaFace order (see align.h)
-  float box[4] = {};         // detection box x1, y1, x2, y2: faces under 100 pixels get smoothed
+  float box[4] = {};         // detection box x1, y1, x2, y2: small faces get smoothed (is_small_face)
   Image restored;            // GPEN's output, S x S
   Image crop;                // the aligned crop fed to GPEN (align_face), S x S; may be empty when alpha == 1
   // This face's own paste mask, S x S (the face-parsing one, parse_mask.h); null: the rectangle.
@@ -33,8 +33,12 @@ std::shared_ptr<const std::vector<float>> paste_mask(int size);
 // mean at 256, bilinear otherwise). gpen::Error for another length or a size outside 1..kMaxFaceSize.
 std::vector<float> resize_paste_mask(const std::vector<float>& mask512, int size);
 
+// The official rule for which faces get smoothed before the paste: min(box width, box height) < 100
+// pixels, box = the detection's x1, y1, x2, y2. Every paste (paste_faces, FaceRestorer) asks here.
+bool is_small_face(const float box[4]);
+
 // cv2.filter2D(img, -1, [[1,2,1],[2,4,2],[1,2,1]]/16) with reflect-101 borders, rounded half to
-// even: the smoothing applied to restored faces whose box is under 100 pixels.
+// even: the smoothing applied to restored faces that is_small_face.
 Image smooth_small_face(const Image& img);
 
 // cv2.addWeighted(restored, alpha, crop, 1 - alpha, 0): alpha and 1 - alpha (computed in double)
@@ -68,7 +72,7 @@ class PasteCanvas {
 };
 
 // The whole per-photo paste: for each face in the given (detection) order, the crop -> photo
-// transform from its landmarks, smoothing when min(box width, box height) < 100, the alpha blend
+// transform from its landmarks, smoothing when is_small_face, the alpha blend
 // with the crop, the warped mask and face, and the final composite. Faces are assumed already
 // filtered by detection score (the official code skips scores < 0.9 before restoring).
 // gpen::Error for an empty photo, a size outside 1..kMaxFaceSize, a restored image that is not

@@ -1,80 +1,84 @@
+// FaceRestorer: the photo pipeline as one flow of steps (engine/runtime/pipeline_ops.h), on the
+// host or on a device. On a device the photos are uploaded once and stay there through detection,
+// the crops, GPEN (its input written and its output read in place in the arena), the paste-back
+// and the composite, which is the one download besides the detection candidates and the restored
+// faces PhotoResult hands back; the detector and GPEN run on their own streams, so they meet only
+// where the host waits. On the host the same steps read the caller's pixels in place.
+//
+// Memory: one buffer per kind of memory, laid out below, sized by the photos and the batch and
+// grown only when a larger call arrives; nothing else of the photo's size is allocated per call.
 #include "engine/photo/pipeline.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <string>
 
-#include "engine/photo/align.h"
-#include "kernels/cpu/face_io.h"
-#include "engine/photo/paste.h"
-#include "engine/photo/parse_mask.h"
 #include "engine/core/stopwatch.h"
+#include "engine/photo/align.h"
+#include "engine/photo/parse_mask.h"
+#include "engine/photo/paste.h"
+#include "engine/runtime/device.h"
 
 namespace gpen {
 
-int choose_batch(const GpenConfig& base, Backend& backend, size_t budget, int cap) {
-  WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend.workspace_bytes(g, n); };
-  auto total = [&](int b) {
-    GpenConfig c = base;
-    c.batch = b;
-    GpenGraph gg = build_gpen_graph(c);
-    return plan_memory(gg.graph, ws).total_bytes();
+namespace {
+
+// Offsets into the buffer, each slot 256-byte aligned: per photo its pixels (device only: the host
+// steps read the caller's) and paste canvas, then what one batch of faces needs.
+struct Layout {
+  std::vector<size_t> photo, canvas_mask, canvas_faces;
+  size_t scratch = 0, mask = 0, crops = 0, restored = 0, smoothed = 0, blended = 0, total = 0;
+};
+
+Layout layout(std::span<const ImageView> photos, bool host, size_t scratch_bytes, int size, int batch) {
+  Layout L;
+  size_t at = 0;
+  auto slot = [&at](size_t bytes) {
+    const size_t o = at;
+    at += (bytes + 255) / 256 * 256;
+    return o;
   };
-  size_t one = total(1);
-  GPEN_CHECK(one <= budget, "one face at " + std::to_string(base.size) + "x" + std::to_string(base.size) + " needs " +
-                                std::to_string(one) + " bytes, more than the memory budget of " +
-                                std::to_string(budget));
-  int lo = 1, hi = 2;
-  while (hi <= cap && total(hi) <= budget) {
-    lo = hi;
-    hi *= 2;
+  const size_t face = static_cast<size_t>(size) * static_cast<size_t>(size) * 3;
+  for (const ImageView& p : photos) {
+    L.photo.push_back(slot(host ? 0 : p.pixels() * 3));
+    L.canvas_mask.push_back(slot(p.pixels() * sizeof(float)));
+    L.canvas_faces.push_back(slot(p.pixels() * 3));
   }
-  hi = std::min(hi, cap + 1);
-  while (hi - lo > 1) {
-    int mid = (lo + hi) / 2;
-    (total(mid) <= budget ? lo : hi) = mid;
-  }
-  return lo;
+  L.scratch = slot(scratch_bytes);
+  L.mask = slot(host ? 0 : face / 3 * sizeof(float));  // the host steps read the cached paste mask
+  L.crops = slot(face * static_cast<size_t>(batch));
+  L.restored = slot(face * static_cast<size_t>(batch));
+  L.smoothed = slot(face);
+  L.blended = slot(face);
+  L.total = at;
+  return L;
 }
 
-BatchChoice choose_batch_banded(const GpenConfig& base, Backend& backend, size_t budget, int cap,
-                                const PlanOptions& opt) {
-  WorkspaceFn ws = [&](const Graph& g, const Node& n) { return backend.workspace_bytes(g, n); };
-  // Plain first; then with banding under the arena the budget leaves beside weights and workspace.
-  auto fits = [&](int b, PlanOptions* used) {
-    GpenConfig c = base;
-    c.batch = b;
-    GpenGraph gg = build_gpen_graph(c);
-    MemoryPlan p = plan_memory(gg.graph, ws, opt);
-    if (p.total_bytes() <= budget) return (*used = opt), true;
-    const size_t fixed = p.weights_bytes + p.workspace_bytes;
-    if (fixed >= budget) return false;
-    PlanOptions o = opt;
-    o.arena_budget = budget - fixed;
-    TransformReport r = transform_for_memory(gg.graph, o);
-    if (!r.banding_fits) return false;
-    if (plan_memory(gg.graph, ws, o).total_bytes() > budget) return false;
-    return (*used = o), true;
-  };
-  BatchChoice bc;
-  GPEN_CHECK(fits(1, &bc.plan), "one face at " + std::to_string(base.size) + "x" + std::to_string(base.size) +
-                                    " does not fit the memory budget of " + std::to_string(budget) +
-                                    " bytes, not even with banded execution");
-  int lo = 1, hi = 2;
-  PlanOptions o;
-  while (hi <= cap && fits(hi, &o)) {
-    lo = hi;
-    bc.plan = o;
-    hi *= 2;
-  }
-  hi = std::min(hi, cap + 1);
-  while (hi - lo > 1) {
-    int mid = (lo + hi) / 2;
-    if (fits(mid, &o)) lo = mid, bc.plan = o;
-    else hi = mid;
-  }
-  bc.batch = lo;
-  bc.banded = bc.plan.arena_budget > 0;
-  return bc;
+void check_photo(ImageView p, const char* what) {
+  GPEN_CHECK(p.width > 0 && p.height > 0 && p.bgr.size() == p.pixels() * 3, std::string("restore: empty or malformed ") + what);
+  GPEN_CHECK(p.width <= kMaxImageSide && p.height <= kMaxImageSide && int64_t{p.width} * p.height <= kMaxImagePixels,
+             "restore: the " + std::string(what) + " is " + std::to_string(p.width) + "x" + std::to_string(p.height) +
+                 ", more than an image may have");
+}
+
+}  // namespace
+
+bool FaceRestorer::Buffer::reserve(size_t need) {
+  if (need <= bytes) return false;
+  release();
+  data = mem->allocate(need);
+  bytes = need;
+  return true;
+}
+
+void FaceRestorer::Buffer::release() noexcept {
+  if (!data) return;
+  mem->synchronize();
+  mem->release(data);
+  data = nullptr;
+  bytes = 0;
+  mask_size = 0;
 }
 
 FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const RestoreOptions& opt)
@@ -88,12 +92,16 @@ FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const Resto
                  "): the official photo pipeline cannot paste its faces back (FaceEnhancement fails on the size "
                  "mismatch); run it on aligned crops (--aligned)");
   GPEN_CHECK(opt_.alpha >= 0.0 && opt_.alpha <= 1.0, "alpha must be in [0, 1]");
-  if (opt_.device_pipeline && !opt_.parser)
-    if (auto* dev = dynamic_cast<DeviceBackend*>(&gpen_.backend())) {
-      ops_ = dev->pipeline_ops();
-      det_ops_ = det_.pipeline_ops();
-      if (!ops_ || !det_ops_) ops_ = det_ops_ = nullptr;
-    }
+  // The device steps when both networks' memory has them; the face parser's pre- and
+  // post-processing are host functions, so with it the steps stay on the host.
+  if (opt_.device_pipeline && !opt_.parser && is_device_backend(gpen_.backend())) {
+    device_ops_ = pipeline_ops_of(gpen_.backend());
+    det_device_ops_ = det_.pipeline_ops();
+    if (!device_ops_ || !det_device_ops_ || det_device_ops_ == &cpu_pipeline_ops())
+      device_ops_ = det_device_ops_ = nullptr;
+  }
+  device_buf_.mem = &gpen_.backend();
+  if (!is_device_backend(gpen_.backend())) host_buf_.mem = &gpen_.backend();
   plan_batch(opt_.grow_batch ? 1 : opt_.batch);
 }
 
@@ -116,10 +124,6 @@ void FaceRestorer::plan_batch(int batch) {
     if (parser_shares) opt_.parser->share_memory(gpen_.arena(), gpen_.arena_bytes(), gpen_.workspace(), gpen_.workspace_bytes());
     opt_.parser->prepare(kParseSize, kParseSize);
   }
-  if (ops_) return;
-  const size_t face = static_cast<size_t>(gpen_.size()) * gpen_.size() * 3;
-  in_.assign(face * static_cast<size_t>(batch), 0.0f);
-  out_.assign(face * static_cast<size_t>(batch), 0.0f);
 }
 
 void FaceRestorer::grow_batch(size_t faces) {
@@ -128,72 +132,213 @@ void FaceRestorer::grow_batch(size_t faces) {
   if (want > batch_) plan_batch(want);
 }
 
-FaceRestorer::~FaceRestorer() { release_buffer(); }
-
-PhotoResult FaceRestorer::process(ImageView photo) { return ops_ ? process_on_device(photo) : process_on_host(photo); }
-
-PhotoResult FaceRestorer::process(ImageView photo, ImageView background) {
-  GPEN_CHECK(background.width == photo.width && background.height == photo.height,
-             "restore: the background is " + std::to_string(background.width) + "x" + std::to_string(background.height) +
-                 ", the photo " + std::to_string(photo.width) + "x" + std::to_string(photo.height));
-  if (ops_) {
-    // The device pipeline keeps no host batch buffers: size them for the largest batch once.
-    const size_t need = static_cast<size_t>(gpen_.size()) * gpen_.size() * 3 * static_cast<size_t>(opt_.batch);
-    if (in_.size() < need) {
-      in_.assign(need, 0.0f);
-      out_.assign(need, 0.0f);
-    }
-  }
-  return process_on_host(photo, &background);
+FaceRestorer::~FaceRestorer() {
+  device_buf_.release();
+  host_buf_.release();
 }
 
-PhotoResult FaceRestorer::process_on_host(ImageView photo, const ImageView* background) {
-  PhotoResult r;
+FaceRestorer::Steps FaceRestorer::steps_for(bool backgrounds) {
+  Steps st;
+  // A background is composited on the host (the device steps composite onto the photo they hold).
+  if (device_ops_ && !backgrounds) {
+    st.ops = device_ops_;
+    st.det_ops = det_device_ops_;
+    st.buf = &device_buf_;
+    st.host = false;
+    return st;
+  }
+  if (!host_buf_.mem) host_buf_.mem = (host_mem_ = make_cpu_backend()).get();
+  st.ops = st.det_ops = &cpu_pipeline_ops();
+  st.buf = &host_buf_;
+  st.gpen_in_memory = !is_device_backend(gpen_.backend());
+  st.det_in_memory = det_.pipeline_ops() == &cpu_pipeline_ops();
+  return st;
+}
+
+void FaceRestorer::run_gpen(const Steps& st, int n, const uint8_t* crops, uint8_t* restored) {
   const int S = gpen_.size();
-  auto t0 = std::chrono::steady_clock::now();
-  r.faces = det_.detect(photo, opt_.detect);
-  r.times.detect_ms = ms_since(t0);
-
-  t0 = std::chrono::steady_clock::now();
-  std::vector<PastedFace> pasted;
-  std::vector<AffineTransform> back;
-  for (const Face& f : r.faces) {
-    if (f.score < opt_.min_score) continue;
-    PastedFace p;
-    std::copy(f.landmarks.begin(), f.landmarks.end(), p.landmarks);
-    std::copy(f.box.begin(), f.box.end(), p.box);
-    AffineTransform fwd;
-    p.crop = align_face(photo, p.landmarks, S, &fwd);
-    back.push_back(invert(fwd));
-    pasted.push_back(std::move(p));
+  if (st.gpen_in_memory) {
+    gpen_.run_in_place(
+        n, [&](const TensorView& x) { st.ops->face_to_model(crops, n, S, x); },
+        [&](const TensorView& y) { st.ops->model_to_face(y, restored); });
+    return;
   }
-  r.times.align_ms = ms_since(t0);
+  // Host steps, GPEN on a device: model space through host buffers (GpenModel converts and copies).
+  const size_t batch = static_cast<size_t>(S) * S * 3 * static_cast<size_t>(batch_);
+  if (in_.size() < batch) {
+    in_.assign(batch, 0.0f);
+    out_.assign(batch, 0.0f);
+  }
+  const Shape shape{n, S, S, 3};
+  st.ops->face_to_model(crops, n, S, make_view(in_.data(), DType::f32, shape));
+  gpen_.run(n, in_.data(), out_.data());
+  st.ops->model_to_face(make_view(out_.data(), DType::f32, shape), restored);
+}
 
-  t0 = std::chrono::steady_clock::now();
-  grow_batch(pasted.size());
+PhotoResult FaceRestorer::process(ImageView photo) { return std::move(process(std::span(&photo, 1)).front()); }
+
+PhotoResult FaceRestorer::process(ImageView photo, ImageView background) {
+  return std::move(process(std::span(&photo, 1), std::span(&background, 1)).front());
+}
+
+std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos,
+                                               std::span<const ImageView> backgrounds) {
+  GPEN_CHECK(backgrounds.empty() || backgrounds.size() == photos.size(),
+             "restore: " + std::to_string(photos.size()) + " photos but " + std::to_string(backgrounds.size()) +
+                 " backgrounds");
+  for (size_t p = 0; p < photos.size(); ++p) {
+    check_photo(photos[p], "photo");
+    if (backgrounds.empty()) continue;
+    check_photo(backgrounds[p], "background");
+    GPEN_CHECK(backgrounds[p].width == photos[p].width && backgrounds[p].height == photos[p].height,
+               "restore: the background is " + std::to_string(backgrounds[p].width) + "x" +
+                   std::to_string(backgrounds[p].height) + ", the photo " + std::to_string(photos[p].width) + "x" +
+                   std::to_string(photos[p].height));
+  }
+  const Steps st = steps_for(!backgrounds.empty());
+  PipelineOps& ops = *st.ops;
+  Buffer& buf = *st.buf;
+  const int S = gpen_.size();
   const size_t face = static_cast<size_t>(S) * S * 3;
-  for (size_t start = 0; start < pasted.size(); start += batch_) {
-    size_t n = std::min<size_t>(batch_, pasted.size() - start);
-    // A short batch runs a smaller plan inside the same arena: no padding work, no new memory.
-    for (size_t i = 0; i < n; ++i) face_to_model(pasted[start + i].crop, S, in_.data() + i * face);
-    gpen_.run(static_cast<int>(n), in_.data(), out_.data());
-    for (size_t i = 0; i < n; ++i) pasted[start + i].restored = model_to_face(out_.data() + i * face, S);
+  size_t scratch = 0;
+  for (const ImageView& p : photos) {
+    int nw = 0, nh = 0;
+    detect_input_scale(p.width, p.height, opt_.detect.max_side, opt_.detect.target_side, &nw, &nh);
+    scratch = std::max(scratch, st.det_ops->detect_scratch_bytes(nh, nw));
   }
-  r.times.restore_ms = ms_since(t0);
+  Layout L = layout(photos, st.host, scratch, S, batch_);
+  auto base = [&buf] { return static_cast<uint8_t*>(buf.data); };
+  auto pixels = [&](size_t p) -> const uint8_t* { return st.host ? photos[p].bgr.data() : base() + L.photo[p]; };
+  auto upload_photos = [&] {
+    if (!st.host)
+      for (size_t p = 0; p < photos.size(); ++p) buf.mem->upload(base() + L.photo[p], photos[p].bgr.data(), photos[p].bgr.size());
+  };
+  buf.reserve(L.total);
+  upload_photos();
 
-  t0 = std::chrono::steady_clock::now();
-  if (opt_.parser) {
-    // The mask comes from the raw GPEN output (before smoothing and blending), as officially.
-    for (auto& p : pasted)
-      p.mask = std::make_shared<const std::vector<float>>(parse_paste_mask(face_parse(*opt_.parser, p.restored), S));
-    r.mask = "parse";
+  // Detection, then per face kept the transforms and the checks of the paste (a few doubles each).
+  struct Kept {
+    size_t photo, face;
+    AffineTransform fwd, back;
+  };
+  std::vector<Kept> kept;
+  std::vector<PhotoResult> results(photos.size());
+  for (size_t p = 0; p < photos.size(); ++p) {
+    PhotoResult& r = results[p];
+    r.mask = opt_.parser ? "parse" : "rect";
+    auto t0 = std::chrono::steady_clock::now();
+    r.faces = st.det_in_memory ? det_.detect_in_memory(pixels(p), photos[p].width, photos[p].height, opt_.detect,
+                                                       *st.det_ops, base() + L.scratch)
+                               : det_.detect(photos[p], opt_.detect);
+    r.times.detect_ms = ms_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    for (size_t k = 0; k < r.faces.size(); ++k) {
+      const Face& f = r.faces[k];
+      if (f.score < opt_.min_score) continue;
+      for (float v : f.box) GPEN_CHECK(std::isfinite(v), "restore: face " + std::to_string(k) + ": box is not finite");
+      const AffineTransform fwd = face_transform(f.landmarks.data(), S);
+      kept.push_back({p, k, fwd, invert(fwd)});
+      ++r.restored;
+    }
+    r.times.align_ms = ms_since(t0);
   }
-  for (const auto& p : pasted) r.restored_faces.push_back(p.restored);
-  r.restored = static_cast<int>(pasted.size());
-  const ImageView bg = background ? *background : photo;
-  r.image = pasted.empty() ? to_image(bg) : paste_faces(bg, pasted, back, S, opt_.alpha);
-  r.times.paste_ms = ms_since(t0);
-  return r;
+  // A larger batch (grow_batch) needs more crop slots: in a new buffer, the photos go up again.
+  const int planned = batch_;
+  grow_batch(kept.size());
+  if (batch_ != planned) {
+    L = layout(photos, st.host, scratch, S, batch_);
+    if (buf.reserve(L.total)) upload_photos();
+  }
+  // The rectangle mask, unless every face brings its own (the parser's, computed on the host).
+  std::shared_ptr<const std::vector<float>> rect;
+  const float* rect_mask = nullptr;
+  if (!kept.empty() && !opt_.parser) {
+    rect = paste_mask(S);
+    rect_mask = rect->data();
+    if (!st.host) {
+      if (buf.mask_size != S) {
+        buf.mem->upload(base() + L.mask, rect->data(), rect->size() * sizeof(float));
+        buf.mask_size = S;
+      }
+      rect_mask = reinterpret_cast<const float*>(base() + L.mask);
+    }
+  }
+  auto canvas_mask = [&](size_t p) { return reinterpret_cast<float*>(base() + L.canvas_mask[p]); };
+  auto canvas_faces = [&](size_t p) { return base() + L.canvas_faces[p]; };
+  for (size_t p = 0; p < photos.size(); ++p)
+    if (results[p].restored) ops.canvas_clear(canvas_mask(p), canvas_faces(p), photos[p].width, photos[p].height);
+
+  // Per batch: crops, GPEN, restored faces; then each face's paste, in detection order (a canvas
+  // keeps, per pixel, the face whose warped mask is largest so far).
+  uint8_t* crops = base() + L.crops;
+  uint8_t* restored = base() + L.restored;
+  uint8_t* smoothed = base() + L.smoothed;
+  uint8_t* blended = base() + L.blended;
+  for (size_t start = 0; start < kept.size(); start += static_cast<size_t>(batch_)) {
+    const size_t n = std::min<size_t>(static_cast<size_t>(batch_), kept.size() - start);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < n; ++i) {
+      const Kept& k = kept[start + i];
+      ops.warp_face(pixels(k.photo), photos[k.photo].width, photos[k.photo].height, k.fwd, S, crops + i * face);
+    }
+    run_gpen(st, static_cast<int>(n), crops, restored);
+    std::vector<size_t> index(n);  // of each face among its photo's restored faces
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<Image>& faces = results[kept[start + i].photo].restored_faces;
+      index[i] = faces.size();
+      faces.push_back(Image{S, S, std::vector<uint8_t>(face)});
+      buf.mem->download(faces.back().bgr.data(), restored + i * face, face);
+    }
+    const double per_face = ms_since(t0) / static_cast<double>(n);
+    for (size_t i = 0; i < n; ++i) {
+      const Kept& k = kept[start + i];
+      PhotoResult& r = results[k.photo];
+      r.times.restore_ms += per_face;
+      const auto tp = std::chrono::steady_clock::now();
+      const float* mask = rect_mask;
+      std::vector<float> parsed;
+      if (opt_.parser) {
+        // From the raw GPEN output (before smoothing and blending), as officially; host memory,
+        // since a parser keeps the steps on the host.
+        parsed = parse_paste_mask(face_parse(*opt_.parser, r.restored_faces[index[i]]), S);
+        mask = parsed.data();
+      }
+      const uint8_t* ef = restored + i * face;
+      if (is_small_face(r.faces[k.face].box.data())) {
+        ops.smooth_face(ef, smoothed, S);
+        ef = smoothed;
+      }
+      // addWeighted with alpha 1 and beta 0 returns its first input exactly.
+      if (opt_.alpha != 1.0) {
+        ops.blend_faces(ef, crops + i * face, opt_.alpha, blended, S);
+        ef = blended;
+      }
+      ops.canvas_add(ef, mask, S, k.back, canvas_mask(k.photo), canvas_faces(k.photo), photos[k.photo].width,
+                     photos[k.photo].height);
+      r.times.paste_ms += ms_since(tp);
+    }
+  }
+
+  for (size_t p = 0; p < photos.size(); ++p) {
+    PhotoResult& r = results[p];
+    const ImageView original = backgrounds.empty() ? photos[p] : backgrounds[p];
+    if (!r.restored) {
+      r.image = to_image(original);
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const int W = original.width, H = original.height;
+    r.image = Image{W, H, std::vector<uint8_t>(original.bgr.size())};
+    if (st.host) {
+      ops.composite(original.bgr.data(), canvas_mask(p), canvas_faces(p), r.image.bgr.data(), W, H);
+    } else {
+      uint8_t* d = base() + L.photo[p];
+      ops.composite(d, canvas_mask(p), canvas_faces(p), d, W, H);
+      buf.mem->download(r.image.bgr.data(), d, original.bgr.size());
+    }
+    r.times.paste_ms += ms_since(t0);
+  }
+  return results;
 }
 
 }  // namespace gpen

@@ -2,10 +2,13 @@
 // The job users come for: detect, align, restore, paste back (the official FaceEnhancement.process
 // without super-resolution), one photo at a time, with all faces of a photo going through GPEN in
 // batches whose size comes from the memory plan, never from trial and error.
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/photo/image.h"
+#include "engine/photo/restore_plan.h"
 #include "engine/models/gpen_model.h"
 #include "engine/models/parsenet.h"
 #include "engine/models/retinaface.h"
@@ -17,19 +20,20 @@ struct RestoreOptions {
   DetectOptions detect;
   float min_score = 0.9f;  // faces below are left untouched (official: score < 0.9 skipped)
   double alpha = 1.0;      // restored * alpha + crop * (1 - alpha)
-  int batch = 1;           // faces per GPEN run (see choose_batch)
+  int batch = 1;           // faces per GPEN run (see restore_plan.h)
   // Plan GPEN for min(batch, the faces of the largest photo so far) instead of `batch` at once:
   // the arena grows (re-planned, never shrinking) only when a photo has more faces, so a photo
   // with 8 faces never holds an arena planned for 16.
   bool grow_batch = false;
   bool share_arena = true; // the detector runs in GPEN's arena (same device): max, not sum
   // On a device whose backend has the pipeline steps (CUDA), the photo stays on the device from
-  // upload to composite; false runs warps, conversions and paste on the host (for comparisons).
+  // upload to composite; false runs the steps on the host (for comparisons).
   bool device_pipeline = true;
   // The face-parsing paste mask (the official flow's default, engine/photo/parse_mask.h): each
   // face is pasted through the ParseNet mask of its raw GPEN output; nullptr: the rectangle.
   // ParseNet runs in GPEN's arena when its plan fits there. The photo steps then run on the host
-  // (the device pipeline has no parsing step yet), ParseNet and GPEN on their own backends.
+  // (the parser's pre- and post-processing are host functions), ParseNet and GPEN on their own
+  // backends.
   ParseNetModel* parser = nullptr;
   // How GPEN is planned (graph transforms, banded execution under an arena budget).
   PlanOptions plan;
@@ -48,21 +52,10 @@ struct PhotoResult {
   StageTimes times;
 };
 
-// The largest batch (<= cap) whose planned GPEN total (weights + arena + workspace) fits
-// `budget_bytes`; at least 1. Throws when even one face does not fit.
-int choose_batch(const GpenConfig& c, Backend& backend, size_t budget_bytes, int cap);
-
-// The same, but a batch whose plain plan does not fit may fit with banded execution
-// (engine/plan/banding.h): the batch is lowered only when no banding fits either. Returns the
-// batch and the plan options to prepare it with (`base` plus the arena budget banding needs).
-struct BatchChoice {
-  int batch = 1;
-  PlanOptions plan;
-  bool banded = false;
-};
-BatchChoice choose_batch_banded(const GpenConfig& c, Backend& backend, size_t budget_bytes, int cap,
-                                const PlanOptions& base = {});
-
+// The photo pipeline: detection, alignment, GPEN in batches and the paste-back, as one flow of
+// steps (engine/runtime/pipeline_ops.h) that runs on the host or, with both models on a device
+// that has the steps, with the photo kept on the device from upload to composite. Its buffers are
+// reused from call to call: one thread at a time (a FaceRestorer per thread, or calls serialised).
 class FaceRestorer {
  public:
   FaceRestorer(GpenModel& gpen, RetinaFaceDetector& detector, const RestoreOptions& opt);
@@ -72,34 +65,53 @@ class FaceRestorer {
   PhotoResult process(ImageView photo);
   // The same, composited onto `background` (of the photo's size) instead of the photo: the
   // official flow with super-resolution, final = img_sr * (1 - mask) + faces * mask, where the
-  // photo is the bilinear upscale of the input and the background its super-resolution. Runs
-  // the host steps (the device pipeline composites onto the photo it holds).
+  // photo is the bilinear upscale of the input and the background its super-resolution.
   PhotoResult process(ImageView photo, ImageView background);
-  // Whether photos go through the device pipeline (see RestoreOptions::device_pipeline): both
-  // models on device backends that have the pipeline steps.
-  bool on_device() const { return ops_ != nullptr; }
-  // Device pipeline: bytes of its one buffer (photo, paste canvas, detection candidates, paste
-  // mask, one batch of crops and restored faces), sized for the largest photo seen so far.
-  size_t device_buffer_bytes() const { return buffer_bytes_; }
+  // Several photos at once (video frames): each is detected on its own, their faces share GPEN
+  // batches (up to batch(), in photo order), and each result is the one process() gives for that
+  // photo alone. `backgrounds`: empty, or one per photo as above.
+  std::vector<PhotoResult> process(std::span<const ImageView> photos, std::span<const ImageView> backgrounds = {});
+  // Whether photos go through the device steps (see RestoreOptions::device_pipeline): both models
+  // on device backends that have them, no face parser. A call with backgrounds runs on the host.
+  bool on_device() const { return device_ops_ != nullptr; }
+  // Device steps: bytes of their one buffer (photos, paste canvases, detection candidates, paste
+  // mask, one batch of crops and restored faces), sized for the largest call so far; 0 when none.
+  size_t device_buffer_bytes() const { return device_buf_.bytes; }
   // The batch GPEN is planned for now (RestoreOptions::batch, or less with grow_batch).
   int batch() const { return batch_; }
 
  private:
-  PhotoResult process_on_host(ImageView photo, const ImageView* background = nullptr);
-  PhotoResult process_on_device(ImageView photo);  // engine/photo/pipeline_device.cpp
-  void release_buffer() noexcept;
+  // Memory the steps work in (engine/photo/pipeline_buffer.cpp), grown only.
+  struct Buffer {
+    Backend* mem = nullptr;
+    void* data = nullptr;
+    size_t bytes = 0;
+    int mask_size = 0;  // the paste mask is in the buffer for this crop size (device; 0: none)
+    bool reserve(size_t need);  // true when the buffer was replaced (its contents are then gone)
+    void release() noexcept;
+  };
+  // Where one call's steps run, and whether each network's arena is in that memory (its input
+  // and output then stay there; else they go through host buffers).
+  struct Steps {
+    PipelineOps* ops = nullptr;      // the photo steps
+    PipelineOps* det_ops = nullptr;  // the detector's
+    Buffer* buf = nullptr;
+    bool host = true;  // host memory: the caller's photos and the cached paste mask are read in place
+    bool gpen_in_memory = true, det_in_memory = true;
+  };
+  Steps steps_for(bool backgrounds);
+  void run_gpen(const Steps& st, int n, const uint8_t* crops, uint8_t* restored);
   void plan_batch(int batch);   // prepares GPEN for `batch` faces and lends its arena to the detector
   void grow_batch(size_t faces);  // with grow_batch: plan_batch when a photo needs a larger batch
   GpenModel& gpen_;
   RetinaFaceDetector& det_;
   RestoreOptions opt_;
   int batch_ = 0;
-  std::vector<float> in_, out_;  // host path: one batch, reused across photos
-  PipelineOps* ops_ = nullptr;      // GPEN's device steps (device path)
-  PipelineOps* det_ops_ = nullptr;  // the detector's (its own stream)
-  void* buffer_ = nullptr;
-  size_t buffer_bytes_ = 0;
-  int mask_size_ = 0;  // the paste mask in the buffer is for this crop size (0: none)
+  PipelineOps* device_ops_ = nullptr;  // GPEN's device steps (nullptr: the host's)
+  PipelineOps* det_device_ops_ = nullptr;  // the detector's (its own stream)
+  std::unique_ptr<Backend> host_mem_;  // host memory for the host steps when GPEN is on a device
+  Buffer device_buf_, host_buf_;
+  std::vector<float> in_, out_;  // host steps with GPEN on a device: one batch in model space
 };
 
 }  // namespace gpen

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "engine/core/error.h"
+#include "engine/runtime/device.h"
 
 namespace gpen {
 
@@ -209,6 +211,33 @@ Image super_resolve(RrdbModel& model, ImageView img, const SrOptions& opt, SrRep
       report->corrections.push_back("a 1-pixel side was padded by repetition (PyTorch's reflect padding refuses it)");
   }
   return out;
+}
+
+std::unique_ptr<RrdbModel> open_sr_model(const std::string& path, Backend& backend, const std::string& precision) {
+  std::optional<DType> p;
+  if (!precision.empty()) p = parse_precision(precision);
+  GPEN_CHECK(!p || *p == DType::f32 || is_device_backend(backend),
+             "--precision " + precision + ": the CPU backend runs fp32 only (use --device cuda)");
+  return RrdbModel::open(path, backend, p);
+}
+
+int resolve_sr_tile(const SrSettings& s, RrdbModel& model, int width, int height, std::string* why) {
+  if (s.tile != "auto") {
+    size_t used = 0;
+    int t = -1;
+    try {
+      t = std::stoi(s.tile, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    GPEN_CHECK(used == s.tile.size() && t >= 0 && t <= 65536,
+               "--sr-tile " + s.tile + ": expected auto, 0 (untiled) or a tile size in pixels");
+    if (why) *why = t == 0 ? "untiled, as asked (--sr-tile 0)" : "tile " + std::to_string(t) + ", as asked (--sr-tile)";
+    return t;
+  }
+  Backend& b = model.backend();
+  WorkspaceFn ws = [&b](const Graph& g, const Node& n) { return b.workspace_bytes(g, n); };
+  return choose_sr_tile(model.config(), width, height, s.budget, model.precision(), ws, why);
 }
 
 }  // namespace gpen

@@ -11,6 +11,7 @@
 //    the official `sr failed` that silently returns the photo without SR. The extra pixels only
 //    widen the context; the core written to the output is the official one.
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,5 +73,16 @@ struct SrReport {
 
 // RealESRNet.process on a BGR photo: s*H x s*W BGR (with `official`, the official crop).
 Image super_resolve(RrdbModel& model, ImageView bgr, const SrOptions& opt, SrReport* report = nullptr);
+
+// The model on `backend` at `precision` ("" = fp32 on the CPU, fp16 on a device).
+std::unique_ptr<RrdbModel> open_sr_model(const std::string& path, Backend& backend, const std::string& precision);
+
+// How the tile is chosen: as given (`--sr-tile N`, 0 untiled), or `auto` from a memory budget.
+struct SrSettings {
+  std::string tile = "auto";  // "auto", or a tile size in pixels (0: untiled)
+  size_t budget = 0;          // weights + arena + workspace; 0: no limit
+};
+// The tile for a width x height photo and the reason, in words (why may be null).
+int resolve_sr_tile(const SrSettings& s, RrdbModel& model, int width, int height, std::string* why);
 
 }  // namespace gpen

@@ -1,10 +1,12 @@
 #pragma once
-// The steps of the photo pipeline around the two networks, as a device backend runs them on its
-// stream (DeviceBackend::pipeline_ops; CUDA: engine/runtime/cuda/pipeline_ops.cu over
-// kernels/cuda/ops_pipeline.h). Each is the twin of a host function named below and reproduces its
-// arithmetic (docs/cuda.md "Pipeline kernels" says where it is bit-exact). Pointers are device
-// memory of that backend; images are contiguous 8-bit BGR. Nothing allocates; only detect_faces
-// waits for the device.
+// The steps of the photo pipeline around the two networks, on the memory where a backend keeps its
+// tensors: a device backend's on its stream (DeviceBackend::pipeline_ops; CUDA:
+// engine/runtime/cuda/pipeline_ops.cu over kernels/cuda/ops_pipeline.h), and the host's
+// (cpu_pipeline_ops, engine/runtime/pipeline_ops_cpu.cpp over the CPU functions themselves), so
+// FaceRestorer runs one flow on either. Each device step is the twin of the host function named
+// below and reproduces its arithmetic (docs/cuda.md "Pipeline kernels" says where it is bit-exact).
+// Pointers are memory of that backend; images are contiguous 8-bit BGR. The device steps allocate
+// nothing; only detect_faces waits for the device.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -14,6 +16,8 @@
 #include "engine/core/tensor.h"
 
 namespace gpen {
+
+class Backend;
 
 class PipelineOps {
  public:
@@ -49,5 +53,11 @@ class PipelineOps {
   virtual void composite(const uint8_t* original, const float* canvas_mask, const uint8_t* canvas_faces, uint8_t* out,
                          int w, int h) = 0;
 };
+
+// The steps on host memory: stateless, one object for every thread.
+PipelineOps& cpu_pipeline_ops();
+// The steps on the memory `backend` holds: the host's for a host backend, the device's for a device
+// backend (nullptr when it has none).
+PipelineOps* pipeline_ops_of(Backend& backend);
 
 }  // namespace gpen

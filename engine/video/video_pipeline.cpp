@@ -1,5 +1,6 @@
 #include "engine/video/video_pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -83,7 +84,9 @@ PipelineStats run_pipeline(VideoReader& reader, FrameProcessor& processor, Video
   const int batch = std::max(1, processor.max_frames());
   PipelineStats st;
   st.frames_in_flight = 2 * std::max(1, opt.queue_frames) + batch + 2;
-  st.frame_bytes = size_t(info.width) * size_t(info.height) * 3;
+  // Each pooled frame holds the decoded frame, then the processed one (larger with super-resolution).
+  const auto [out_w, out_h] = processor.output_size(info.width, info.height);
+  st.frame_bytes = std::max(size_t(info.width) * size_t(info.height), size_t(out_w) * size_t(out_h)) * 3;
   std::vector<VideoFrame> pool(size_t(st.frames_in_flight));
   Stages stages(opt.cancel);
   for (auto& f : pool) {

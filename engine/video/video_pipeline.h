@@ -50,7 +50,7 @@ struct PipelineStats {
   // Busy time of each stage (each on its own thread, so they overlap).
   double decode_s = 0, process_s = 0, encode_s = 0;
   int frames_in_flight = 0;  // the pool: every decoded frame in memory at once, at most
-  size_t frame_bytes = 0;    // one decoded frame's BGR pixels
+  size_t frame_bytes = 0;    // one pooled frame's BGR pixels (the larger of decoded and processed)
   double fps() const { return wall_s > 0 ? double(frames) / wall_s : 0; }
   double faces_per_s() const { return wall_s > 0 ? double(faces) / wall_s : 0; }
 };

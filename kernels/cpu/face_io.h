@@ -13,5 +13,7 @@ void face_to_model(ImageView bgr, int size, float* nhwc_rgb);
 
 // y * 0.5 + 0.5, RGB -> BGR, clip to [0, 1], times 255, truncation to uint8 (not rounding).
 Image model_to_face(const float* nhwc_rgb, int size);
+// The same into S * S * 3 bytes the caller holds.
+void model_to_face(const float* nhwc_rgb, int size, uint8_t* bgr);
 
 }  // namespace gpen

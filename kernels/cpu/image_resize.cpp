@@ -14,7 +14,11 @@
 
 namespace gpen {
 
-void resize_bilinear_f32(const float* src, int sw, int sh, int cn, float* dst, int dw, int dh, double fx, double fy) {
+namespace {
+
+// Source pixels are read as float: 8-bit ones convert exactly, so both sources give the same sums.
+template <class T>
+void resize_f32_any(const T* src, int sw, int sh, int cn, float* dst, int dw, int dh, double fx, double fy) {
   GPEN_CHECK(sw > 0 && sh > 0 && dw > 0 && dh > 0 && cn > 0, "resize: empty image");
   const std::vector<LinearTap> tx = linear_taps(sw, dw, fx > 0 ? fx : static_cast<double>(dw) / sw);
   const std::vector<LinearTap> ty = linear_taps(sh, dh, fy > 0 ? fy : static_cast<double>(dh) / sh);
@@ -23,12 +27,12 @@ void resize_bilinear_f32(const float* src, int sw, int sh, int cn, float* dst, i
   std::vector<float> h0(row), h1(row);
   int have0 = -1, have1 = -1;
   auto hpass = [&](int y, float* out) {
-    const float* s = src + static_cast<size_t>(y) * static_cast<size_t>(sw) * static_cast<size_t>(cn);
+    const T* s = src + static_cast<size_t>(y) * static_cast<size_t>(sw) * static_cast<size_t>(cn);
     for (int x = 0; x < dw; ++x) {
       const LinearTap& t = tx[static_cast<size_t>(x)];
       for (int c = 0; c < cn; ++c)
-        out[static_cast<size_t>(x) * cn + c] = s[static_cast<size_t>(t.i0) * cn + c] * t.a0 +
-                                               s[static_cast<size_t>(t.i1) * cn + c] * t.a1;
+        out[static_cast<size_t>(x) * cn + c] = static_cast<float>(s[static_cast<size_t>(t.i0) * cn + c]) * t.a0 +
+                                               static_cast<float>(s[static_cast<size_t>(t.i1) * cn + c]) * t.a1;
     }
   };
   for (int y = 0; y < dh; ++y) {
@@ -49,6 +53,17 @@ void resize_bilinear_f32(const float* src, int sw, int sh, int cn, float* dst, i
     float* d = dst + static_cast<size_t>(y) * row;
     for (size_t i = 0; i < row; ++i) d[i] = h0[i] * t.a0 + h1[i] * t.a1;
   }
+}
+
+}  // namespace
+
+void resize_bilinear_f32(const float* src, int sw, int sh, int cn, float* dst, int dw, int dh, double fx, double fy) {
+  resize_f32_any(src, sw, sh, cn, dst, dw, dh, fx, fy);
+}
+
+void resize_bilinear_f32(const uint8_t* src, int sw, int sh, int cn, float* dst, int dw, int dh, double fx,
+                         double fy) {
+  resize_f32_any(src, sw, sh, cn, dst, dw, dh, fx, fy);
 }
 
 Image resize_bilinear(ImageView src, int dw, int dh) {

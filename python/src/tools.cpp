@@ -8,9 +8,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include "apps/info_report.h"
-#include "apps/plan_internal.h"
-#include "apps/convert_args.h"
+#include "reports/info_report.h"
+#include "reports/plan.h"
+#include "reports/convert_args.h"
 #include "converter/convert.h"
 #include "engine/core/error.h"
 #include "python/src/bindings.h"
@@ -24,7 +24,7 @@ std::string plan_text(std::optional<std::string> model, const std::string& arch,
                       bool pipeline, const std::string& input_size, int channel_multiplier, double narrow,
                       std::optional<std::string> max_batch_for, bool remat, bool reorder, double remat_max_flops,
                       bool tensors, bool official, bool sweep) {
-  cli::plan_detail::PlanArgs a;
+  report::PlanArgs a;
   a.model = model.value_or("");
   a.arch = arch;
   a.size = size;
@@ -49,17 +49,17 @@ std::string plan_text(std::optional<std::string> model, const std::string& arch,
   a.official = official;
   a.sweep = sweep;
   nb::gil_scoped_release unlocked;
-  return cli::plan_detail::plan_report(a).dump();
+  return report::plan_report(a).dump();
 }
 
 std::string convert_text(const std::string& in, const std::string& out, const std::string& arch,
                          std::optional<std::string> key, const std::string& dtype, std::optional<std::string> task,
                          const std::string& dense_dtype, const std::string& dense_layers, int64_t group_size) {
   nb::gil_scoped_release unlocked;
-  cli::ConvertArgs a;
+  report::ConvertArgs a;
   a.in = in, a.out = out, a.arch = arch, a.key = key.value_or(""), a.dtype = dtype, a.task = task.value_or("");
   a.dense_dtype = dense_dtype, a.dense_layers = dense_layers, a.group_size = group_size;
-  const conv::ConvertOptions opt = cli::convert_options(a);
+  const conv::ConvertOptions opt = report::convert_options(a);
   conv::OpenOptions oo;
   oo.key = opt.key;
   auto ck = conv::Checkpoint::open(in, oo);
@@ -92,7 +92,7 @@ void register_tools(nb::module_& m) {
       "_info",
       [](const std::string& path, bool tensors) {
         nb::gil_scoped_release unlocked;
-        return cli::info_report(path, tensors).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        return report::info_report(path, tensors).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       },
       nb::arg("path"), nb::arg("tensors") = false);
   m.def("_convert", &convert_text, nb::arg("input"), nb::arg("output"), nb::arg("arch") = "auto",

@@ -77,6 +77,31 @@ def write_safetensors(path, tensors):
         f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
 
 
+def tiny_realesrnet(out_dir):
+    """A tiny RealESRNet x2 (8 features, 1 block, random weights in the official key names),
+    converted by the CLI into out_dir; returns the .gpw."""
+    import numpy as np
+    rng = np.random.default_rng(3)
+    nf, gc, tensors = 8, 8, {}
+
+    def conv(name, co, ci):
+        tensors[name + ".weight"] = (rng.standard_normal((co, ci, 3, 3)) * (0.5 / (3 * ci ** 0.5))).astype(np.float32)
+        tensors[name + ".bias"] = (rng.standard_normal(co) * 0.01).astype(np.float32)
+
+    conv("conv_first", nf, 12)
+    for r in (1, 2, 3):
+        for k in range(1, 6):
+            conv(f"body.0.rdb{r}.conv{k}", nf if k == 5 else gc, nf + (k - 1) * gc)
+    for n in ("conv_body", "conv_up1", "conv_up2", "conv_hr"):
+        conv(n, nf, nf)
+    conv("conv_last", 3, nf)
+    st = os.path.join(out_dir, "tiny_x2.safetensors")
+    write_safetensors(st, tensors)
+    sr = os.path.join(out_dir, "tiny_x2.gpw")
+    gpen("convert", st, "-o", sr)
+    return sr
+
+
 def import_engine():
     """The installed gpen_engine. pip installed it, so failing to import it (a missing symbol in the
     extension, say) is a failure of the package, never a reason to skip."""

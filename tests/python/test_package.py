@@ -135,25 +135,7 @@ class Package(unittest.TestCase):
             ge.Restorer(self.model, self.det, device="cpu", sr=self.det)  # nor a detector a RealESRNet
 
     def test_sr_equals_cli(self):
-        # A tiny RealESRNet x2 (8 features, 1 block) in the official key names, as safetensors.
-        rng = np.random.default_rng(3)
-        nf, gc, tensors = 8, 8, {}
-
-        def conv(name, co, ci):
-            tensors[name + ".weight"] = (rng.standard_normal((co, ci, 3, 3)) * (0.5 / (3 * ci ** 0.5))).astype(np.float32)
-            tensors[name + ".bias"] = (rng.standard_normal(co) * 0.01).astype(np.float32)
-
-        conv("conv_first", nf, 12)
-        for r in (1, 2, 3):
-            for k in range(1, 6):
-                conv(f"body.0.rdb{r}.conv{k}", nf if k == 5 else gc, nf + (k - 1) * gc)
-        for n in ("conv_body", "conv_up1", "conv_up2", "conv_hr"):
-            conv(n, nf, nf)
-        conv("conv_last", 3, nf)
-        st = os.path.join(self.out, "tiny_x2.safetensors")
-        common.write_safetensors(st, tensors)
-        sr = os.path.join(self.out, "tiny_x2.gpw")
-        common.gpen("convert", st, "-o", sr)
+        sr = common.tiny_realesrnet(self.out)
         photo = common.PHOTOS[1]
         cli_out = os.path.join(self.out, "sr_cli.png")
         common.gpen("restore", "-m", self.model, "-d", self.det, "--device", "cpu", "--sr", sr, "--sr-tile", "64",

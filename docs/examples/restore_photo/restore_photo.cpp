@@ -7,11 +7,8 @@
 #include <exception>
 
 #include "engine/core/version.h"
-#include "engine/models/gpen_model.h"
-#include "engine/models/retinaface.h"
 #include "engine/photo/image.h"
-#include "engine/photo/pipeline.h"
-#include "engine/runtime/backend.h"
+#include "engine/photo/restorer.h"
 
 int main(int argc, char** argv) {
   if (argc != 5) {
@@ -19,18 +16,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    // The models, each on its own CPU backend; GPEN's memory is planned when the restorer prepares it.
-    auto backend = gpen::make_cpu_backend();
-    auto gpen_model = gpen::GpenModel::open(argv[1], *backend, gpen::DType::f32);
-    gpen::RetinaFaceDetector detector(argv[2], gpen::make_cpu_backend());
-
-    gpen::RestoreOptions opt;  // the official flow's defaults: faces scoring 0.9 or more, full strength
-    opt.batch = 1;
-    gpen::FaceRestorer restorer(*gpen_model, detector, opt);
+    // The restore setup `gpen restore` uses: models opened, memory planned, the plan reported.
+    gpen::RestoreConfig config;  // the official flow's defaults: faces scoring 0.9 or more, full strength
+    config.model = argv[1];
+    config.detector = argv[2];
+    config.device = gpen::DeviceKind::cpu;
+    config.batch = 1;
+    auto restorer = gpen::Restorer::open(config);
 
     gpen::ImageMeta meta;  // EXIF (orientation applied and reset) and ICC profile, for the output
     const gpen::Image photo = gpen::read_image(argv[3], {}, &meta);
-    const gpen::PhotoResult r = restorer.process(photo);
+    const gpen::RestoreResult r = restorer->restore(photo);
     gpen::write_image(argv[4], r.image, 95, &meta);
     std::printf("%s: %zu faces found, %d restored -> %s\n", argv[3], r.faces.size(), r.restored, argv[4]);
   } catch (const std::exception& e) {

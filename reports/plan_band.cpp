@@ -3,11 +3,11 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "apps/format.h"
-#include "apps/plan_internal.h"
-#include "apps/svg.h"
+#include "engine/core/bytes.h"
+#include "reports/plan.h"
+#include "reports/svg.h"
 
-namespace gpen::cli::plan_detail {
+namespace gpen::report {
 
 namespace {
 
@@ -115,4 +115,4 @@ void write_band_plot(const PlanArgs& a, const PlanDevice& dev) {
   std::fprintf(stderr, "wrote %s\n", a.plot_bands.c_str());
 }
 
-}  // namespace gpen::cli::plan_detail
+}  // namespace gpen::report

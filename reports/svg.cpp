@@ -1,4 +1,4 @@
-#include "apps/svg.h"
+#include "reports/svg.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,9 +9,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/core/bytes.h"
 #include "engine/core/error.h"
 
-namespace gpen::cli {
+namespace gpen::report {
 
 namespace {
 const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
@@ -201,4 +202,4 @@ void write_text_file(const std::string& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
-}  // namespace gpen::cli
+}  // namespace gpen::report

@@ -1,9 +1,9 @@
-#include "apps/convert_args.h"
+#include "reports/convert_args.h"
 
 #include "engine/core/error.h"
 #include "engine/models/gpen.h"
 
-namespace gpen::cli {
+namespace gpen::report {
 
 conv::ConvertOptions convert_options(const ConvertArgs& a) {
   GPEN_CHECK(a.group_size >= 0, "convert: --group-size must be 0 or positive (got " + std::to_string(a.group_size) + ")");
@@ -18,4 +18,4 @@ conv::ConvertOptions convert_options(const ConvertArgs& a) {
   return opt;
 }
 
-}  // namespace gpen::cli
+}  // namespace gpen::report

@@ -5,11 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "apps/format.h"
-#include "apps/plan_internal.h"
+#include "engine/core/bytes.h"
+#include "reports/plan.h"
 #include "engine/runtime/device.h"
 
-namespace gpen::cli::plan_detail {
+namespace gpen::report {
 
 PlanDevice plan_device(const std::string& device) {
   GPEN_CHECK(device == "cpu" || device == "cuda", "gpen plan: unknown --device '" + device + "' (expected cpu or cuda)");
@@ -175,4 +175,4 @@ nlohmann::json plan_report(PlanArgs a) {
   return j;
 }
 
-}  // namespace gpen::cli::plan_detail
+}  // namespace gpen::report

@@ -7,7 +7,7 @@
 
 #include "engine/plan/memory_plan.h"
 
-namespace gpen::cli {
+namespace gpen::report {
 
 struct Series {
   std::string name;
@@ -22,4 +22,4 @@ std::string svg_lifetimes(const std::string& title, const MemoryPlan& plan);
 
 void write_text_file(const std::string& path, const std::string& text);  // atomically
 
-}  // namespace gpen::cli
+}  // namespace gpen::report

@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "apps/plan_internal.h"
+#include "reports/plan.h"
 #include "engine/core/error.h"
 #include "engine/runtime/env_options.h"
 #include "kernels/cuda/mma_tiles.h"
 
-namespace gpen::cli::plan_detail {
+namespace gpen::report {
 
 namespace {
 
@@ -181,4 +181,4 @@ nlohmann::json roofline_report(const Graph& g, const WorkspaceFn& ws, bool print
           {"nodes", nodes}};
 }
 
-}  // namespace gpen::cli::plan_detail
+}  // namespace gpen::report

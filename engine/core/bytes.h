@@ -1,10 +1,16 @@
 #pragma once
+// Memory sizes in words: "12.3 MiB" for people (JSON always carries exact bytes), and the sizes
+// people write ("300MB", "2GiB") as bytes, for memory budgets given on a command line or in Python.
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
-namespace gpen::cli {
+#include "engine/core/error.h"
 
-// "12.3 MiB": memory figures for people; JSON always carries exact bytes.
+namespace gpen {
+
 inline std::string human_bytes(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -16,16 +22,6 @@ inline std::string human_bytes(double b) {
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
   return buf;
 }
-
-}  // namespace gpen::cli
-
-#include <cctype>
-#include <cmath>
-#include <string_view>
-
-#include "engine/core/error.h"
-
-namespace gpen::cli {
 
 // "300MB", "8GiB", "1.5G", "123456" -> bytes. Decimal (kB, MB, GB) and binary (KiB, MiB, GiB; K, M,
 // G alone are binary) units.
@@ -50,4 +46,4 @@ inline size_t parse_bytes(std::string_view s) {
   return static_cast<size_t>(v * m);
 }
 
-}  // namespace gpen::cli
+}  // namespace gpen

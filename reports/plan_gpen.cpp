@@ -4,12 +4,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "apps/format.h"
-#include "apps/plan_internal.h"
-#include "apps/svg.h"
+#include "engine/core/bytes.h"
+#include "reports/plan.h"
+#include "reports/svg.h"
 #include "weights/gpw.h"
 
-namespace gpen::cli::plan_detail {
+namespace gpen::report {
 
 namespace {
 
@@ -294,4 +294,4 @@ void run_plan(PlanArgs a) {
   print_table(rows);
 }
 
-}  // namespace gpen::cli::plan_detail
+}  // namespace gpen::report

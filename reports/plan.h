@@ -1,7 +1,8 @@
 #pragma once
-// Internal to `gpen plan` (apps/cmd_plan.cpp, apps/plan_*.cpp): the options, the plan of one graph
-// with the asked-for transforms, the figures every report shares (apps/plan_report.cpp), the GPEN
-// planner (apps/plan_gpen.cpp) and the RetinaFace and pipeline plans (apps/plan_detector.cpp).
+// `gpen plan` and the Python package's plan() (apps/cmd_plan.cpp, python/src/tools.cpp; the
+// reports themselves in reports/plan_*.cpp): the options, the plan of one graph
+// with the asked-for transforms, the figures every report shares (reports/plan_report.cpp), the GPEN
+// planner (reports/plan_gpen.cpp) and the RetinaFace and pipeline plans (reports/plan_detector.cpp).
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -12,7 +13,7 @@
 #include "engine/plan/memory_plan.h"
 #include "engine/runtime/backend.h"
 
-namespace gpen::cli::plan_detail {
+namespace gpen::report {
 
 struct PlanArgs {
   std::string arch = "gpen";
@@ -49,13 +50,13 @@ struct PlanArgs {
   int bands = 0;             // banded execution with exactly this many bands
   std::string plot_bands;    // SVG: arena against band height per released size
   std::string device = "cpu";
-  // RealESRNet (--arch realesrnet; --pipeline with --sr-scale): apps/plan_sr.cpp.
+  // RealESRNet (--arch realesrnet; --pipeline with --sr-scale): reports/plan_sr.cpp.
   int scale = 2;
   int num_block = 23;
   std::string sr_tile = "0";   // --tile: auto, 0 (untiled) or a tile size
   std::string sr_budget;       // --memory-budget for --tile auto
   int sr_scale = 0;            // --pipeline: add RealESRNet at this scale (0: none)
-  bool roofline = false;  // --roofline: the CUDA roofline estimate (apps/plan_roofline.cpp)
+  bool roofline = false;  // --roofline: the CUDA roofline estimate (reports/plan_roofline.cpp)
   // Where the JSON goes when set (the Python binding), instead of stdout.
   nlohmann::json* json_out = nullptr;
 };
@@ -82,7 +83,7 @@ Planned plan_with_transforms(Graph& g, const WorkspaceFn& ws, const PlanOptions&
 nlohmann::json transform_json(const Planned& p);
 void print_transform(const Planned& p);
 std::pair<int, int> parse_input_size(const std::string& s);
-// Banded execution in the reports (apps/plan_band.cpp): the `bands` object of the JSON, the text
+// Banded execution in the reports (reports/plan_band.cpp): the `bands` object of the JSON, the text
 // lines, and the --plot-bands chart.
 nlohmann::json bands_json(const Planned& p, size_t budget);
 void print_bands(const Planned& p, size_t budget);
@@ -149,17 +150,17 @@ void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev);
 // The restore pipeline: the detector runs, then the generator, never both at once, so one arena
 // (and one workspace) of the larger size serves both.
 void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev);
-// RealESRNet on a photo of --input-size (apps/plan_sr.cpp).
+// RealESRNet on a photo of --input-size (reports/plan_sr.cpp).
 void run_realesrnet_plan(const PlanArgs& a, const PlanDevice& dev);
 // --pipeline --sr-scale S: RealESRNet's plan on the --input-size photo as a MemoryPlan (arena and
 // workspace of its largest cut), and its JSON entry.
 MemoryPlan realesrnet_pipeline_part(const PlanArgs& a, const PlanDevice& dev, nlohmann::json* j);
-// ParseNet plans (apps/plan_parsenet.cpp): --input-size S or WxH (multiples of 16; 512 when the
+// ParseNet plans (reports/plan_parsenet.cpp): --input-size S or WxH (multiples of 16; 512 when the
 // option keeps the detector's default), fp32, same report fields, plus GFLOP per run.
 void run_parsenet_plan(const PlanArgs& a, const PlanDevice& dev);
 // The ParseNet graph of the face-parsing paste mask (512 x 512, batch 1) planned for `dev`.
 Planned plan_parsenet_for_pipeline(const PlanArgs& a, const PlanDevice& dev, double* flops);
-// The roofline estimate of a graph on the CUDA backend at H200 figures (apps/plan_roofline.cpp):
+// The roofline estimate of a graph on the CUDA backend at H200 figures (reports/plan_roofline.cpp):
 // per node FLOPs, bytes moved by the kernel's tiling, intensity, bound; printed when `print`.
 nlohmann::json roofline_report(const Graph& g, const WorkspaceFn& ws, bool print);
 // Runs the plan the options ask for: the pipeline, RetinaFace, or GPEN (one report or a table).
@@ -169,4 +170,4 @@ void emit_json(const PlanArgs& a, const nlohmann::json& j);
 // The JSON that `gpen plan --json` with these options prints (the Python package's plan()).
 nlohmann::json plan_report(PlanArgs a);
 
-}  // namespace gpen::cli::plan_detail
+}  // namespace gpen::report

@@ -4,11 +4,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "apps/format.h"
-#include "apps/plan_internal.h"
+#include "engine/core/bytes.h"
+#include "reports/plan.h"
 #include "engine/models/retinaface.h"
 
-namespace gpen::cli::plan_detail {
+namespace gpen::report {
 
 // RetinaFace plans: one input size (WxH), the detector's graph, same report fields as GPEN.
 void run_retinaface_plan(const PlanArgs& a, const PlanDevice& dev) {
@@ -125,4 +125,4 @@ void run_pipeline_plan(const PlanArgs& a, const PlanDevice& dev) {
   }
 }
 
-}  // namespace gpen::cli::plan_detail
+}  // namespace gpen::report

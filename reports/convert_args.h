@@ -6,7 +6,7 @@
 
 #include "converter/convert.h"
 
-namespace gpen::cli {
+namespace gpen::report {
 
 struct ConvertArgs {
   std::string in, out, arch = "auto", key, dtype = "fp32", task, dense_dtype = "fp32", dense_layers = "modulation";
@@ -16,4 +16,4 @@ struct ConvertArgs {
 // Throws gpen::Error naming the bad value (architecture, dtype, dense-layer list, group size).
 conv::ConvertOptions convert_options(const ConvertArgs& a);
 
-}  // namespace gpen::cli
+}  // namespace gpen::report

@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace gpen::cli {
+namespace gpen::report {
 
 // With `tensors`, "tensor_list" holds every tensor's name, dtype and shape.
 nlohmann::json info_report(const std::string& path, bool tensors);
 
-}  // namespace gpen::cli
+}  // namespace gpen::report

@@ -1,11 +1,11 @@
 // The report of `gpen info`: format, architecture, configuration, sizes, and the tensors.
-#include "apps/info_report.h"
+#include "reports/info_report.h"
 
 #include "converter/convert.h"
 #include "engine/core/error.h"
 #include "weights/gpw.h"
 
-namespace gpen::cli {
+namespace gpen::report {
 
 namespace {
 
@@ -63,4 +63,4 @@ nlohmann::json info_report(const std::string& path, bool tensors) {
   return out;
 }
 
-}  // namespace gpen::cli
+}  // namespace gpen::report

@@ -3,13 +3,13 @@
 // arena per tile size. Same report fields as the GPEN plans, plus the tiling and GFLOP.
 #include <cstdio>
 
-#include "apps/format.h"
-#include "apps/plan_internal.h"
+#include "engine/core/bytes.h"
+#include "reports/plan.h"
 #include "engine/models/rrdbnet.h"
 #include "engine/photo/super_resolution.h"
 #include "weights/gpw.h"
 
-namespace gpen::cli::plan_detail {
+namespace gpen::report {
 
 RrdbConfig realesrnet_base(const PlanArgs& a) {
   if (!a.model.empty()) {
@@ -127,4 +127,4 @@ void run_realesrnet_plan(const PlanArgs& a, const PlanDevice& dev) {
   }
 }
 
-}  // namespace gpen::cli::plan_detail
+}  // namespace gpen::report

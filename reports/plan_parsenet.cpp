@@ -4,11 +4,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "apps/format.h"
-#include "apps/plan_internal.h"
+#include "engine/core/bytes.h"
+#include "reports/plan.h"
 #include "engine/models/parsenet.h"
 
-namespace gpen::cli::plan_detail {
+namespace gpen::report {
 
 namespace {
 
@@ -43,4 +43,4 @@ void run_parsenet_plan(const PlanArgs& a, const PlanDevice& dev) {
                      title);
 }
 
-}  // namespace gpen::cli::plan_detail
+}  // namespace gpen::report
