@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli.h"
+#include "apps/detect_json.h"
 #include "apps/image_options.h"
 #include "engine/runtime/device.h"
 #include "engine/photo/image.h"
@@ -29,12 +30,6 @@ struct DetectArgs {
   int64_t max_pixels = kMaxImagePixels;
   bool ignore_orientation = false;
 };
-
-nlohmann::ordered_json face_json(const Face& f) {
-  return {{"box", std::vector<float>(f.box.begin(), f.box.end())},
-          {"score", f.score},
-          {"landmarks", std::vector<float>(f.landmarks.begin(), f.landmarks.end())}};
-}
 
 void put(Image& img, int x, int y, const uint8_t bgr[3]) {
   if (x < 0 || y < 0 || x >= img.width || y >= img.height) return;
@@ -93,10 +88,7 @@ void run_detect(const DetectArgs& a) {
       std::vector<Face> faces = det.detect(img, opt);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (a.json) {
-        nlohmann::ordered_json j = {{"image", path}, {"width", img.width}, {"height", img.height}};
-        nlohmann::ordered_json list = nlohmann::ordered_json::array();
-        for (const Face& f : faces) list.push_back(face_json(f));
-        j["faces"] = list;
+        nlohmann::ordered_json j = detect_json(path, img.width, img.height, faces);
         if (a.time) j["ms"] = ms;
         std::cout << j.dump() << "\n";
       } else {

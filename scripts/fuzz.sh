@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/) with clang + ASan + UBSan in build-fuzz and runs each
 # from its seed corpus: the checkpoint and .gpw readers for GPEN_FUZZ_SECONDS (default 60)
-# seconds, the image decoders, the .npy reader and the video reader for GPEN_FUZZ_IMAGE_SECONDS
-# (default 20). The seeds are committed (tests/fuzz/corpus/) but for the video reader's: tiny clips
-# in several containers and codecs that the ffmpeg program makes here, in build-fuzz/seed-video.
+# seconds, the image decoders, the .npy reader, the video reader and `gpen serve`'s request handling
+# for GPEN_FUZZ_IMAGE_SECONDS (default 20). The seeds are committed (tests/fuzz/corpus/) but for the
+# video reader's: tiny clips in several containers and codecs that the ffmpeg program makes here,
+# in build-fuzz/seed-video.
 # GPEN_FUZZ_TARGETS="jpeg png" runs only those. Exits
 # non-zero on any finding (crash, sanitizer report, leak, timeout, out-of-memory); reproducers
 # are written to build-fuzz/findings/. Called by scripts/test.sh in CI.
@@ -11,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${GPEN_FUZZ_SECONDS:-60}
 IMAGE_SECS=${GPEN_FUZZ_IMAGE_SECONDS:-20}
-TARGETS=${GPEN_FUZZ_TARGETS:-checkpoint gpw jpeg png webp bmp npy video}
+TARGETS=${GPEN_FUZZ_TARGETS:-checkpoint gpw jpeg png webp bmp npy video serve}
 BUILD=build-fuzz
 
 # clang's OpenMP runtime is needed to configure the project with clang at all.

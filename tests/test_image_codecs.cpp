@@ -194,6 +194,36 @@ TEST_CASE("codecs: the pixel limit is checked from the header, before decoding")
   CHECK_MESSAGE(msg.find("big.jpg: image of 30000x30000 pixels is over the limit") == 0, msg);
 }
 
+TEST_CASE("codecs: a PNG claiming more than its bytes can hold is refused before allocating for it") {
+  // png_rgb8.png's IHDR set to 4000 x 4000 (48 MB of pixels) on a file of a few kB: deflate cannot
+  // expand that much (at most 1032-fold), so the image data must run out; refused before any pixel
+  // memory, under the pixel limit or not.
+  std::vector<uint8_t> p = read_bytes(kDir + "png_rgb8.png");
+  REQUIRE(p.size() < 20000);
+  for (int k = 0; k < 2; ++k) p[16 + 4 * k] = 0, p[17 + 4 * k] = 0, p[18 + 4 * k] = 0x0F, p[19 + 4 * k] = 0xA0;
+  const uint32_t c = crc32(std::vector<uint8_t>(p.begin() + 12, p.begin() + 29));
+  for (int k = 0; k < 4; ++k) p[29 + k] = static_cast<uint8_t>(c >> (24 - 8 * k));
+  const std::string msg = error_of(p, "claims.png");
+  CHECK_MESSAGE(msg.find("claims.png: corrupt PNG (") == 0, msg);
+  CHECK_MESSAGE(msg.find("bytes of image data cannot hold the 4000x4000 pixels of its header)") != std::string::npos, msg);
+  // A chunk whose length runs past the end of the file: refused before libpng allocates for it.
+  std::vector<uint8_t> q = read_bytes(kDir + "png_rgb8.png");
+  q[33] = 0x00, q[34] = 0x7F, q[35] = 0xFF, q[36] = 0xFF;  // the length of the chunk after IHDR: 8 MB
+  CHECK(error_of(q, "long.png") == "long.png: truncated PNG (a chunk runs past the end of the file)");
+  q = read_bytes(kDir + "png_rgb8.png");
+  q.resize(q.size() - 12);  // no IEND
+  CHECK(error_of(q, "noend.png") == "noend.png: truncated PNG (a chunk runs past the end of the file)");
+  // A large image that compresses well is not refused: 2000 x 2000 of one grey, a few kB of PNG.
+  Image flat;
+  flat.width = flat.height = 2000;
+  flat.bgr.assign(flat.pixels() * 3, 77);
+  const std::vector<uint8_t> f = encode_image("png", flat);
+  CHECK(f.size() * 100 < flat.bgr.size());
+  const Image back = decode_image(f.data(), f.size(), "flat.png");
+  CHECK(back.width == 2000);
+  CHECK(back.bgr == flat.bgr);
+}
+
 TEST_CASE("codecs: a progressive JPEG of more than 500 scans is refused") {
   // jpeg_444.jpg re-coded by jpegtran as DC + one AC scan per component; its DC scan (Ah = Al = 0)
   // may legally be repeated, and each repetition is another full pass for the decoder.

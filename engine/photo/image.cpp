@@ -57,6 +57,16 @@ std::string lower_ext(const std::string& path) {
 
 }  // namespace
 
+std::string image_format(const uint8_t* data, size_t size) {
+  switch (sniff(data, size)) {
+    case Format::jpeg: return "jpg";
+    case Format::png: return "png";
+    case Format::webp: return "webp";
+    case Format::bmp: return "bmp";
+    default: return "";
+  }
+}
+
 Image decode_image(const uint8_t* data, size_t size, const std::string& name, const ReadOptions& opt, ImageMeta* meta) {
   GPEN_CHECK(size > 0, name + ": empty file");
   const Format f = sniff(data, size);

@@ -33,6 +33,9 @@ struct ReadOptions {
 Image read_image(const std::string& path, const ReadOptions& opt = {}, ImageMeta* meta = nullptr);
 Image decode_image(const uint8_t* data, size_t size, const std::string& name, const ReadOptions& opt = {},
                    ImageMeta* meta = nullptr);
+// The format decode_image takes these bytes for, by their signature: "jpg", "png", "webp", "bmp",
+// or "" for none of them.
+std::string image_format(const uint8_t* data, size_t size);
 
 // Writes JPEG, PNG or WebP by the extension (.jpg/.jpeg, .png, .webp; case-insensitive) through a
 // temporary file renamed over `path`, so a reader never sees a half-written image. With `meta`, its

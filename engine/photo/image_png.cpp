@@ -18,6 +18,8 @@ namespace gpen::codec {
 
 namespace {
 
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
 struct Msg {
   char text[256];
   bool truncated;
@@ -67,6 +69,14 @@ bool run_decode(DecodeCtx& x) {
   const png_uint_32 w = png_get_image_width(png, info), h = png_get_image_height(png, info);
   check_size(w, h, *x.name, *x.opt);
   const int depth = png_get_bit_depth(png, info), type = png_get_color_type(png, info);
+  // Deflate expands data at most 1032-fold, so the bytes left in the file bound the pixels it can
+  // hold. A header claiming more would fail for want of image data anyway: refused before its
+  // pixels are allocated and cleared, so that a few bytes cannot cost megabytes.
+  const uint64_t pixel_bytes = (uint64_t{w} * h * png_get_channels(png, info) * static_cast<uint64_t>(depth) + 7) / 8;
+  if (pixel_bytes > uint64_t{x.reader.size - x.reader.pos} * kMaxDeflateRatio)
+    throw Error(*x.name + ": corrupt PNG (" + std::to_string(x.reader.size - x.reader.pos) +
+                " bytes of image data cannot hold the " + std::to_string(w) + "x" + std::to_string(h) +
+                " pixels of its header)");
   png_charp icc_name = nullptr;
   int icc_comp = 0;
   png_bytep icc = nullptr;
@@ -99,6 +109,21 @@ bool run_decode(DecodeCtx& x) {
   png_read_image(png, x.rows->data());
   png_read_end(png, nullptr);
   return true;
+}
+
+// Whether every chunk up to IEND lies inside the file. libpng allocates (and clears) a chunk's
+// buffer from its length field before reading it, up to 8 MB; a file whose chunks run past its end
+// fails anyway, so it is refused before a length it cannot back costs that much.
+bool chunks_fit(const uint8_t* d, size_t n) {
+  if (n < 8) return false;
+  size_t pos = 8;  // after the signature
+  while (n - pos >= 12) {
+    const uint64_t len = uint64_t{d[pos]} << 24 | uint64_t{d[pos + 1]} << 16 | uint64_t{d[pos + 2]} << 8 | d[pos + 3];
+    if (len + 12 > n - pos) return false;
+    if (std::memcmp(d + pos + 4, "IEND", 4) == 0) return true;
+    pos += static_cast<size_t>(len) + 12;
+  }
+  return false;
 }
 
 struct Writer {
@@ -150,6 +175,7 @@ bool run_encode(EncodeCtx& x) {
 }  // namespace
 
 Image decode_png(const uint8_t* data, size_t size, const std::string& name, const ReadOptions& opt, ImageMeta* meta) {
+  GPEN_CHECK(chunks_fit(data, size), name + ": truncated PNG (a chunk runs past the end of the file)");
   Image img;
   std::vector<png_bytep> rows;
   auto x = std::make_unique<DecodeCtx>();

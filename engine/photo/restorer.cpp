@@ -107,8 +107,15 @@ std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c) {
   p.split = split_budget(r->model_->config(), be, req);
   opt.batch = p.split.batch;
   opt.plan = p.split.plan;
-  // The batch is a limit: GPEN is planned for the faces the photos have, up to it.
-  opt.grow_batch = true;
+  // The batch is a limit: GPEN is planned for the faces the photos have, up to it (or at it).
+  opt.grow_batch = !c.plan_at_limit;
+  if (r->parser_ && c.plan_at_limit) {
+    // The rectangle-mask steps beside the parser's, both at the limit so that neither re-plans
+    // the GPEN they share; first, as the steps with the parser re-plan its arena for ParseNet.
+    RestoreOptions rect = opt;
+    rect.parser = nullptr;
+    r->rect_faces_ = std::make_unique<FaceRestorer>(*r->model_, *r->detector_, rect);
+  }
   r->faces_ = std::make_unique<FaceRestorer>(*r->model_, *r->detector_, opt);
   if (!c.sr.empty()) {
     r->sr_ = open_sr_model(c.sr, be, c.precision);
@@ -133,6 +140,13 @@ std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c) {
 }
 
 Restorer::~Restorer() = default;
+
+FaceRestorer& Restorer::rect_faces() {
+  if (!parser_) return *faces_;
+  GPEN_CHECK(rect_faces_, "the rectangle mask beside a face parser needs RestoreConfig::plan_at_limit "
+                          "(steps that grow GPEN's batch cannot share it)");
+  return *rect_faces_;
+}
 
 void Restorer::apply_threads() const {
   // OpenMP's thread count is per calling thread: set on the thread that runs the engine.
@@ -175,7 +189,7 @@ Image Restorer::super_resolved(ImageView photo, const std::function<void(int, in
   SrOptions so;
   so.tile = resolve_sr_tile(sr_settings_, *sr_, photo.width, photo.height, why);
   so.progress = progress;
-  return super_resolve(*sr_, photo, so, report);
+  return gpen::super_resolve(*sr_, photo, so, report);
 }
 
 RestoreResult Restorer::restore(ImageView photo, const std::function<void(int, int)>& sr_progress) {
@@ -194,12 +208,13 @@ RestoreResult Restorer::restore(ImageView photo, const std::function<void(int, i
   return r;
 }
 
-std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos) {
+std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos, const RestoreCall& call) {
   apply_threads();
+  FaceRestorer& steps = call.rect_mask ? rect_faces() : *faces_;
   std::vector<RestoreResult> out(photos.size());
   std::vector<PhotoResult> done;
-  if (!sr_) {
-    done = faces_->process(photos);
+  if (!sr_ || !call.sr) {
+    done = steps.process(photos);
   } else {
     std::vector<Image> bgs, ups;
     for (size_t i = 0; i < photos.size(); ++i) {
@@ -208,13 +223,13 @@ std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos) 
       out[i].sr = true;
     }
     const std::vector<ImageView> up_views(ups.begin(), ups.end()), bg_views(bgs.begin(), bgs.end());
-    done = faces_->process(up_views, bg_views);
+    done = steps.process(up_views, bg_views);
   }
   for (size_t i = 0; i < photos.size(); ++i) static_cast<PhotoResult&>(out[i]) = std::move(done[i]);
   return out;
 }
 
-Image Restorer::restore_aligned(ImageView face) {
+Image Restorer::restore_aligned(ImageView face, const RestoreCall& call) {
   apply_threads();
   const int S = model_->size();
   std::vector<float> x(static_cast<size_t>(S) * S * 3), y(x.size());
@@ -222,8 +237,18 @@ Image Restorer::restore_aligned(ImageView face) {
   if (model_->batch() < 1) model_->prepare(1);
   model_->run(1, x.data(), y.data());  // inside the arena planned for the photos' batch
   Image out = model_to_face(y.data(), S);
-  if (sr_) out = super_resolved(out, {}, nullptr, nullptr);  // the official aligned flow with use_sr
+  if (sr_ && call.sr) out = super_resolve(out, true);  // the official aligned flow with use_sr
   return out;
+}
+
+Image Restorer::super_resolve(ImageView image, bool aligned) {
+  GPEN_CHECK(sr_, "super_resolve: no super-resolution model is configured");
+  if (!aligned) return super_resolved(image, {}, nullptr, nullptr);
+  SrSettings s = sr_settings_;
+  s.budget = plan_.budget_given ? plan_.budget_bytes : 0;
+  SrOptions so;
+  so.tile = resolve_sr_tile(s, *sr_, image.width, image.height, nullptr);
+  return gpen::super_resolve(*sr_, image, so);
 }
 
 }  // namespace gpen

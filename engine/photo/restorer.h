@@ -55,6 +55,17 @@ struct RestoreConfig {
   float threshold = 0.9f;   // detection score threshold (faces below are left alone)
   int det_max_side = -1;    // shrink photos whose longer side exceeds N to N for detection (-1: > 1500 -> 1000; 0: never)
   int threads = 0;          // OpenMP threads of each call (0: as the calling thread has it)
+  // GPEN planned at the batch limit when opened (a service whose memory must not grow with
+  // load); false: planned for the faces the photos have, growing up to the limit.
+  bool plan_at_limit = false;
+};
+
+// Choices one restore call may make within what the Restorer opened (a service's per-request
+// options): the rectangle mask although a face parser is configured (with plan_at_limit), no
+// background super-resolution although it is configured.
+struct RestoreCall {
+  bool rect_mask = false;
+  bool sr = true;
 };
 
 // Refuses a configuration that cannot work, before anything is opened (a missing detector, mask
@@ -118,10 +129,14 @@ class Restorer {
   RestoreResult restore(ImageView photo, const std::function<void(int, int)>& sr_progress = {});
   // Several photos (frames of a video): each as restore() gives it alone, their faces restored in
   // shared GPEN batches up to the planned batch.
-  std::vector<RestoreResult> restore(std::span<const ImageView> photos);
+  std::vector<RestoreResult> restore(std::span<const ImageView> photos, const RestoreCall& call = {});
   // An aligned face crop of any size, resized to GPEN's input as `gpen restore --aligned` does;
   // with SR, the restored face super-resolved (the official aligned flow).
-  Image restore_aligned(ImageView face);
+  Image restore_aligned(ImageView face, const RestoreCall& call = {});
+  // RealESRNet on an image (SR configured), its tile as the restore methods choose it: for a
+  // photo's background from the budget GPEN's plan leaves; for a restored face crop (`aligned`)
+  // from the whole budget, untiled when none was given (as `gpen restore --aligned --sr`).
+  Image super_resolve(ImageView image, bool aligned);
   // The SR tile (and why) a width x height photo gets; 0: untiled. Needs SR configured.
   int sr_tile(int width, int height, std::string* why = nullptr);
 
@@ -131,6 +146,9 @@ class Restorer {
   RrdbModel* sr_model() { return sr_.get(); }
   Backend& backend() { return *backend_; }
   FaceRestorer& faces() { return *faces_; }
+  // The photo steps with the rectangle mask (RestoreCall::rect_mask): faces() without a parser;
+  // with one, steps of their own, made at open with plan_at_limit (gpen::Error without it).
+  FaceRestorer& rect_faces();
 
  private:
   Restorer() = default;
@@ -146,6 +164,7 @@ class Restorer {
   std::unique_ptr<RrdbModel> sr_;
   SrSettings sr_settings_;
   std::unique_ptr<FaceRestorer> faces_;
+  std::unique_ptr<FaceRestorer> rect_faces_;  // with a parser and plan_at_limit: the rectangle mask's steps
 };
 
 }  // namespace gpen
