@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "apps/cli.h"
-#include "apps/format.h"
+#include "engine/core/bytes.h"
 #include "apps/serve/restorer_service.h"
 #include "apps/serve/serve_http.h"
 #include "apps/serve/serve_metrics.h"

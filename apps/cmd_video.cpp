@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "apps/cli.h"
-#include "apps/format.h"
+#include "engine/core/bytes.h"
+#include "reports/svg.h"
 #include "apps/restore_common.h"
 #include "apps/rss.h"
-#include "apps/svg.h"
 #include "apps/video_cancel.h"
 #include "apps/video_report.h"
 #include "apps/video_restore.h"
@@ -153,7 +153,7 @@ void run_videos(const VideoArgs& a) {
     std::fflush(stderr);
     std::exit(128 + signal);
   }
-  if (!a.restore.report.empty()) write_text_file(a.restore.report, video_report_file(videos) + "\n");
+  if (!a.restore.report.empty()) report::write_text_file(a.restore.report, video_report_file(videos) + "\n");
   if (jobs.size() > 1 && !a.quiet)
     std::fprintf(stderr, "%zu videos, %d failed, %d damaged; peak RSS %.0f MiB\n", jobs.size(), failed, damaged,
                  peak_rss_mib());

@@ -3,7 +3,8 @@
 every place that shows a version says: `gpen --version`, the producer field of a .gpw that
 `gpen convert` writes, the Python package's metadata (pyproject.toml's regex over CMakeLists.txt),
 the CMake package's version file and the pkg-config file of this build, and the newest entry of
-CHANGELOG.md. (The Python package's __version__ is checked against the CLI by tests/python.)
+CHANGELOG.md. (The Python package's __version__ is checked against the CLI by tests/python, `gpen
+serve`'s Server header by tests/serve/test_serve_api.py.)
 Usage: check_version.py SOURCE_DIR BUILD_DIR VERSION"""
 import json
 import os

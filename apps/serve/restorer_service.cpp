@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "apps/format.h"
+#include "engine/core/bytes.h"
 #include "apps/restore_tasks.h"
 #include "engine/core/error.h"
 #include "engine/photo/parse_mask.h"
@@ -138,7 +138,7 @@ void RestorerService::load() {
   RestoreArgs a = opt_.args;
   finish_task_options(a);  // the task recorded in the .gpw: photos need an enhance model
   RestoreConfig c = restore_config(a);
-  if (!opt_.memory_budget.empty()) c.memory_budget = cli::parse_bytes(opt_.memory_budget);
+  if (!opt_.memory_budget.empty()) c.memory_budget = parse_bytes(opt_.memory_budget);
   c.plan_at_limit = true;  // memory fixed at start, whatever the load
   restorer_ = Restorer::open(c);
   const RestorePlan& p = restorer_->plan();
@@ -175,7 +175,7 @@ void RestorerService::load() {
   plan_["batch_limit"] = p.split.batch;
   std::fprintf(stderr, "gpen serve: GPEN %dx%d on %s (%s), batch limit %d from a budget of %s; paste mask %s\n",
                p.size, p.size, p.device.c_str(), p.precision.c_str(), p.split.batch,
-               cli::human_bytes(double(p.budget_bytes)).c_str(), p.mask.c_str());
+               human_bytes(double(p.budget_bytes)).c_str(), p.mask.c_str());
 }
 
 void RestorerService::warm_up() {

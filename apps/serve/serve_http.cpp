@@ -19,6 +19,7 @@
 #include <variant>
 
 #include "engine/core/error.h"
+#include "engine/core/version.h"
 
 namespace gpen::serve {
 
@@ -75,7 +76,7 @@ struct Conn : std::enable_shared_from_this<Conn> {
 
 http::response<http::string_body> to_response(const Reply& r, bool keep_alive) {
   http::response<http::string_body> res{static_cast<http::status>(r.status), 11};
-  res.set(http::field::server, "gpen-engine");
+  res.set(http::field::server, std::string("gpen-engine/") + gpen::version());
   res.set(http::field::content_type, r.content_type);
   for (const auto& [k, v] : r.headers) res.set(k, v);
   res.keep_alive(keep_alive);

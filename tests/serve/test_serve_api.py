@@ -104,7 +104,9 @@ def main():
     c = Client(s, api)
     try:
         # Liveness, readiness, the page.
-        check(c.call("GET", "/healthz")[0] == 200, "healthz 200")
+        st, h, _ = c.call("GET", "/healthz")
+        version = run([GPEN, "--version"]).stdout.decode().split()[1]
+        check(st == 200 and h["server"] == f"gpen-engine/{version}", f"healthz 200, Server: gpen-engine/{version}")
         st, _, b = c.call("GET", "/readyz")
         check(st == 200 and json.loads(b) == {"status": "ready"}, "readyz ready")
         st, h, page = c.call("GET", "/")
