@@ -109,7 +109,7 @@ Command reg(
       sub.add_option("--device", e.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
       sub.add_option("--precision", e.precision,
                      "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA)");
-      sub.add_option("--memory-budget,--vram-budget", g_args.engine.memory_budget,
+      sub.add_option("--memory-budget,--vram-budget", e.vram_budget,
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB: GPEN's batch limit is the largest "
                      "that fits, planned once at start (default: half the free RAM on CPU, 80% of the free GPU "
                      "memory on CUDA; with --sr, half of it)");

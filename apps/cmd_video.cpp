@@ -204,7 +204,8 @@ Command reg(
                      "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA)");
       sub.add_option("--memory-budget,--vram-budget", r.vram_budget,
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB (default: half the free RAM on CPU, "
-                     "80% of the free GPU memory on CUDA)");
+                     "80% of the free GPU memory on CUDA; with --sr, GPEN's batch comes from half of it and "
+                     "RealESRNet's tile from what GPEN's plan leaves)");
       sub.add_option("--max-pixels", r.max_pixels,
                      "Refuse videos whose frames have more pixels than this, read from the stream's header")
           ->capture_default_str()

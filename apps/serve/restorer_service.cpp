@@ -83,7 +83,7 @@ std::vector<RestorerService::PhotoJob*> RestorerService::take_photo_group() {
   std::vector<PhotoJob*> group;
   const RestoreCall call = photos_.front()->call;
   for (auto it = photos_.begin(); it != photos_.end() && static_cast<int>(group.size()) < info_.batch_limit;) {
-    if ((*it)->call.rect_mask == call.rect_mask && (*it)->call.sr == call.sr) {
+    if ((*it)->call == call) {
       group.push_back(*it);
       it = photos_.erase(it);
     } else {
@@ -138,7 +138,6 @@ void RestorerService::load() {
   RestoreArgs a = opt_.args;
   finish_task_options(a);  // the task recorded in the .gpw: photos need an enhance model
   RestoreConfig c = restore_config(a);
-  if (!opt_.memory_budget.empty()) c.memory_budget = parse_bytes(opt_.memory_budget);
   c.plan_at_limit = true;  // memory fixed at start, whatever the load
   restorer_ = Restorer::open(c);
   const RestorePlan& p = restorer_->plan();

@@ -28,8 +28,8 @@
 namespace gpen::serve {
 
 struct EngineOptions {
-  cli::restore_detail::RestoreArgs args;  // model, detector, parse, sr_model, device, precision
-  std::string memory_budget;              // "" : as `gpen restore` (half the free RAM, 80% of a GPU's)
+  // model, detector, parse, sr_model, device, precision, vram_budget ("": as `gpen restore`)
+  cli::restore_detail::RestoreArgs args;
   std::chrono::microseconds batch_wait{5000};  // the wait of a photo or crop for others to share its batch
   int batch_depth = 64;                        // FaceBatcher: faces waiting at most
   std::function<void(int)> on_batch;           // hears every GPEN batch's size (metrics)

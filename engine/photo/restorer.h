@@ -66,6 +66,7 @@ struct RestoreConfig {
 struct RestoreCall {
   bool rect_mask = false;
   bool sr = true;
+  bool operator==(const RestoreCall&) const = default;
 };
 
 // Refuses a configuration that cannot work, before anything is opened (a missing detector, mask
