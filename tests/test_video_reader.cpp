@@ -85,6 +85,16 @@ TEST_CASE("video reader: the other streams' packets come with the frames") {
   CHECK(r.frames_read() == 12);
 }
 
+TEST_CASE("video reader: colour codes no standard defines read as unspecified") {
+  // The stream's sequence display extension says primaries 205, transfer 200, matrix 190.
+  check_equal_to_cv2("mpeg2_unknown_colour.m2v");
+  video::VideoReader r(clip("mpeg2_unknown_colour.m2v"));
+  CHECK(r.info().codec == "mpeg2video");
+  CHECK(r.info().color_primaries == "unknown");
+  CHECK(r.info().color_trc == "unknown");
+  CHECK(r.info().color_space == "unknown");
+}
+
 TEST_CASE("video reader: bytes in memory read as the file") {
   const std::string bytes = read_bytes(clip("vfr.mp4"));
   video::VideoReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "vfr.mp4 in memory");

@@ -103,6 +103,11 @@ TEST_CASE("video writer: the input's codec family, pixel format and colour descr
     CHECK(probe(in, "v:0", "frame=pts_time") == probe(out, "v:0", "frame=pts_time"));
   }
   CHECK(packets_md5(clip("h264_pan25_audio.mp4"), "0:a") == packets_md5((dir / "a.mp4").string(), "0:a"));
+  // Colour codes no standard defines are written as unspecified, not refused.
+  const std::string odd = (dir / "odd.mkv").string();
+  transcode(clip("mpeg2_unknown_colour.m2v"), odd, lossless_rgb());
+  CHECK(probe(odd, "v:0", "stream=color_primaries") == "color_primaries=unknown\n");
+  CHECK(probe(odd, "v:0", "stream=color_transfer") == "color_transfer=unknown\n");
   fs::remove_all(dir);
 }
 

@@ -2,10 +2,12 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 extern "C" {
 #include <libavutil/log.h>
+#include <libavutil/pixdesc.h>
 }
 
 namespace gpen::video {
@@ -17,6 +19,27 @@ std::string av_error_text(int err) {
 }
 
 double seconds(int64_t ts, AVRational tb) { return ts == AV_NOPTS_VALUE ? 0.0 : double(ts) * av_q2d(tb); }
+
+namespace {
+// The field's bits read as an int (memcpy: loading a value outside the enum's range through the
+// enum type is what must not happen), kept when it is below the headers' count and FFmpeg names
+// it, else replaced by `unset`.
+template <class Enum, class NameOf>
+void keep_if_named(Enum& field, NameOf name_of, Enum count, Enum unset) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int v = 0;
+  std::memcpy(&v, &field, sizeof v);
+  if (v < 0 || v >= int(count) || !name_of(static_cast<Enum>(v))) field = unset;
+}
+}  // namespace
+
+void drop_unnamed_color_fields(AVCodecParameters* par) {
+  keep_if_named(par->color_range, av_color_range_name, AVCOL_RANGE_NB, AVCOL_RANGE_UNSPECIFIED);
+  keep_if_named(par->color_primaries, av_color_primaries_name, AVCOL_PRI_NB, AVCOL_PRI_UNSPECIFIED);
+  keep_if_named(par->color_trc, av_color_transfer_name, AVCOL_TRC_NB, AVCOL_TRC_UNSPECIFIED);
+  keep_if_named(par->color_space, av_color_space_name, AVCOL_SPC_NB, AVCOL_SPC_UNSPECIFIED);
+  keep_if_named(par->chroma_location, av_chroma_location_name, AVCHROMA_LOC_NB, AVCHROMA_LOC_UNSPECIFIED);
+}
 
 namespace {
 

@@ -35,6 +35,12 @@ std::string av_error_text(int err);
 // A time in seconds from a timestamp and its time base (0 for AV_NOPTS_VALUE).
 double seconds(int64_t ts, AVRational tb);
 
+// Sets each colour field of a stream's parameters (range, primaries, transfer, matrix, chroma
+// location) that holds no value FFmpeg names to "unspecified". Demuxers copy these fields from the
+// file unchecked, and a damaged file's out-of-range value is not a value of its C++ enum type: read
+// as one it is undefined behaviour, and written to an encoder it would be refused.
+void drop_unnamed_color_fields(AVCodecParameters* par);
+
 // The messages FFmpeg logs at error level or worse, kept (a count and the first few) instead of
 // printed, apart for the input's side (demuxers, decoders: the input's damage) and the output's
 // (muxers, encoders). One capture for the process: the video job handles one video at a time.

@@ -146,6 +146,7 @@ struct VideoReader::Impl {
           !(ic->streams[i]->disposition & AV_DISPOSITION_ATTACHED_PIC))
         st = ic->streams[i];
     if (!st) fail("no video stream");
+    drop_unnamed_color_fields(st->codecpar);
     const AVCodecParameters* par = st->codecpar;
     if (par->width <= 0 || par->height <= 0) fail("the video stream has no frame size");
     if (int64_t(par->width) * par->height > opt.max_pixels)

@@ -105,6 +105,20 @@ def make(out):
     with open(os.path.join(out, "corrupt.mkv"), "wb") as f:
         f.write(data)
     os.remove(mkv)
+    # An MPEG-2 stream whose sequence display extension gives colour primaries, transfer and
+    # matrix codes no standard defines (FFmpeg's demuxer passes them on unchecked).
+    m2v = os.path.join(out, "clean.m2v")
+    still(KIDS, PAN.format(w=160, h=120), 4, 25, "-c:v", "mpeg2video", "-color_primaries", "bt709",
+          "-color_trc", "bt709", "-colorspace", "bt709", "-f", "mpeg2video", m2v)
+    data = bytearray(open(m2v, "rb").read())
+    at = data.find(b"\x00\x00\x01\xb5")
+    while at >= 0 and not (data[at + 4] >> 4 == 2 and data[at + 4] & 1):  # sequence display, colour given
+        at = data.find(b"\x00\x00\x01\xb5", at + 1)
+    assert at >= 0, "no colour description in " + m2v
+    data[at + 5:at + 8] = bytes((205, 200, 190))
+    with open(os.path.join(out, "mpeg2_unknown_colour.m2v"), "wb") as f:
+        f.write(data)
+    os.remove(m2v)
     with open(os.path.join(out, "not_a_video.mp4"), "w") as f:
         f.write("these are notes, not a video\n")
 
@@ -145,7 +159,8 @@ def main():
             return
         make(out)
         for name in ("h264_pan25_audio.mp4", "h264_zoom24_subs.mkv", "h264_10bit30.mp4", "hevc_10bit.mkv", "vfr.mp4",
-                     "rot90.mp4", "rot270.mp4", "vp9.webm", "av1.mkv", "truncated.mp4", "corrupt.mkv"):
+                     "rot90.mp4", "rot270.mp4", "vp9.webm", "av1.mkv", "truncated.mp4", "corrupt.mkv",
+                     "mpeg2_unknown_colour.m2v"):
             cv2_frames(os.path.join(out, name), ".cv2", True)
         for name in ("rot90.mp4", "rot270.mp4"):
             cv2_frames(os.path.join(out, name), ".cv2-stored", False)
