@@ -51,7 +51,7 @@ gpen::cli::Command reg(
       auto a = std::make_shared<ConvertArgs>();
       sub.add_option("input", a->in, "Checkpoint (.pth zip or legacy format, or .safetensors)")->required();
       sub.add_option("-o,--output", a->out, "Output .gpw file (written atomically)")->required();
-      sub.add_option("--arch", a->arch, "Model: auto (recognised from the tensor names), gpen, retinaface, realesrnet or parsenet")
+      sub.add_option("--arch", a->arch, "Model: auto (recognised from the tensor names), gpen, retinaface, realesrnet, parsenet or gfpgan")
           ->check(CLI::IsMember({"auto", "gpen", "retinaface", "realesrnet", "parsenet"}));
       sub.add_option("--key", a->key, "Nested dict holding the weights (e.g. g_ema, params_ema, state_dict)");
       sub.add_option("--task", a->task,

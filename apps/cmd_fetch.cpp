@@ -21,12 +21,12 @@ struct FetchArgs {
 };
 
 void list_models() {
-  std::printf("%-16s %-48s %s\n", "name", "what it must be", "where");
+  std::printf("%-22s %-48s %s\n", "name", "what it must be", "where");
   for (const auto& m : gpen::fetch::models()) {
     std::string where = !m.supported ? "not yet (the converter does not know its layout)"
-                        : m.at_base  ? std::string(gpen::fetch::kOfficialBase) + "/" + m.file()
+                        : m.at_base  ? gpen::fetch::model_url(m, "")
                                      : "not in the official folder: --base-url only";
-    std::printf("%-16s %-48s %s\n", m.name.c_str(), m.supported ? gpen::fetch::describe(m.expect).c_str() : "-",
+    std::printf("%-22s %-48s %s\n", m.name.c_str(), m.supported ? gpen::fetch::describe(m.expect).c_str() : "-",
                 where.c_str());
   }
 }

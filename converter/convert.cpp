@@ -10,6 +10,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/version.h"
+#include "converter/convert_internal.h"
 #include "weights/quant8.h"
 
 namespace gpen::conv {
@@ -18,39 +19,7 @@ std::string demod_q_name(const std::string& prefix) { return prefix + ".conv.dem
 
 namespace {
 
-bool ends_with(const std::string& s, const char* suf) {
-  size_t n = std::strlen(suf);
-  return s.size() >= n && s.compare(s.size() - n, n, suf) == 0;
-}
-
-Shape to_shape(std::initializer_list<int64_t> d) { return Shape(d); }
-
-// OIHW [O][I][K][K] -> HWIO [K][K][I][O], times `scale` (per output channel when `per_out` is set).
-std::vector<float> to_hwio(const std::vector<float>& w, int64_t O, int64_t I, int64_t K, float scale,
-                           const std::vector<double>* per_out = nullptr) {
-  std::vector<float> r(w.size());
-  for (int64_t o = 0; o < O; ++o) {
-    const float so = per_out ? static_cast<float>((*per_out)[static_cast<size_t>(o)]) : scale;
-    for (int64_t i = 0; i < I; ++i)
-      for (int64_t y = 0; y < K; ++y)
-        for (int64_t x = 0; x < K; ++x) {
-          float v = w[static_cast<size_t>(((o * I + i) * K + y) * K + x)];
-          r[static_cast<size_t>(((y * K + x) * I + i) * O + o)] = per_out ? static_cast<float>(v * (*per_out)[o]) : v * so;
-        }
-  }
-  return r;
-}
-
-// Collects the checkpoint's tensors by name for the fillers, which run later, during write().
-struct Src {
-  const Checkpoint& ck;
-  const SourceTensor& operator[](const std::string& n) const {
-    const SourceTensor* t = ck.find(n);
-    if (!t) throw Error(ck.name() + ": missing tensor '" + n + "'");
-    return *t;
-  }
-  std::vector<float> f32(const std::string& n) const { return ck.read_f32((*this)[n]); }
-};
+using namespace convert_detail;
 
 ShapeMap shapes_of(const Checkpoint& ck) {
   ShapeMap m;
@@ -79,18 +48,13 @@ std::string describe(const Recognition& r) {
     return "RealESRNet x" + std::to_string(r.realesrnet.scale) + " (RRDBNet, " + std::to_string(r.realesrnet.num_block) +
            " blocks)";
   if (r.arch == Arch::parsenet) return "ParseNet";
+  if (r.arch == Arch::gfpgan) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s (channel_multiplier %g, narrow %g)", gfpgan_model_name(r.gfpgan).c_str(),
+                  r.gfpgan.channel_multiplier, r.gfpgan.narrow);
+    return buf;
+  }
   return std::string("RetinaFace ") + backbone_name(r.backbone);
-}
-
-// Output-side helper: a float tensor computed by `make` and stored as `dt`.
-void add_computed(GpwWriter& w, const std::string& name, DType dt, const Shape& shape,
-                  std::function<std::vector<float>()> make) {
-  w.add(name, dt, shape, [name, dt, shape, make = std::move(make)](void* dst, size_t bytes) {
-    std::vector<float> v = make();
-    if (static_cast<int64_t>(v.size()) != shape.numel() || v.size() * dtype_size(dt) != bytes)
-      throw Error("internal: size mismatch converting '" + name + "'");
-    store_f32_as(dt, v.data(), v.size(), dst);
-  });
 }
 
 // A conv weight (HWIO) or dense weight ([out][in]) computed by `make`: stored as `dt`, or, for
@@ -349,6 +313,7 @@ ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) 
   w.set_storage_dtype(opt.dtype);
   if (rec.arch == Arch::gpen) plan_gpen(ck, rec, opt, w);
   else if (rec.arch == Arch::realesrnet) plan_realesrnet(ck, rec, opt.dtype, w);
+  else if (rec.arch == Arch::gfpgan) convert_detail::plan_gfpgan(ck, rec, opt.dtype, w);
   else if (rec.arch == Arch::parsenet) plan_units(ck, parsenet_units(), opt.dtype, w);
   else plan_units(ck, retinaface_units(rec.backbone), opt.dtype, w);
   nlohmann::json src = {{"format", ck.format()}};

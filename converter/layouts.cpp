@@ -249,6 +249,7 @@ const char* arch_name(Arch a) {
     case Arch::retinaface: return "retinaface";
     case Arch::realesrnet: return "realesrnet";
     case Arch::parsenet: return "parsenet";
+    case Arch::gfpgan: return "gfpgan";
     case Arch::unknown: break;
   }
   return "unknown";
@@ -260,7 +261,8 @@ Arch parse_arch(const std::string& s) {
   if (s == "retinaface") return Arch::retinaface;
   if (s == "realesrnet") return Arch::realesrnet;
   if (s == "parsenet") return Arch::parsenet;
-  throw Error("unknown architecture '" + s + "' (expected auto, gpen, retinaface, realesrnet or parsenet)");
+  if (s == "gfpgan") return Arch::gfpgan;
+  throw Error("unknown architecture '" + s + "' (expected auto, gpen, retinaface, realesrnet, parsenet or gfpgan)");
 }
 
 static const std::vector<int64_t>* shape_of(const ShapeMap& m, const std::string& k) {
@@ -314,6 +316,7 @@ static GpenConfig infer_gpen(const ShapeMap& m) {
 
 Recognition recognize(const ShapeMap& shapes, Arch want) {
   Recognition r;
+  if (want == Arch::gfpgan || (want == Arch::unknown && looks_like_gfpgan(shapes))) return recognize_gfpgan(shapes);
   if (want == Arch::unknown && looks_like_realesrnet(shapes)) want = Arch::realesrnet;
   if (want == Arch::realesrnet) {
     r.arch = want;

@@ -90,9 +90,38 @@ std::vector<ConvUnit> parsenet_units();
 std::vector<TensorSpec> parsenet_layout();
 nlohmann::json parsenet_config();  // the official constructor arguments (checkpoint_layouts.json)
 
+// ---- GFPGAN (GFPGANv1Clean: a U-Net encoder with SFT conditions on a StyleGAN2 decoder) -----
+// The official constructor arguments (converter/layouts_gfpgan.cpp). The released clean models
+// (GFPGANv1.3, GFPGANv1.4, GFPGANCleanv1-NoCE-C2) are out_size 512, num_style_feat 512,
+// channel_multiplier 2, narrow 1, different_w, sft_half, input_is_latent.
+struct GfpganConfig {
+  int out_size = 512;               // a power of two in [8, 1024]
+  int num_style_feat = 512;
+  double channel_multiplier = 2;
+  double narrow = 1;
+  int num_mlp = 8;                  // the style MLP (unused when input_is_latent)
+  bool different_w = true;          // final_linear gives one style code per latent
+  bool sft_half = true;             // SFT modulates the second half of the decoder's channels
+  bool input_is_latent = true;      // the style code feeds the decoder directly (no style MLP)
+
+  int log_size() const;
+  int num_layers() const { return 2 * (log_size() - 2) + 1; }  // StyleConvs (and noise buffers)
+  int num_latent() const { return 2 * log_size() - 2; }        // style codes the decoder reads
+  int noise_resolution(int layer) const { return 1 << ((layer + 5) / 2); }
+  int channels(int res) const;       // the decoder's channel table
+  int unet_channels(int res) const;  // the U-Net's (narrow halved)
+  void check() const;
+  nlohmann::json to_json() const;
+  static GfpganConfig from_json(const nlohmann::json& j);
+};
+std::vector<TensorSpec> gfpgan_layout(const GfpganConfig& c);
+std::string gfpgan_model_name(const GfpganConfig& c);  // "GFPGANv1Clean 512"
+bool looks_like_gfpgan(const std::map<std::string, std::vector<int64_t>>& shapes);
+GfpganConfig infer_gfpgan(const std::map<std::string, std::vector<int64_t>>& shapes);
+
 // ---- Recognition --------------------------------------------------------------------------
-enum class Arch { unknown, gpen, retinaface, realesrnet, parsenet };
-const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface", "realesrnet", "parsenet"
+enum class Arch { unknown, gpen, retinaface, realesrnet, parsenet, gfpgan };
+const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface", "realesrnet", "parsenet", "gfpgan"
 Arch parse_arch(const std::string& s);
 
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;
@@ -107,6 +136,7 @@ struct Recognition {
   GpenConfig gpen;                                  // when arch == gpen
   RetinaBackbone backbone = RetinaBackbone::mobilenet025;  // when arch == retinaface
   RealesrnetConfig realesrnet;                      // when arch == realesrnet
+  GfpganConfig gfpgan;                              // when arch == gfpgan
   nlohmann::json config;                            // the configuration as stored in .gpw
   std::vector<TensorSpec> layout;                   // the expected tensors for that configuration
 };
@@ -114,6 +144,7 @@ struct Recognition {
 // Recognises the model from key names and infers its configuration from shapes. `want` forces
 // the architecture (Arch::unknown: auto). Throws gpen::Error when the model is not recognised.
 Recognition recognize(const ShapeMap& shapes, Arch want = Arch::unknown);
+Recognition recognize_gfpgan(const ShapeMap& shapes);  // recognize() for Arch::gfpgan
 
 // Checks that every required tensor of `layout` is present with its exact shape (and every
 // optional one present has its shape). Throws gpen::Error naming the first missing or misshaped

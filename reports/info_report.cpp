@@ -9,10 +9,17 @@ namespace gpen::report {
 
 namespace {
 
-// GPEN files: which official class they build and, when the file records it, the task. The
-// official task models (colorization, inpainting, seg2face) share the FullGenerator layout with
-// GPEN-BFR-*, so the shapes alone never tell the task.
+// GPEN and GFPGAN files: which official class they build and, for GPEN when the file records it,
+// the task. The official task models (colorization, inpainting, seg2face) share the FullGenerator
+// layout with GPEN-BFR-*, so the shapes alone never tell the task.
 void add_gpen_model(nlohmann::json& out, const std::string& arch, const nlohmann::json& config) {
+  if (arch == "gfpgan" && !config.is_null()) {
+    try {
+      out["model"] = conv::gfpgan_model_name(conv::GfpganConfig::from_json(config));
+    } catch (const Error&) {
+    }
+    return;
+  }
   if (arch != "gpen" || config.is_null()) return;
   try {
     out["model"] = conv::gpen_model_name(conv::GpenConfig::from_json(config));

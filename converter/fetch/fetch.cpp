@@ -170,6 +170,7 @@ std::string model_url(const ModelInfo& m, const std::string& base) {
       if (auto p = note.find("NAME"); p != std::string::npos) note.replace(p, 4, m.name);
       throw Error(m.name + ": " + note);
     }
+    if (!m.url.empty()) return m.url;
     return std::string(kOfficialBase) + "/" + m.file();
   }
   if (base.rfind("http://", 0) != 0 && base.rfind("https://", 0) != 0)
@@ -305,6 +306,11 @@ std::string verify(const std::string& path, const ModelInfo& m, const std::strin
       throw Error("not " + m.name + ": it holds RealESRNet x" + std::to_string(sc) + " with " + std::to_string(nb) +
                   " blocks, " + std::to_string(nf) + " features, " + std::to_string(gc) + " growth channels; expected " +
                   describe(e));
+  } else if (e.arch == conv::Arch::gfpgan) {
+    // The released clean models are all the default configuration (input_is_latent is not in
+    // the shapes: the recognised config always carries the official true).
+    if (s.config != conv::GfpganConfig{}.to_json())
+      throw Error("not " + m.name + ": it holds GFPGAN " + s.config.dump() + ", expected " + describe(e));
   } else if (e.arch == conv::Arch::retinaface) {
     const std::string b = s.config.value("backbone", "");
     if (b != conv::backbone_name(e.backbone))

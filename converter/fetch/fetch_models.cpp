@@ -60,6 +60,18 @@ std::vector<ModelInfo> make_table() {
     e.sr_scale = s;
     t.push_back({"realesrnet_x" + std::to_string(s), true, true, "", e, 0, ""});
   }
+  // GFPGAN's clean models, from the links of the official README (TencentARC/GFPGAN, "Model zoo"):
+  // GFPGANer(arch='clean', channel_multiplier=2) builds each as the default GfpganConfig.
+  Expect gfp;
+  gfp.arch = conv::Arch::gfpgan;
+  const char* const kGfpganReleases = "https://github.com/TencentARC/GFPGAN/releases/download/";
+  for (const auto& [name, release] : {std::pair<const char*, const char*>{"GFPGANv1.4", "v1.3.0"},
+                                      {"GFPGANv1.3", "v1.3.0"},
+                                      {"GFPGANCleanv1-NoCE-C2", "v0.2.0"}}) {
+    ModelInfo m{name, true, true, "", gfp, 0, ""};
+    m.url = std::string(kGfpganReleases) + release + "/" + name + ".pth";
+    t.push_back(m);
+  }
   return t;
 }
 
@@ -94,6 +106,8 @@ std::string describe(const Expect& e) {
   if (e.arch == conv::Arch::realesrnet)
     return "RealESRNet x" + std::to_string(e.sr_scale) + " (RRDBNet, 32 features, 23 blocks)";
   if (e.arch == conv::Arch::parsenet) return "ParseNet (face parsing, 19 classes)";
+  if (e.arch == conv::Arch::gfpgan)
+    return "GFPGANv1Clean 512x512 (channel multiplier 2, different_w, sft_half)";
   if (e.arch != conv::Arch::gpen) return "a model the converter does not know";
   auto num = [](double v) {
     std::string s = std::to_string(v);

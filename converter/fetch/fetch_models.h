@@ -1,5 +1,5 @@
 #pragma once
-// The checkpoints `gpen fetch` knows by name: where the official GPEN project publishes each one,
+// The checkpoints `gpen fetch` knows by name: where the official GPEN (and GFPGAN) projects publish each one,
 // and what the downloaded file must be (architecture and configuration the converter recognises,
 // size and sha256 where known).
 #include <cstdint>
@@ -30,6 +30,9 @@ struct ModelInfo {
   Expect expect;
   uint64_t size = 0;    // bytes; 0 = not published
   std::string sha256;   // lower-case hex; "" = not published (verified by layout, or --sha256)
+  // Where it is published when not under kOfficialBase (GFPGAN: TencentARC's GitHub releases);
+  // "" = kOfficialBase/<name>.pth. --base-url still replaces the folder.
+  std::string url = {};
 
   std::string file() const { return name + ".pth"; }
 };
