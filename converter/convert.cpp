@@ -115,13 +115,7 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, const ConvertOption
       }
     } else if (n == "generator.input.input") {
       const int64_t C = sh[1];
-      add_computed(w, n, DType::f32, to_shape({1, 4, 4, C}), [ckp, n, C] {
-        auto v = Src{*ckp}.f32(n);
-        std::vector<float> r(v.size());
-        for (int64_t ch = 0; ch < C; ++ch)
-          for (int64_t p = 0; p < 16; ++p) r[static_cast<size_t>(p * C + ch)] = v[static_cast<size_t>(ch * 16 + p)];
-        return r;
-      });
+      add_computed(w, n, DType::f32, to_shape({1, 4, 4, C}), [ckp, n, C] { return chw4x4_to_hwc(Src{*ckp}.f32(n), 1, C); });
     } else if (ends_with(n, ".conv.weight")) {
       // Modulated conv (1, out, in, k, k): W / sqrt(in k k) as HWIO, plus Q for demodulation.
       const int64_t O = sh[1], I = sh[2], K = sh[3];
@@ -167,15 +161,8 @@ void plan_gpen(const Checkpoint& ck, const Recognition& rec, const ConvertOption
       // Columns from PyTorch's flatten order (c, y, x) to the engine's NHWC order (y, x, c).
       const int64_t O = sh[0], In = sh[1], C = In / 16;
       const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(In)));
-      add_weight(w, n, ddt(2), to_shape({O, In}), group, [ckp, n, O, In, C, scale] {
-        auto v = Src{*ckp}.f32(n);
-        std::vector<float> r(v.size());
-        for (int64_t o = 0; o < O; ++o)
-          for (int64_t ch = 0; ch < C; ++ch)
-            for (int64_t p = 0; p < 16; ++p)
-              r[static_cast<size_t>(o * In + p * C + ch)] = v[static_cast<size_t>(o * In + ch * 16 + p)] * scale;
-        return r;
-      });
+      add_weight(w, n, ddt(2), to_shape({O, In}), group,
+                 [ckp, n, O, C, scale] { return chw4x4_to_hwc(Src{*ckp}.f32(n), O, C, scale); });
     } else {
       // Biases (modulation, activate, encoder, final_linear) and noise weights: unchanged.
       Shape shape;

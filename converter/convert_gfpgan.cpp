@@ -43,15 +43,7 @@ void plan_gfpgan(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWri
     } else if (n == "final_linear.weight") {
       // Columns from PyTorch's flatten order (c, y, x) to the engine's NHWC order (y, x, c).
       const int64_t O = sh[0], In = sh[1], C = In / 16;
-      add_computed(w, n, wdt, to_shape({O, In}), [ckp, n, O, In, C] {
-        auto v = Src{*ckp}.f32(n);
-        std::vector<float> r(v.size());
-        for (int64_t o = 0; o < O; ++o)
-          for (int64_t ch = 0; ch < C; ++ch)
-            for (int64_t p = 0; p < 16; ++p)
-              r[static_cast<size_t>(o * In + p * C + ch)] = v[static_cast<size_t>(o * In + ch * 16 + p)];
-        return r;
-      });
+      add_computed(w, n, wdt, to_shape({O, In}), [ckp, n, O, C] { return chw4x4_to_hwc(Src{*ckp}.f32(n), O, C); });
     } else if (n.find(".modulation.weight") != std::string::npos || n.find(".style_mlp.") != std::string::npos) {
       add_computed(w, n, wdt, to_shape({sh[0], sh[1]}), [ckp, n] { return Src{*ckp}.f32(n); });
     } else if (sh.size() == 4 && n.find("stylegan_decoder.") == 0) {
@@ -59,13 +51,7 @@ void plan_gfpgan(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWri
       // (1, 1, r, r) keep their element order as (C) and (r, r).
       if (n == "stylegan_decoder.constant_input.weight") {
         const int64_t C = sh[1];
-        add_computed(w, n, DType::f32, to_shape({1, 4, 4, C}), [ckp, n, C] {
-          auto v = Src{*ckp}.f32(n);
-          std::vector<float> r(v.size());
-          for (int64_t ch = 0; ch < C; ++ch)
-            for (int64_t p = 0; p < 16; ++p) r[static_cast<size_t>(p * C + ch)] = v[static_cast<size_t>(ch * 16 + p)];
-          return r;
-        });
+        add_computed(w, n, DType::f32, to_shape({1, 4, 4, C}), [ckp, n, C] { return chw4x4_to_hwc(Src{*ckp}.f32(n), 1, C); });
       } else if (sh[1] == 1) {
         add_computed(w, n, DType::f32, to_shape({sh[2], sh[3]}), [ckp, n] { return Src{*ckp}.f32(n); });
       } else {

@@ -39,6 +39,18 @@ inline std::vector<float> to_hwio(const std::vector<float>& w, int64_t O, int64_
   return r;
 }
 
+// Rows of C channels x 4x4 pixels in PyTorch's (c, y, x) order -> the engine's NHWC (y, x, c),
+// times `scale`: the constant input (one row) and the final linear's columns (one row per output).
+inline std::vector<float> chw4x4_to_hwc(const std::vector<float>& v, int64_t rows, int64_t C, float scale = 1.0f) {
+  std::vector<float> r(v.size());
+  const int64_t row = C * 16;
+  for (int64_t o = 0; o < rows; ++o)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t p = 0; p < 16; ++p)
+        r[static_cast<size_t>(o * row + p * C + ch)] = v[static_cast<size_t>(o * row + ch * 16 + p)] * scale;
+  return r;
+}
+
 // Collects the checkpoint's tensors by name for the fillers, which run later, during write().
 struct Src {
   const Checkpoint& ck;

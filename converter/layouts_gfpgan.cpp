@@ -10,9 +10,9 @@
 namespace gpen::conv {
 
 int GfpganConfig::log_size() const {
-  int l = 0;
-  while ((1 << l) < out_size && l < 30) ++l;
-  return l;
+  GpenConfig g;
+  g.size = out_size;
+  return g.log_size();
 }
 
 // The decoder's table (StyleGAN2GeneratorClean): the same expressions as GPEN's, so that int()
