@@ -5,8 +5,9 @@
 // with its timestamps kept on the whole run's clock (VideoReadOptions::run_start_s) and without
 // the other streams; join_segments then copies the segments' video packets as they are and the
 // input's other streams as a single run copies them, through the same writer. The joined file
-// holds the frames and timestamps of a single run; with an intra-only codec (FFV1) the same
-// packets too, with others the encoder's choices near the joins may differ.
+// holds the frames, timestamps and other streams of a single run; the video packets themselves
+// may differ near the joins, where each segment's encoder started afresh (a new GOP, FFV1's
+// context states reset), decoding to the same frames with a lossless encoder.
 #include <cstdint>
 #include <string>
 #include <vector>

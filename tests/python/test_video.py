@@ -2,13 +2,15 @@
 frames, B-frames, faces and an AAC track (tests/video/make_clips.py: keyframes4_audio.mp4), encoded
 losslessly (FFV1 in BGR) so that frames compare exactly: restore_video writes the frames and
 timestamps `gpen video` writes; bad input raises gpen_engine.Error naming the file and leaves no
-output, as does a progress callback that raises; and the clip restored in segments by two Ray actors
+output, as do a progress callback that raises and Ctrl-C (KeyboardInterrupt, within a second); and the clip restored in segments by two Ray actors
 and joined has the frames, frame timestamps and audio packets of a one-process run."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -102,6 +104,32 @@ class Video(unittest.TestCase):
         with self.assertRaises(KeyboardInterrupt):
             self.restorer.restore_video(self.clip, out, progress=stop, **LOSSLESS)
         self.assertEqual([n for n in os.listdir(BASE) if n.startswith(".bad_out") or n == "bad_out.mkv"], [])
+
+    def test_ctrl_c(self):
+        src = os.path.join(os.path.dirname(self.clip), "long.mp4")  # 750 frames
+        out = os.path.join(BASE, "interrupted.mkv")
+        child = (
+            "import sys, gpen_engine as g\n"
+            f"r = g.Restorer({self.model!r}, {self.det!r}, device='cpu')\n"
+            "seen = []\n"
+            "def progress(p):\n"
+            "    if not seen:\n"
+            "        seen.append(1)\n"
+            "        print('started', flush=True)\n"
+            "try:\n"
+            f"    r.restore_video({src!r}, {out!r}, progress=progress)\n"
+            "except KeyboardInterrupt:\n"
+            "    print('interrupted', flush=True)\n"
+            "    sys.exit(3)\n")
+        p = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.stdout.readline().strip(), "started")
+        t0 = time.time()
+        p.send_signal(signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 3, stderr[-2000:])
+        self.assertIn("interrupted", stdout)
+        self.assertLess(time.time() - t0, 5.0)
+        self.assertEqual([n for n in os.listdir(BASE) if "interrupted" in n], [])
 
     def test_keyframe_cuts(self):
         cuts = gpen_engine._gpen.video_keyframe_cuts(self.clip)
