@@ -168,7 +168,8 @@ def join(videos, rows, a):
     results = []
     for src, out, tmp, files in videos:
         parts = [by_output.get(f) for f in files]
-        err = next((p["error"] for p in parts if p is None or p["error"]), "")
+        err = next(("a segment was not restored" if p is None else p["error"] for p in parts
+                    if p is None or p["error"]), "")
         t0 = time.time()
         if not err:
             try:
@@ -188,7 +189,10 @@ def join(videos, rows, a):
 def main(argv=None):
     a = parse_args(argv)
     if os.path.isfile(a.input) and is_video_name(a.input):
-        jobs = [(a.input, a.output)]
+        out = os.path.join(a.output, os.path.basename(a.input)) if os.path.isdir(a.output) else a.output
+        if os.path.realpath(out) == os.path.realpath(a.input):
+            raise SystemExit(f"gpen_engine.ray_restore: {out}: refusing to overwrite an input")
+        jobs = [(a.input, out)]
     elif os.path.isdir(a.input):
         jobs = collect(a.input, a.output)
     else:
