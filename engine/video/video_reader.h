@@ -91,7 +91,8 @@ class VideoReader {
   const DecodeDamage& damage() const;
 
   // For the writer: the demuxer (streams, metadata, chapters) and the timestamp every stream's
-  // output is shifted by (the start of a --start cut, in AV_TIME_BASE units; 0 otherwise).
+  // output is shifted by (the start of a --start cut, or of the run a segment belongs to:
+  // run_start_s; in AV_TIME_BASE units; 0 otherwise).
   const AVFormatContext* format() const;
   int64_t start_offset_us() const;
   bool other_streams() const;  // VideoReadOptions::other_streams
