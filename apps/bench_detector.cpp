@@ -11,7 +11,7 @@
 #include "apps/bench_detector_profile.h"
 #include "engine/core/bytes.h"
 #include "apps/peer.h"
-#include "apps/rss.h"
+#include "engine/core/rss.h"
 #include "engine/runtime/device.h"
 #include "engine/core/error.h"
 #include "engine/photo/image.h"

@@ -30,7 +30,7 @@
 #include "engine/core/bytes.h"
 #include "apps/peer.h"
 #include "reports/plan.h"
-#include "apps/rss.h"
+#include "engine/core/rss.h"
 #include "engine/runtime/device.h"
 #include "engine/models/gpen_model.h"
 #include "kernels/cpu/ops.h"

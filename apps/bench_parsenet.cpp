@@ -11,7 +11,7 @@
 #include "apps/bench_profile.h"
 #include "engine/core/bytes.h"
 #include "apps/peer.h"
-#include "apps/rss.h"
+#include "engine/core/rss.h"
 #include "engine/core/error.h"
 #include "engine/models/parsenet.h"
 #include "kernels/cpu/ops.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "apps/peer.h"
-#include "apps/rss.h"
+#include "engine/core/rss.h"
 #include "engine/models/rrdbnet.h"
 #include "engine/runtime/device.h"
 #include "kernels/cpu/ops.h"

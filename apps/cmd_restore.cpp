@@ -16,7 +16,7 @@
 #include "apps/image_options.h"
 #include "apps/restore_common.h"
 #include "apps/restore_tasks.h"
-#include "apps/rss.h"
+#include "engine/core/rss.h"
 #include "reports/svg.h"
 #include "apps/sr_common.h"
 #include "engine/core/bytes.h"

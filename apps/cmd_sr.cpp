@@ -12,7 +12,7 @@
 #include "engine/core/bytes.h"
 #include "apps/image_options.h"
 #include "apps/restore_common.h"
-#include "apps/rss.h"
+#include "engine/core/rss.h"
 #include "apps/sr_common.h"
 #include "reports/svg.h"
 #include "engine/core/stopwatch.h"

@@ -1,5 +1,5 @@
 // gpen video: the faces of every frame of a film restored, through FFmpeg's libraries
-// (engine/video): frames decoded as cv2.VideoCapture decodes them, restored (apps/video_restore.h),
+// (engine/video): frames decoded as cv2.VideoCapture decodes them, restored (engine/video/video_restore.h),
 // re-encoded in the input's codec family, pixel format, colour description and timestamps, the
 // other streams and the metadata copied. Decoding, restoring and encoding overlap on their own
 // threads. A file FFmpeg cannot open gets one line with FFmpeg's reason and no output; a damaged
@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -19,14 +19,12 @@
 #include "engine/core/bytes.h"
 #include "reports/svg.h"
 #include "apps/restore_common.h"
-#include "apps/rss.h"
+#include "engine/core/rss.h"
 #include "apps/video_cancel.h"
-#include "apps/video_report.h"
-#include "apps/video_restore.h"
 #include "engine/core/error.h"
 #include "engine/video/video_pipeline.h"
-
-namespace fs = std::filesystem;
+#include "engine/video/video_report.h"
+#include "engine/video/video_restore.h"
 
 namespace gpen::cli {
 namespace {
@@ -83,35 +81,29 @@ class ProgressLine {
   std::chrono::steady_clock::time_point last_{};
 };
 
-// One video: read, restore, write. Returns its report; throws gpen::Error (nothing written) or
-// video::Cancelled.
-nlohmann::json run_one(const VideoArgs& a, const Job& job, VideoRestorer& restorer, SignalCancel& cancel) {
-  video::VideoReadOptions ro;
-  ro.apply_orientation = !a.restore.ignore_orientation;
-  ro.max_pixels = a.restore.max_pixels;
-  ro.start_s = a.start_s;
-  ro.duration_s = a.duration_s;
-  ro.cancel = cancel.flag();
-  video::VideoReader reader(job.input, ro);
-  const video::VideoInfo& info = reader.info();
-  const auto [w, h] = restorer.output_size(info.width, info.height);
-  fs::create_directories(fs::absolute(job.output).parent_path());
-  video::VideoWriter writer(reader, job.output, a.encode, w, h);
-  cancel.guard(writer.temp_path());
+// One video: read, restore, write (the engine's restore_video, as Python's). Returns its report;
+// throws gpen::Error (nothing written) or video::Cancelled.
+nlohmann::json run_one(const VideoArgs& a, const Job& job, video::RestoreFrames& restorer, SignalCancel& cancel) {
+  video::VideoJob v;
+  v.input = job.input;
+  v.output = job.output;
+  v.read.apply_orientation = !a.restore.ignore_orientation;
+  v.read.max_pixels = a.restore.max_pixels;
+  v.read.start_s = a.start_s;
+  v.read.duration_s = a.duration_s;
+  v.encode = a.encode;
+  v.cancel = cancel.flag();
   ProgressLine line(job.input, !a.quiet);
-  video::PipelineOptions po;
-  po.cancel = cancel.flag();
-  po.progress = [&](const video::PipelineProgress& p) { line.update(p); };
-  video::PipelineStats stats;
+  v.progress = [&](const video::PipelineProgress& p) { line.update(p); };
+  v.writing = [&](const std::string& temp) { cancel.guard(temp); };
   try {
-    stats = video::run_pipeline(reader, restorer, writer, po);
+    nlohmann::json rep = video::restore_video(restorer, v);
+    line.clear();
+    return rep;
   } catch (...) {
     line.clear();
     throw;
   }
-  cancel.guard("");
-  line.clear();
-  return video_report(job, reader, writer, stats, restorer);
 }
 
 void run_videos(const VideoArgs& a) {
@@ -120,8 +112,9 @@ void run_videos(const VideoArgs& a) {
   const std::vector<Job> jobs = pair_inputs(
       a.restore.inputs, a.restore.output, is_video_name, [](const std::string& out, bool) { return out; });
   GPEN_CHECK(!jobs.empty(), "no videos found in the inputs (extensions .mp4 .mkv .mov .webm .avi and others)");
-  auto restorer = make_restore_processor(a.restore);
-  if (!a.quiet) std::fprintf(stderr, "%s\n", restorer->describe().c_str());
+  const std::unique_ptr<Restorer> engine = Restorer::open(restore_config(a.restore));
+  video::RestoreFrames restorer(*engine);
+  if (!a.quiet) std::fprintf(stderr, "%s\n", restorer.describe().c_str());
 
   nlohmann::json videos = nlohmann::json::array();
   int failed = 0, damaged = 0, signal = 0;
@@ -129,14 +122,14 @@ void run_videos(const VideoArgs& a) {
     SignalCancel cancel;
     for (const Job& job : jobs) {
       try {
-        nlohmann::json rep = run_one(a, job, *restorer, cancel);
+        nlohmann::json rep = run_one(a, job, restorer, cancel);
         const bool loss = rep["decode_errors"]["any"];
         damaged += loss;
         if (loss)
           std::fprintf(stderr, "%s: damaged input: %s; the %lld frames that decoded are restored in %s\n",
                        job.input.c_str(), rep["decode_errors"]["summary"].get<std::string>().c_str(),
                        rep["frames"].get<long long>(), job.output.c_str());
-        if (!a.quiet) std::fprintf(stderr, "%s\n", video_summary(rep).c_str());
+        if (!a.quiet) std::fprintf(stderr, "%s\n", video::video_summary(rep).c_str());
         videos.push_back(std::move(rep));
       } catch (const video::Cancelled&) {
         signal = cancel.signal();
@@ -153,7 +146,7 @@ void run_videos(const VideoArgs& a) {
     std::fflush(stderr);
     std::exit(128 + signal);
   }
-  if (!a.restore.report.empty()) report::write_text_file(a.restore.report, video_report_file(videos) + "\n");
+  if (!a.restore.report.empty()) report::write_text_file(a.restore.report, video::video_report_file(videos) + "\n");
   if (jobs.size() > 1 && !a.quiet)
     std::fprintf(stderr, "%zu videos, %d failed, %d damaged; peak RSS %.0f MiB\n", jobs.size(), failed, damaged,
                  peak_rss_mib());

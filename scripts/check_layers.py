@@ -30,7 +30,7 @@ ALLOWED = {
     "engine/photo": ["engine/core", "kernels", "weights", "engine/graph", "engine/plan", "engine/runtime",
                      "engine/models"],
     # Video files through FFmpeg's libraries, above the photo job; no layer lists it, so only the
-    # folders above every layer (the CLI, its tests) may include it.
+    # folders above every layer (the CLI, the Python extension, the tests) may include it.
     "engine/video": ["engine/core", "kernels", "weights", "engine/graph", "engine/plan", "engine/runtime",
                      "engine/models", "engine/photo"],
     # What `gpen plan`, `gpen info` and `gpen convert` report, shared by the CLI and the Python package.

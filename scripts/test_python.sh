@@ -2,7 +2,8 @@
 # The Python package's tests (ctest: test_python). Installs gpen_engine with `pip install .` into
 # a fresh virtual environment, then runs tests/python/test_*.py with it against the CLI:
 # test_package (restore, plan, info, codecs, errors), test_restore_plan (the CLI and the package
-# plan a restore alike), test_serve (PyTriton, tritonclient) and test_ray (Ray Data). The package's build tree (build/python/, see pyproject.toml) and pip's
+# plan a restore alike), test_serve (PyTriton, tritonclient), test_ray (Ray Data) and test_video
+# (Restorer.restore_video against gpen video; videos in segments through Ray). The package's build tree (build/python/, see pyproject.toml) and pip's
 # cache are kept between runs, so a rerun compiles nothing and downloads nothing.
 # Exit 77 (skipped) when python3 -m venv or PyPI (or pip's cache) cannot provide what the package
 # needs; a test whose optional packages (nvidia-pytriton, tritonclient, ray) are missing skips alone.
@@ -36,7 +37,7 @@ echo "test_python: gpen_engine installed into a fresh venv in $((t1 - t0)) s"
 echo "test_python: optional packages in $(($(date +%s) - t1)) s"
 cd "$ROOT/build" 2>/dev/null || cd /tmp  # not the checkout: the installed package, not python/, is tested
 status=0 ran=0
-for t in ${GPEN_PY_TESTS:-package restore_plan serve ray}; do
+for t in ${GPEN_PY_TESTS:-package restore_plan serve ray video}; do
   s=$(date +%s)
   "$PY" "$ROOT/tests/python/test_$t.py"
   rc=$?

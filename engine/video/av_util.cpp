@@ -90,4 +90,12 @@ LoggedErrors take_logged_errors(bool input_side) {
   return out;
 }
 
+AVStream* first_video_stream(const AVFormatContext* ic) {
+  for (unsigned i = 0; i < ic->nb_streams; ++i)
+    if (ic->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_VIDEO &&
+        !(ic->streams[i]->disposition & AV_DISPOSITION_ATTACHED_PIC))
+      return ic->streams[i];
+  return nullptr;
+}
+
 }  // namespace gpen::video

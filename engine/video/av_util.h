@@ -35,6 +35,9 @@ std::string av_error_text(int err);
 // A time in seconds from a timestamp and its time base (0 for AV_NOPTS_VALUE).
 double seconds(int64_t ts, AVRational tb);
 
+// The video stream cv2.VideoCapture reads: the first that is not cover art (nullptr: none).
+AVStream* first_video_stream(const AVFormatContext* ic);
+
 // Sets each colour field of a stream's parameters (range, primaries, transfer, matrix, chroma
 // location) that holds no value FFmpeg names to "unspecified". Demuxers copy these fields from the
 // file unchecked, and a damaged file's out-of-range value is not a value of its C++ enum type: read

@@ -101,6 +101,7 @@ struct VideoReader::Impl {
   std::vector<PacketPtr> pending;  // other streams' packets since the last frame
   std::vector<char> copy_done;     // per stream: a cut's end reached
   bool demux_done = false, flushed = false, video_done = false;
+  bool skip_video = false;         // read_other_streams(): video packets are dropped undecoded
   double t0 = 0, t1 = INFINITY;    // the cut, in seconds of the container's clock
   bool cut = false;
   int64_t start_offset_us = 0;
@@ -141,10 +142,7 @@ struct VideoReader::Impl {
     err = avformat_find_stream_info(ic, nullptr);
     check_cancel();
     if (err < 0) fail("cannot read the streams' parameters: " + av_error_text(err));
-    for (unsigned i = 0; i < ic->nb_streams && !st; ++i)
-      if (ic->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_VIDEO &&
-          !(ic->streams[i]->disposition & AV_DISPOSITION_ATTACHED_PIC))
-        st = ic->streams[i];
+    st = first_video_stream(ic);
     if (!st) fail("no video stream");
     drop_unnamed_color_fields(st->codecpar);
     const AVCodecParameters* par = st->codecpar;
@@ -188,9 +186,10 @@ struct VideoReader::Impl {
     copy_done.assign(ic->nb_streams, 0);
     const double stream_start = st->start_time == AV_NOPTS_VALUE ? 0 : seconds(st->start_time, st->time_base);
     cut = opt.start_s > 0 || opt.duration_s >= 0;
+    if (opt.run_start_s > 0) start_offset_us = int64_t(std::llround((stream_start + opt.run_start_s) * AV_TIME_BASE));
     if (opt.start_s > 0) {
       t0 = stream_start + opt.start_s;
-      start_offset_us = int64_t(std::llround(t0 * AV_TIME_BASE));
+      if (opt.run_start_s < 0) start_offset_us = int64_t(std::llround(t0 * AV_TIME_BASE));
       const int64_t target = int64_t(std::llround(t0 / av_q2d(st->time_base)));
       if (av_seek_frame(ic, st->index, target, AVSEEK_FLAG_BACKWARD) < 0)
         fail("cannot seek to " + std::to_string(opt.start_s) + " s");
@@ -202,6 +201,10 @@ struct VideoReader::Impl {
 
   // A packet of another stream: kept for the writer unless a cut leaves it out.
   void keep_copy() {
+    if (!opt.other_streams) {
+      av_packet_unref(pkt.get());
+      return;
+    }
     const AVStream* s = ic->streams[pkt->stream_index];
     const int64_t ts = pkt->pts != AV_NOPTS_VALUE ? pkt->pts : pkt->dts;
     if (cut && ts != AV_NOPTS_VALUE) {
@@ -239,7 +242,7 @@ struct VideoReader::Impl {
       keep_copy();
       return true;
     }
-    if (video_done) {
+    if (video_done || skip_video) {
       av_packet_unref(pkt.get());
       return true;
     }
@@ -285,6 +288,19 @@ struct VideoReader::Impl {
     fr.time_s = t - (st->start_time == AV_NOPTS_VALUE ? 0 : seconds(st->start_time, st->time_base));
     fr.faces = 0;
     fr.end = false;
+    return true;
+  }
+
+  bool read_other_streams(std::vector<PacketPtr>& out) {
+    out.clear();
+    skip_video = true;
+    // A cut ends when every other stream has passed its end; the whole file at the demuxer's end.
+    while (pending.empty()) {
+      if (demux_done || !opt.other_streams || (cut && !copies_pending())) return false;
+      demux_one();
+    }
+    out = std::move(pending);
+    pending.clear();
     return true;
   }
 
@@ -355,9 +371,11 @@ VideoReader::VideoReader(const uint8_t* data, size_t size, const std::string& na
 VideoReader::~VideoReader() = default;
 const VideoInfo& VideoReader::info() const { return impl_->info; }
 bool VideoReader::read(VideoFrame& frame) { return impl_->read(frame); }
+bool VideoReader::read_other_streams(std::vector<PacketPtr>& packets) { return impl_->read_other_streams(packets); }
 int64_t VideoReader::frames_read() const { return impl_->frames; }
 const DecodeDamage& VideoReader::damage() const { return impl_->damage; }
 const AVFormatContext* VideoReader::format() const { return impl_->ic; }
 int64_t VideoReader::start_offset_us() const { return impl_->start_offset_us; }
+bool VideoReader::other_streams() const { return impl_->opt.other_streams; }
 
 }  // namespace gpen::video

@@ -27,6 +27,12 @@ struct VideoReadOptions {
   double start_s = 0;                    // first frame: the first whose time is >= this
   double duration_s = -1;                // frames whose time is < start + this; negative: to the end
   int threads = 0;                       // decoder threads; 0: as cv2 (the cores, at most 16)
+  // A segment of a longer run (engine/video/video_segments.h): the output's clock starts where
+  // that run's does, at this time (same seconds as start_s), not at the cut's start, so that the
+  // segments' packets join without touching a timestamp. Negative: the cut's own start.
+  double run_start_s = -1;
+  // false: the other streams are left out (a segment's, which the join copies from the input).
+  bool other_streams = true;
   // Polled while reading; set, a blocked read returns and read() throws Cancelled.
   const std::atomic<bool>* cancel = nullptr;
 };
@@ -78,13 +84,18 @@ class VideoReader {
   // the other streams read since the previous call in frame.copied (replacing what it held).
   // At the end: false, with frame.end set and the trailing packets in frame.copied.
   bool read(VideoFrame& frame);
+  // Instead of read(), without decoding: the next packets of the other streams that the cut keeps
+  // (those read() would hand out, in the same order), a few at a time; false at the end.
+  bool read_other_streams(std::vector<PacketPtr>& packets);
   int64_t frames_read() const;
   const DecodeDamage& damage() const;
 
   // For the writer: the demuxer (streams, metadata, chapters) and the timestamp every stream's
-  // output is shifted by (the start of a --start cut, in AV_TIME_BASE units; 0 otherwise).
+  // output is shifted by (the start of a --start cut, or of the run a segment belongs to:
+  // run_start_s; in AV_TIME_BASE units; 0 otherwise).
   const AVFormatContext* format() const;
   int64_t start_offset_us() const;
+  bool other_streams() const;  // VideoReadOptions::other_streams
 
  private:
   struct Impl;

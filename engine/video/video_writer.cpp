@@ -60,6 +60,8 @@ std::string reason(int err) {
   return m[0] == '[' && at != std::string::npos ? m.substr(at + 2) : m;
 }
 
+std::string name_or_none(const char* s) { return s ? s : "none"; }
+
 }  // namespace
 
 struct VideoWriter::Impl {
@@ -94,7 +96,8 @@ struct VideoWriter::Impl {
 
   int64_t offset_in(AVRational tb) const { return av_rescale_q(in.start_offset_us(), AV_TIME_BASE_Q, tb); }
 
-  void open(const EncodeSettings& s, int width, int height) {
+  // encoded: a join's video stream, copied instead of encoded (then `s`, width and height unused).
+  void open(const EncodeSettings& s, int width, int height, const AVStream* encoded = nullptr) {
     capture_ffmpeg_log();
     const VideoInfo& info = in.info();
     ist = ic->streams[info.stream_index];
@@ -111,15 +114,25 @@ struct VideoWriter::Impl {
                     " container cannot store the input's rotation of " + std::to_string(info.rotation) + " degrees";
     else if (info.rotation)
       orientation = "rotation of " + std::to_string(info.rotation) + " degrees kept in the display matrix";
-    choice = choose_encoder(ist->codecpar->codec_id, static_cast<AVPixelFormat>(ist->codecpar->format), s);
+    if (encoded) {
+      choice.encoder = "copy";
+      choice.pix_fmt = name_or_none(av_get_pix_fmt_name(static_cast<AVPixelFormat>(encoded->codecpar->format)));
+      choice.rule = "segments joined: " + name_or_none(avcodec_get_name(encoded->codecpar->codec_id)) + " copied";
+    } else {
+      choice = choose_encoder(ist->codecpar->codec_id, static_cast<AVPixelFormat>(ist->codecpar->format), s);
+    }
 
     out_index.assign(ic->nb_streams, -1);
     for (unsigned i = 0; i < ic->nb_streams; ++i) {
       const AVStream* is = ic->streams[i];
       if (is == ist) {
-        open_encoder(s);
+        if (encoded)
+          add_encoded_stream(encoded);
+        else
+          open_encoder(s);
         continue;
       }
+      if (!in.other_streams()) continue;
       const AVMediaType type = is->codecpar->codec_type;
       if (type != AVMEDIA_TYPE_AUDIO && type != AVMEDIA_TYPE_SUBTITLE && type != AVMEDIA_TYPE_DATA &&
           type != AVMEDIA_TYPE_VIDEO && type != AVMEDIA_TYPE_ATTACHMENT)
@@ -219,6 +232,29 @@ struct VideoWriter::Impl {
     if (!sws) fail("libswscale cannot convert BGR to " + choice.pix_fmt);
   }
 
+  // A join's video stream: what the writer set on the segments' (from this same input), kept.
+  void add_encoded_stream(const AVStream* e) {
+    ost = avformat_new_stream(oc, nullptr);
+    GPEN_CHECK(ost, "out of memory");
+    if (avcodec_parameters_copy(ost->codecpar, e->codecpar) < 0) fail("out of memory");
+    ost->codecpar->codec_tag = copied_codec_tag(oc->oformat, e->codecpar);
+    ost->time_base = ist->time_base;  // asked for as when encoding, so the muxer picks the segments' own
+    ost->avg_frame_rate = ist->avg_frame_rate;
+    ost->sample_aspect_ratio = e->sample_aspect_ratio;
+    ost->disposition = ist->disposition;
+    av_dict_copy(&ost->metadata, e->metadata, 0);
+    copy_side_data(e, ost);
+    out_index[ist->index] = ost->index;
+  }
+
+  void write_encoded(AVPacket* p, AVRational tb) {
+    p->stream_index = ost->index;
+    p->pos = -1;
+    av_packet_rescale_ts(p, tb, ost->time_base);
+    ++written;
+    mux(p);
+  }
+
   void copy_chapters() {
     const int64_t shift = in.start_offset_us();
     for (unsigned i = 0; i < ic->nb_chapters; ++i) {
@@ -299,8 +335,10 @@ struct VideoWriter::Impl {
 
   void finish() {
     GPEN_CHECK(!finished, path + ": finished twice");
-    avcodec_send_frame(enc.get(), nullptr);
-    drain();
+    if (enc) {
+      avcodec_send_frame(enc.get(), nullptr);
+      drain();
+    }
     int err = av_write_trailer(oc);
     if (err < 0) fail("cannot finalise the container: " + av_error_text(err));
     if (!(oc->oformat->flags & AVFMT_NOFILE)) {
@@ -320,6 +358,11 @@ VideoWriter::VideoWriter(const VideoReader& in, const std::string& path, const E
   impl_->open(settings, width, height);
 }
 
+VideoWriter::VideoWriter(const VideoReader& in, const std::string& path, const AVStream* encoded)
+    : impl_(std::make_unique<Impl>(in, path)) {
+  impl_->open({}, 0, 0, encoded);
+}
+
 VideoWriter::~VideoWriter() = default;
 const EncoderChoice& VideoWriter::choice() const { return impl_->choice; }
 
@@ -328,6 +371,10 @@ void VideoWriter::write(VideoFrame& frame) {
   frame.copied.clear();
   if (!frame.end) impl_->write_frame(frame);
 }
+
+void VideoWriter::write_encoded(AVPacket* packet, AVRational time_base) { impl_->write_encoded(packet, time_base); }
+
+void VideoWriter::write_copied(AVPacket* packet) { impl_->write_copied(packet); }
 
 void VideoWriter::finish() { impl_->finish(); }
 const std::string& VideoWriter::temp_path() const { return impl_->temp; }

@@ -23,6 +23,10 @@ class VideoWriter {
   // sizes than the input's when the processing step scales). Throws gpen::Error naming `path` or
   // the setting at fault, before anything is written.
   VideoWriter(const VideoReader& in, const std::string& path, const EncodeSettings& settings, int width, int height);
+  // A join (engine/video/video_segments.h): the video stream not encoded but copied packet for
+  // packet from `encoded`, a stream this writer wrote from the same input (its parameters, side
+  // data and metadata); everything else as above.
+  VideoWriter(const VideoReader& in, const std::string& path, const AVStream* encoded);
   ~VideoWriter();  // without a successful finish(): the temporary file is removed
   VideoWriter(const VideoWriter&) = delete;
   VideoWriter& operator=(const VideoWriter&) = delete;
@@ -30,6 +34,10 @@ class VideoWriter {
   const EncoderChoice& choice() const;
   // frame.copied's packets, then the frame itself (unless frame.end); empties frame.copied.
   void write(VideoFrame& frame);
+  // A join's: an encoded packet of the video stream (timestamps in `time_base`), or a packet of
+  // another stream as VideoReader::read_other_streams gives it. Both are consumed.
+  void write_encoded(AVPacket* packet, AVRational time_base);
+  void write_copied(AVPacket* packet);
   // Drains the encoder, finalises the container and renames the temporary file to the output.
   void finish();
   const std::string& temp_path() const;

@@ -1,5 +1,5 @@
-"""gpen-engine for Python: the engine's GPEN face restoration, RetinaFace detection, memory
-planner, converter and image codecs (docs/python.md).
+"""gpen-engine for Python: the engine's GPEN face restoration of photos and videos, RetinaFace
+detection, memory planner, converter and image codecs (docs/python.md).
 
 Images are H x W x 3 uint8 BGR numpy arrays, as cv2.imread returns them; imread/imwrite use the
 engine's own codecs, so a Python run writes the bytes `gpen restore` writes.
@@ -21,9 +21,12 @@ from ._gpen import (  # noqa: F401
 
 __version__ = _gpen.__version__
 __all__ = ["Restorer", "Detector", "Error", "ImageMeta", "plan", "info", "convert", "imread", "imdecode",
-           "imwrite", "imencode", "cuda_compiled_in", "output_name"]
+           "imwrite", "imencode", "cuda_compiled_in", "output_name", "is_image_name", "is_video_name", "has_video"]
 
 _IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".webp", ".bmp")
+# The files `gpen video` takes from a folder (apps/cmd_video.cpp).
+_VIDEO_EXTS = (".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".ts", ".mts", ".m2ts", ".mpg", ".mpeg", ".flv",
+               ".wmv", ".ogv", ".3gp", ".y4m")
 
 
 def plan(model=None, *, arch="gpen", size=512, batch=1, precision="fp32", device="cpu", strategy=None,
@@ -68,3 +71,13 @@ def output_name(relative_path):
 def is_image_name(path):
     """Whether `gpen restore` takes this file from a folder (by its extension)."""
     return str(path).lower().endswith(_IMAGE_EXTS)
+
+
+def is_video_name(path):
+    """Whether `gpen video` takes this file from a folder (by its extension)."""
+    return str(path).lower().endswith(_VIDEO_EXTS)
+
+
+def has_video():
+    """Whether this build reads and writes videos (built with FFmpeg's libraries: Restorer.restore_video)."""
+    return hasattr(_gpen, "join_video_segments")

@@ -1,5 +1,5 @@
 """The compiled part of gpen_engine (nanobind). Images: H x W x 3 uint8 BGR, C-contiguous."""
-from typing import Any, Literal, Optional, Tuple, TypedDict, Union, overload
+from typing import Any, Callable, Literal, Optional, Sequence, Tuple, TypedDict, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -10,6 +10,12 @@ class Face(TypedDict):
     box: Tuple[float, float, float, float]  # x1, y1, x2, y2 in photo pixels
     score: float
     landmarks: list[Tuple[float, float]]  # left eye, right eye, nose, mouth left, mouth right
+
+class VideoProgress(TypedDict):
+    frames: int  # written so far
+    frames_total: int  # expected (0: unknown)
+    faces: int
+    elapsed_s: float
 
 class Error(RuntimeError):
     """An engine error; the message names the file or value at fault."""
@@ -33,6 +39,12 @@ class Restorer:
     def restore(self, image: Image) -> Tuple[Image, list[Face]]: ...
     def restore_aligned(self, face: Image) -> Image: ...
     def sr_tile(self, width: int, height: int) -> Tuple[int, str]: ...
+    def restore_video(self, src: str, dst: str, *, codec: Optional[str] = None, pix_fmt: Optional[str] = None,
+                      crf: Optional[int] = None, preset: Optional[str] = None, start: Optional[float] = None,
+                      duration: Optional[float] = None, ignore_orientation: bool = False,
+                      max_pixels: Optional[int] = None,
+                      progress: Optional[Callable[[VideoProgress], object]] = None,
+                      run_start: Optional[float] = None, other_streams: bool = True) -> dict[str, Any]: ...
     @property
     def memory(self) -> dict[str, Union[int, str, bool]]: ...
     @property
@@ -64,6 +76,9 @@ def imdecode(data: bytes, name: str = "<bytes>", *, meta: Literal[True], max_pix
 def imwrite(path: str, image: Image, *, quality: int = 95, meta: Optional[ImageMeta] = None) -> None: ...
 def imencode(ext: str, image: Image, *, quality: int = 95, meta: Optional[ImageMeta] = None) -> bytes: ...
 def cuda_compiled_in() -> bool: ...
+def video_keyframe_cuts(path: str) -> list[float]: ...
+def join_video_segments(source: str, segments: Sequence[str], output: str, *, start: Optional[float] = None,
+                        duration: Optional[float] = None, ignore_orientation: bool = False) -> int: ...
 def _plan(**kwargs: object) -> str: ...
 def _info(path: str, tensors: bool = False) -> str: ...
 def _convert(input: str, output: str, arch: str = "auto", key: Optional[str] = None, dtype: str = "fp32",

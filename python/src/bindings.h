@@ -5,6 +5,13 @@
 #include <nanobind/ndarray.h>
 
 #include "engine/core/image.h"
+#ifdef GPEN_PY_VIDEO
+#include <mutex>
+#include <optional>
+
+#include "engine/photo/restorer.h"
+#include "engine/video/video_restore.h"
+#endif
 
 namespace gpen::py {
 
@@ -23,5 +30,16 @@ ImageOut to_array(Image&& img);
 void register_images(nb::module_& m);    // src/images.cpp
 void register_restorer(nb::module_& m);  // src/restorer.cpp
 void register_tools(nb::module_& m);     // src/tools.cpp
+
+#ifdef GPEN_PY_VIDEO  // built with GPEN_VIDEO (engine/video, FFmpeg's libraries)
+void register_video(nb::module_& m);     // src/video.cpp: the segments' keyframe cuts and join
+// src/video.cpp: one video through `restorer` (the calls serialised by `mu`), cancelled by
+// Ctrl-C or by an exception `progress` raises; returns the report as a dict.
+nb::object restore_video(Restorer& restorer, std::mutex& mu, video::VideoJob job, nb::object progress);
+// The cut a start and a duration make (None: from the beginning, to the end), checked as `gpen
+// video` checks --start and --duration.
+video::VideoReadOptions video_cut(std::optional<double> start, std::optional<double> duration,
+                                  bool ignore_orientation);
+#endif
 
 }  // namespace gpen::py

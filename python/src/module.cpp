@@ -14,4 +14,7 @@ NB_MODULE(_gpen, m) {
   gpen::py::register_images(m);
   gpen::py::register_restorer(m);
   gpen::py::register_tools(m);
+#ifdef GPEN_PY_VIDEO
+  gpen::py::register_video(m);
+#endif
 }

@@ -113,6 +113,31 @@ class PyRestorer {
     return nb::make_tuple(tile, why);
   }
 
+#ifdef GPEN_PY_VIDEO
+  // A video file, as `gpen video SRC -o DST` restores it (src/video.cpp).
+  nb::object restore_video(const std::string& src, const std::string& dst, std::optional<std::string> codec,
+                           std::optional<std::string> pix_fmt, std::optional<int> crf,
+                           std::optional<std::string> preset, std::optional<double> start,
+                           std::optional<double> duration, bool ignore_orientation, std::optional<int64_t> max_pixels,
+                           nb::object progress, std::optional<double> run_start, bool other_streams) {
+    GPEN_CHECK(!crf || (*crf >= 0 && *crf <= 63), "crf must be within 0..63");
+    GPEN_CHECK(!max_pixels || *max_pixels >= 1, "max_pixels must be at least 1");
+    GPEN_CHECK(!run_start || *run_start >= 0, "run_start must not be negative");
+    video::VideoJob job;
+    job.input = src;
+    job.output = dst;
+    job.read = video_cut(start, duration, ignore_orientation);
+    if (max_pixels) job.read.max_pixels = *max_pixels;
+    job.read.run_start_s = run_start.value_or(-1);
+    job.read.other_streams = other_streams;
+    job.encode.codec = codec.value_or("");
+    job.encode.pix_fmt = pix_fmt.value_or("");
+    job.encode.crf = crf.value_or(-1);
+    job.encode.preset = preset.value_or("");
+    return py::restore_video(*r_, mu_, std::move(job), std::move(progress));
+  }
+#endif
+
   nb::object memory() {
     nlohmann::json j;
     {
@@ -185,6 +210,13 @@ void register_restorer(nb::module_& m) {
       .def("restore", &PyRestorer::restore, nb::arg("image"))
       .def("restore_aligned", &PyRestorer::restore_aligned, nb::arg("face"))
       .def("sr_tile", &PyRestorer::sr_tile, nb::arg("width"), nb::arg("height"))
+#ifdef GPEN_PY_VIDEO
+      .def("restore_video", &PyRestorer::restore_video, nb::arg("src"), nb::arg("dst"), nb::kw_only(),
+           nb::arg("codec") = nb::none(), nb::arg("pix_fmt") = nb::none(), nb::arg("crf") = nb::none(),
+           nb::arg("preset") = nb::none(), nb::arg("start") = nb::none(), nb::arg("duration") = nb::none(),
+           nb::arg("ignore_orientation") = false, nb::arg("max_pixels") = nb::none(),
+           nb::arg("progress") = nb::none(), nb::arg("run_start") = nb::none(), nb::arg("other_streams") = true)
+#endif
       .def_prop_ro("memory", &PyRestorer::memory)
       .def_prop_ro("plan", &PyRestorer::plan)
       .def_prop_ro("size", &PyRestorer::size)

@@ -85,6 +85,10 @@ def make(out):
     # Faces large enough to detect and restore (the CLI's tests).
     still(KIDS, "crop=w=560:h=420:x='140+6*n':y=100,scale=320:240", 6, 25, *x264, "-pix_fmt", "yuv420p",
           os.path.join(out, "faces_320.mp4"))
+    # Segments (gpen_engine.ray_restore): a keyframe every 4 frames, B-frames, faces and an AAC track.
+    ffmpeg("-loop", "1", "-framerate", "25", "-i", KIDS, *tone, "-vf", "crop=w=560:h=420:x='140+6*n':y=100,scale=320:240",
+           "-t", "0.48", *x264, "-pix_fmt", "yuv420p", "-g", "4", "-keyint_min", "4", "-sc_threshold", "0",
+           "-c:a", "aac", "-b:a", "32k", os.path.join(out, "keyframes4_audio.mp4"))
     # Long enough (30 s) to be interrupted while it is written.
     ffmpeg("-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-frames:v", "750", *x264, "-pix_fmt", "yuv420p",
            os.path.join(out, "long.mp4"))

@@ -1,23 +1,22 @@
-#include "apps/video_report.h"
+#include "engine/video/video_report.h"
 
 #include <cstdio>
 
-#include "apps/rss.h"
+#include "engine/core/rss.h"
 
-namespace gpen::cli {
+namespace gpen::video {
 
-nlohmann::json video_report(const restore_detail::Job& job, const video::VideoReader& reader,
-                            const video::VideoWriter& writer, const video::PipelineStats& stats,
-                            const VideoRestorer& restorer) {
-  const video::VideoInfo& in = reader.info();
-  const video::DecodeDamage& d = reader.damage();
-  const video::EncoderChoice& enc = writer.choice();
+nlohmann::json video_report(const std::string& input, const std::string& output, const VideoReader& reader,
+                            const VideoWriter& writer, const PipelineStats& stats, const RestoreFrames& restorer) {
+  const VideoInfo& in = reader.info();
+  const DecodeDamage& d = reader.damage();
+  const EncoderChoice& enc = writer.choice();
   nlohmann::json options = nlohmann::json::object();
   for (const auto& [k, v] : enc.options) options[k] = v;
   const size_t queues = size_t(stats.frames_in_flight) * stats.frame_bytes;
   return {
-      {"video", job.input},
-      {"output", job.output},
+      {"video", input},
+      {"output", output},
       {"frames", stats.frames},
       {"faces", stats.faces},
       {"fps", stats.fps()},
@@ -94,4 +93,4 @@ std::string video_report_file(const nlohmann::json& videos) {
   return report.dump(2);
 }
 
-}  // namespace gpen::cli
+}  // namespace gpen::video

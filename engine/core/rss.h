@@ -1,8 +1,8 @@
 #pragma once
-// The process's peak resident memory (getrusage), as bench and restore report it.
+// The process's peak resident memory (getrusage), as bench, restore and the video reports give it.
 #include <sys/resource.h>
 
-namespace gpen::cli {
+namespace gpen {
 
 inline double peak_rss_mib() {
   rusage ru{};
@@ -10,4 +10,4 @@ inline double peak_rss_mib() {
   return ru.ru_maxrss / 1024.0;  // Linux reports KiB
 }
 
-}  // namespace gpen::cli
+}  // namespace gpen

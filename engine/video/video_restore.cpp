@@ -1,0 +1,85 @@
+#include "engine/video/video_restore.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include "engine/video/video_report.h"
+
+namespace fs = std::filesystem;
+
+namespace gpen::video {
+namespace {
+
+// Frames handed to the Restorer at once: their faces fill GPEN's batches, and each costs one
+// decoded frame more in the pipeline's pool (engine/video/video_pipeline.h), so no more than the
+// planned batch of faces can use, and no more than 8 (beyond that a 4K frame pool outgrows the
+// arena it feeds).
+constexpr int kMaxFramesPerCall = 8;
+
+}  // namespace
+
+int RestoreFrames::max_frames() const { return std::clamp(r_->plan().split.batch, 1, kMaxFramesPerCall); }
+
+std::pair<int, int> RestoreFrames::output_size(int width, int height) const {
+  const int s = r_->sr_model() ? r_->sr_model()->config().scale : 1;
+  return {width * s, height * s};
+}
+
+void RestoreFrames::process(std::span<VideoFrame* const> frames) {
+  std::vector<ImageView> views;
+  views.reserve(frames.size());
+  for (const VideoFrame* f : frames) views.push_back(f->image);
+  std::vector<RestoreResult> done = r_->restore(views);
+  for (size_t i = 0; i < frames.size(); ++i) {
+    frames[i]->image = std::move(done[i].image);
+    frames[i]->faces = done[i].restored;
+  }
+}
+
+std::string RestoreFrames::describe() const {
+  const RestorePlan& p = r_->plan();
+  std::string s = "GPEN " + std::to_string(p.size) + "x" + std::to_string(p.size) + " on " + p.device + " (" +
+                  p.precision + "), up to " + std::to_string(p.split.batch) + " faces per run from up to " +
+                  std::to_string(max_frames()) + " frames";
+  if (p.split.banded) s += ", banded";
+  if (p.mask == "parse") s += ", face-parsing paste mask";
+  if (!p.sr_model.empty()) s += ", background " + p.sr_model;
+  return s;
+}
+
+size_t RestoreFrames::planned_bytes() const {
+  const nlohmann::json m = r_->memory_json();
+  size_t total = m["weights_bytes"].get<size_t>() + m["workspace_bytes"].get<size_t>() +
+                 m["shared_arena_bytes"].get<size_t>() + m["parsenet_weights_bytes"].get<size_t>() +
+                 m["pipeline_buffer_bytes"].get<size_t>();
+  if (!m["detector_in_generator_arena"].get<bool>()) total += m["detector_arena_bytes"].get<size_t>();
+  if (r_->sr_model()) total += r_->plan().split.sr_budget;  // RealESRNet's weights, arena and tile at most
+  return total;
+}
+
+nlohmann::json RestoreFrames::memory() const {
+  nlohmann::json m = r_->memory_json();
+  m["plan"] = to_json(r_->plan());
+  m["planned_bytes"] = planned_bytes();
+  return m;
+}
+
+nlohmann::json restore_video(RestoreFrames& restorer, const VideoJob& job) {
+  VideoReadOptions ro = job.read;
+  ro.cancel = job.cancel;
+  VideoReader reader(job.input, ro);
+  const VideoInfo& info = reader.info();
+  const auto [w, h] = restorer.output_size(info.width, info.height);
+  fs::create_directories(fs::absolute(job.output).parent_path());
+  VideoWriter writer(reader, job.output, job.encode, w, h);
+  if (job.writing) job.writing(writer.temp_path());
+  PipelineOptions po;
+  po.cancel = job.cancel;
+  po.progress = job.progress;
+  const PipelineStats stats = run_pipeline(reader, restorer, writer, po);
+  if (job.writing) job.writing("");
+  return video_report(job.input, job.output, reader, writer, stats, restorer);
+}
+
+}  // namespace gpen::video
