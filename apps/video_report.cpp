@@ -56,6 +56,7 @@ nlohmann::json video_report(const restore_detail::Job& job, const video::VideoRe
         {"queue_bytes", queues},
         {"restorer", restorer.memory()},
         {"planned_bytes", restorer.planned_bytes() + queues}}},
+      {"smooth", restorer.smoothing()},
       {"peak_rss_mib", peak_rss_mib()}};
 }
 

@@ -2,8 +2,10 @@
 #include "apps/video_restore.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
+#include "engine/photo/face_tracks.h"
 #include "engine/photo/restorer.h"
 
 namespace gpen::cli {
@@ -19,7 +21,9 @@ constexpr int kMaxFramesPerCall = 8;
 
 class FramesThroughRestorer final : public VideoRestorer {
  public:
-  explicit FramesThroughRestorer(const RestoreArgs& a) : restorer_(Restorer::open(restore_config(a))) {}
+  FramesThroughRestorer(const RestoreArgs& a, int smooth) : restorer_(Restorer::open(restore_config(a))) {
+    if (smooth > 0) tracks_.emplace(smooth);
+  }
 
   int max_frames() const override { return std::clamp(restorer_->plan().split.batch, 1, kMaxFramesPerCall); }
 
@@ -32,7 +36,11 @@ class FramesThroughRestorer final : public VideoRestorer {
     std::vector<ImageView> views;
     views.reserve(frames.size());
     for (const video::VideoFrame* f : frames) views.push_back(f->image);
-    std::vector<RestoreResult> done = restorer_->restore(views);
+    // The frames come in display order, and the Restorer hands over their detections in the
+    // order of the frames: the tracks see the video frame after frame.
+    FaceAdjust smooth;
+    if (tracks_) smooth = [this](size_t, std::vector<Face>& faces) { tracks_->next_frame(faces); };
+    std::vector<RestoreResult> done = restorer_->restore(views, {}, smooth);
     for (size_t i = 0; i < frames.size(); ++i) {
       frames[i]->image = std::move(done[i].image);
       frames[i]->faces = done[i].restored;
@@ -47,6 +55,7 @@ class FramesThroughRestorer final : public VideoRestorer {
     if (p.split.banded) s += ", banded";
     if (p.mask == "parse") s += ", face-parsing paste mask";
     if (!p.sr_model.empty()) s += ", background " + p.sr_model;
+    if (tracks_) s += ", landmarks averaged over " + std::to_string(tracks_->window()) + " frames per face track";
     return s;
   }
 
@@ -61,6 +70,18 @@ class FramesThroughRestorer final : public VideoRestorer {
     return total;
   }
 
+  void start_video() override {
+    if (tracks_) tracks_->reset();
+  }
+
+  nlohmann::json smoothing() const override {
+    if (!tracks_) return nullptr;
+    const LandmarkJitter j = tracks_->jitter();
+    return {{"frames", tracks_->window()},
+            {"tracks", tracks_->tracks_started()},
+            {"landmark_jitter_px", {{"detected", j.detected_px}, {"smoothed", j.smoothed_px}, {"steps", j.steps}}}};
+  }
+
   nlohmann::json memory() const override {
     nlohmann::json m = restorer_->memory_json();
     m["plan"] = to_json(restorer_->plan());
@@ -70,12 +91,13 @@ class FramesThroughRestorer final : public VideoRestorer {
 
  private:
   std::unique_ptr<Restorer> restorer_;
+  std::optional<FaceTracks> tracks_;  // with --smooth
 };
 
 }  // namespace
 
-std::unique_ptr<VideoRestorer> make_restore_processor(const RestoreArgs& a) {
-  return std::make_unique<FramesThroughRestorer>(a);
+std::unique_ptr<VideoRestorer> make_restore_processor(const RestoreArgs& a, int smooth) {
+  return std::make_unique<FramesThroughRestorer>(a, smooth);
 }
 
 }  // namespace gpen::cli

@@ -85,6 +85,10 @@ def make(out):
     # Faces large enough to detect and restore (the CLI's tests).
     still(KIDS, "crop=w=560:h=420:x='140+6*n':y=100,scale=320:240", 6, 25, *x264, "-pix_fmt", "yuv420p",
           os.path.join(out, "faces_320.mp4"))
+    # A still photo under fresh noise in every frame, re-encoded: the detector's landmarks jitter
+    # although nothing moves (`gpen video --smooth`'s measurement).
+    still(KIDS, "crop=w=560:h=420:x=140:y=100,scale=320:240,noise=alls=24:allf=t:all_seed=7", 12, 25, *x264,
+          "-pix_fmt", "yuv420p", os.path.join(out, "still_noise_320.mp4"))
     # Long enough (30 s) to be interrupted while it is written.
     ffmpeg("-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-frames:v", "750", *x264, "-pix_fmt", "yuv420p",
            os.path.join(out, "long.mp4"))
