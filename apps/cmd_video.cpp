@@ -203,7 +203,7 @@ Command reg(
                      "landmarks over the last N frames, so that the crop of a still face stops jittering (a moving "
                      "face's crop trails it by (N-1)/2 frames); 1 tracks and measures only. Default: off, every "
                      "frame aligned by its own landmarks as `gpen restore` does (docs/video.md)")
-          ->check(CLI::Range(0, 64));
+          ->check(CLI::Range(0, 64));  // beyond 64 frames (2.5 s at 25 fps) a track only lags
       sub.add_option("--report", r.report,
                      "Write a JSON report: frames, faces, fps, time per stage, peak RSS, planned memory, codecs and "
                      "settings, decode errors, with --smooth the landmark jitter detected and smoothed");
