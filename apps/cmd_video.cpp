@@ -35,6 +35,7 @@ struct VideoArgs {
   RestoreArgs restore;  // the models, the device, the memory budget, inputs and output
   video::EncodeSettings encode;
   double start_s = 0, duration_s = -1;
+  int smooth = 0;  // landmarks averaged over this many frames per face track (0: off)
   bool quiet = false;
 };
 
@@ -113,7 +114,7 @@ void run_videos(const VideoArgs& a) {
       a.restore.inputs, a.restore.output, is_video_name, [](const std::string& out, bool) { return out; });
   GPEN_CHECK(!jobs.empty(), "no videos found in the inputs (extensions .mp4 .mkv .mov .webm .avi and others)");
   const std::unique_ptr<Restorer> engine = Restorer::open(restore_config(a.restore));
-  video::RestoreFrames restorer(*engine);
+  video::RestoreFrames restorer(*engine, a.smooth);
   if (!a.quiet) std::fprintf(stderr, "%s\n", restorer.describe().c_str());
 
   nlohmann::json videos = nlohmann::json::array();
@@ -189,9 +190,15 @@ Command reg(
       sub.add_option("--preset", g_args.encode.preset, "Preset of encoders that have one (e.g. libx264, libx265)");
       sub.add_option("--start", g_args.start_s, "Start at this time, in seconds (the output starts there, at time 0)");
       sub.add_option("--duration", g_args.duration_s, "Restore this many seconds (default: to the end)");
+      sub.add_option("--smooth", g_args.smooth,
+                     "Follow each face from frame to frame (by box overlap) and align it by the mean of its "
+                     "landmarks over the last N frames, so that the crop of a still face stops jittering (a moving "
+                     "face's crop trails it by (N-1)/2 frames); 1 tracks and measures only. Default: off, every "
+                     "frame aligned by its own landmarks as `gpen restore` does (docs/video.md)")
+          ->check(CLI::Range(0, 64));  // beyond 64 frames (2.5 s at 25 fps) a track only lags
       sub.add_option("--report", r.report,
                      "Write a JSON report: frames, faces, fps, time per stage, peak RSS, planned memory, codecs and "
-                     "settings, decode errors");
+                     "settings, decode errors, with --smooth the landmark jitter detected and smoothed");
       sub.add_option("--device", r.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
       sub.add_option("--precision", r.precision,
                      "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA)");

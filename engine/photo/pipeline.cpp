@@ -182,7 +182,7 @@ PhotoResult FaceRestorer::process(ImageView photo, ImageView background) {
 }
 
 std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos,
-                                               std::span<const ImageView> backgrounds) {
+                                               std::span<const ImageView> backgrounds, const FaceAdjust& adjust) {
   GPEN_CHECK(backgrounds.empty() || backgrounds.size() == photos.size(),
              "restore: " + std::to_string(photos.size()) + " photos but " + std::to_string(backgrounds.size()) +
                  " backgrounds");
@@ -232,6 +232,7 @@ std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos
                                : det_.detect(photos[p], opt_.detect);
     r.times.detect_ms = ms_since(t0);
     t0 = std::chrono::steady_clock::now();
+    if (adjust) adjust(p, r.faces);
     for (size_t k = 0; k < r.faces.size(); ++k) {
       const Face& f = r.faces[k];
       if (f.score < opt_.min_score) continue;

@@ -2,6 +2,7 @@
 // The job users come for: detect, align, restore, paste back (the official FaceEnhancement.process
 // without super-resolution), one photo at a time, with all faces of a photo going through GPEN in
 // batches whose size comes from the memory plan, never from trial and error.
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -52,6 +53,11 @@ struct PhotoResult {
   StageTimes times;
 };
 
+// Called between detection and alignment with each photo's detections (its index in the call,
+// photos in order): it may change their landmarks, by which the faces are then aligned and which
+// PhotoResult::faces then holds (e.g. FaceTracks smoothing a video's landmarks over frames).
+using FaceAdjust = std::function<void(size_t photo, std::vector<Face>& faces)>;
+
 // The photo pipeline: detection, alignment, GPEN in batches and the paste-back, as one flow of
 // steps (engine/runtime/pipeline_ops.h) that runs on the host or, with both models on a device
 // that has the steps, with the photo kept on the device from upload to composite. Its buffers are
@@ -69,8 +75,10 @@ class FaceRestorer {
   PhotoResult process(ImageView photo, ImageView background);
   // Several photos at once (video frames): each is detected on its own, their faces share GPEN
   // batches (up to batch(), in photo order), and each result is the one process() gives for that
-  // photo alone. `backgrounds`: empty, or one per photo as above.
-  std::vector<PhotoResult> process(std::span<const ImageView> photos, std::span<const ImageView> backgrounds = {});
+  // photo alone. `backgrounds`: empty, or one per photo as above. `adjust`, when set, sees each
+  // photo's detections before its faces are aligned.
+  std::vector<PhotoResult> process(std::span<const ImageView> photos, std::span<const ImageView> backgrounds = {},
+                                   const FaceAdjust& adjust = {});
   // Whether photos go through the device steps (see RestoreOptions::device_pipeline): both models
   // on device backends that have them, no face parser. A call with backgrounds runs on the host.
   bool on_device() const { return device_ops_ != nullptr; }

@@ -208,13 +208,14 @@ RestoreResult Restorer::restore(ImageView photo, const std::function<void(int, i
   return r;
 }
 
-std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos, const RestoreCall& call) {
+std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos, const RestoreCall& call,
+                                             const FaceAdjust& adjust) {
   apply_threads();
   FaceRestorer& steps = call.rect_mask ? rect_faces() : *faces_;
   std::vector<RestoreResult> out(photos.size());
   std::vector<PhotoResult> done;
   if (!sr_ || !call.sr) {
-    done = steps.process(photos);
+    done = steps.process(photos, {}, adjust);
   } else {
     std::vector<Image> bgs, ups;
     for (size_t i = 0; i < photos.size(); ++i) {
@@ -223,7 +224,7 @@ std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos, 
       out[i].sr = true;
     }
     const std::vector<ImageView> up_views(ups.begin(), ups.end()), bg_views(bgs.begin(), bgs.end());
-    done = steps.process(up_views, bg_views);
+    done = steps.process(up_views, bg_views, adjust);
   }
   for (size_t i = 0; i < photos.size(); ++i) static_cast<PhotoResult&>(out[i]) = std::move(done[i]);
   return out;

@@ -129,8 +129,10 @@ class Restorer {
   // after each SR tile.
   RestoreResult restore(ImageView photo, const std::function<void(int, int)>& sr_progress = {});
   // Several photos (frames of a video): each as restore() gives it alone, their faces restored in
-  // shared GPEN batches up to the planned batch.
-  std::vector<RestoreResult> restore(std::span<const ImageView> photos, const RestoreCall& call = {});
+  // shared GPEN batches up to the planned batch. `adjust`, when set, sees each photo's detections
+  // (photos in order) before alignment and may change their landmarks (FaceAdjust, pipeline.h).
+  std::vector<RestoreResult> restore(std::span<const ImageView> photos, const RestoreCall& call = {},
+                                     const FaceAdjust& adjust = {});
   // An aligned face crop of any size, resized to GPEN's input as `gpen restore --aligned` does;
   // with SR, the restored face super-resolved (the official aligned flow).
   Image restore_aligned(ImageView face, const RestoreCall& call = {});

@@ -55,6 +55,7 @@ nlohmann::json video_report(const std::string& input, const std::string& output,
         {"queue_bytes", queues},
         {"restorer", restorer.memory()},
         {"planned_bytes", restorer.planned_bytes() + queues}}},
+      {"smooth", restorer.smoothing()},
       {"peak_rss_mib", peak_rss_mib()}};
 }
 

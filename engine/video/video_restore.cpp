@@ -19,6 +19,10 @@ constexpr int kMaxFramesPerCall = 8;
 
 }  // namespace
 
+RestoreFrames::RestoreFrames(Restorer& restorer, int smooth) : r_(&restorer) {
+  if (smooth > 0) tracks_.emplace(smooth);
+}
+
 int RestoreFrames::max_frames() const { return std::clamp(r_->plan().split.batch, 1, kMaxFramesPerCall); }
 
 std::pair<int, int> RestoreFrames::output_size(int width, int height) const {
@@ -30,7 +34,11 @@ void RestoreFrames::process(std::span<VideoFrame* const> frames) {
   std::vector<ImageView> views;
   views.reserve(frames.size());
   for (const VideoFrame* f : frames) views.push_back(f->image);
-  std::vector<RestoreResult> done = r_->restore(views);
+  // The frames come in display order, and the Restorer hands over their detections in the order
+  // of the frames: the tracks see the video frame after frame.
+  FaceAdjust smooth;
+  if (tracks_) smooth = [this](size_t, std::vector<Face>& faces) { tracks_->next_frame(faces); };
+  std::vector<RestoreResult> done = r_->restore(views, {}, smooth);
   for (size_t i = 0; i < frames.size(); ++i) {
     frames[i]->image = std::move(done[i].image);
     frames[i]->faces = done[i].restored;
@@ -45,6 +53,7 @@ std::string RestoreFrames::describe() const {
   if (p.split.banded) s += ", banded";
   if (p.mask == "parse") s += ", face-parsing paste mask";
   if (!p.sr_model.empty()) s += ", background " + p.sr_model;
+  if (tracks_) s += ", landmarks averaged over " + std::to_string(tracks_->window()) + " frames per face track";
   return s;
 }
 
@@ -65,6 +74,18 @@ nlohmann::json RestoreFrames::memory() const {
   return m;
 }
 
+void RestoreFrames::start_video() {
+  if (tracks_) tracks_->reset();
+}
+
+nlohmann::json RestoreFrames::smoothing() const {
+  if (!tracks_) return nullptr;
+  const LandmarkJitter j = tracks_->jitter();
+  return {{"frames", tracks_->window()},
+          {"tracks", tracks_->tracks_started()},
+          {"landmark_jitter_px", {{"detected", j.detected_px}, {"smoothed", j.smoothed_px}, {"steps", j.steps}}}};
+}
+
 nlohmann::json restore_video(RestoreFrames& restorer, const VideoJob& job) {
   VideoReadOptions ro = job.read;
   ro.cancel = job.cancel;
@@ -77,6 +98,7 @@ nlohmann::json restore_video(RestoreFrames& restorer, const VideoJob& job) {
   PipelineOptions po;
   po.cancel = job.cancel;
   po.progress = job.progress;
+  restorer.start_video();
   const PipelineStats stats = run_pipeline(reader, restorer, writer, po);
   if (job.writing) job.writing("");
   return video_report(job.input, job.output, reader, writer, stats, restorer);

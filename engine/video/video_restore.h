@@ -6,17 +6,22 @@
 #include <atomic>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "engine/photo/face_tracks.h"
 #include "engine/photo/restorer.h"
 #include "engine/video/video_pipeline.h"
 
 namespace gpen::video {
 
-// The processing step over a Restorer that the caller opened and keeps.
+// The processing step over a Restorer that the caller opened and keeps. `smooth` > 0 (`gpen video
+// --smooth`): faces tracked from frame to frame, their landmarks averaged over that many frames
+// before alignment (engine/photo/face_tracks.h; 1 tracks and measures, landmarks as detected); 0:
+// every frame on its own, as `gpen restore`.
 class RestoreFrames final : public FrameProcessor {
  public:
-  explicit RestoreFrames(Restorer& restorer) : r_(&restorer) {}
+  explicit RestoreFrames(Restorer& restorer, int smooth = 0);
   int max_frames() const override;
   std::pair<int, int> output_size(int width, int height) const override;
   void process(std::span<VideoFrame* const> frames) override;
@@ -24,9 +29,14 @@ class RestoreFrames final : public FrameProcessor {
   std::string describe() const;   // one line for the log: model, device, batch, memory
   nlohmann::json memory() const;  // its planned memory, for the report
   size_t planned_bytes() const;   // weights + arenas + workspace, all of it
+  // Before a video's first frame: the face tracks of the previous video end.
+  void start_video();
+  // Null when not smoothing, else the window and the landmark jitter of the video so far.
+  nlohmann::json smoothing() const;
 
  private:
   Restorer* r_;
+  std::optional<FaceTracks> tracks_;
 };
 
 struct VideoJob {

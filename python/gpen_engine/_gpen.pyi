@@ -44,7 +44,8 @@ class Restorer:
                       duration: Optional[float] = None, ignore_orientation: bool = False,
                       max_pixels: Optional[int] = None,
                       progress: Optional[Callable[[VideoProgress], object]] = None,
-                      run_start: Optional[float] = None, other_streams: bool = True) -> dict[str, Any]: ...
+                      run_start: Optional[float] = None, other_streams: bool = True,
+                      smooth: int = 0) -> dict[str, Any]: ...
     @property
     def memory(self) -> dict[str, Union[int, str, bool]]: ...
     @property

@@ -35,7 +35,7 @@ void register_tools(nb::module_& m);     // src/tools.cpp
 void register_video(nb::module_& m);     // src/video.cpp: the segments' keyframe cuts and join
 // src/video.cpp: one video through `restorer` (the calls serialised by `mu`), cancelled by
 // Ctrl-C or by an exception `progress` raises; returns the report as a dict.
-nb::object restore_video(Restorer& restorer, std::mutex& mu, video::VideoJob job, nb::object progress);
+nb::object restore_video(Restorer& restorer, std::mutex& mu, video::VideoJob job, int smooth, nb::object progress);
 // The cut a start and a duration make (None: from the beginning, to the end), checked as `gpen
 // video` checks --start and --duration.
 video::VideoReadOptions video_cut(std::optional<double> start, std::optional<double> duration,

@@ -119,7 +119,8 @@ class PyRestorer {
                            std::optional<std::string> pix_fmt, std::optional<int> crf,
                            std::optional<std::string> preset, std::optional<double> start,
                            std::optional<double> duration, bool ignore_orientation, std::optional<int64_t> max_pixels,
-                           nb::object progress, std::optional<double> run_start, bool other_streams) {
+                           nb::object progress, std::optional<double> run_start, bool other_streams, int smooth) {
+    GPEN_CHECK(smooth >= 0 && smooth <= 64, "smooth must be within 0..64");
     GPEN_CHECK(!crf || (*crf >= 0 && *crf <= 63), "crf must be within 0..63");
     GPEN_CHECK(!max_pixels || *max_pixels >= 1, "max_pixels must be at least 1");
     GPEN_CHECK(!run_start || *run_start >= 0, "run_start must not be negative");
@@ -134,7 +135,7 @@ class PyRestorer {
     job.encode.pix_fmt = pix_fmt.value_or("");
     job.encode.crf = crf.value_or(-1);
     job.encode.preset = preset.value_or("");
-    return py::restore_video(*r_, mu_, std::move(job), std::move(progress));
+    return py::restore_video(*r_, mu_, std::move(job), smooth, std::move(progress));
   }
 #endif
 
@@ -215,7 +216,8 @@ void register_restorer(nb::module_& m) {
            nb::arg("codec") = nb::none(), nb::arg("pix_fmt") = nb::none(), nb::arg("crf") = nb::none(),
            nb::arg("preset") = nb::none(), nb::arg("start") = nb::none(), nb::arg("duration") = nb::none(),
            nb::arg("ignore_orientation") = false, nb::arg("max_pixels") = nb::none(),
-           nb::arg("progress") = nb::none(), nb::arg("run_start") = nb::none(), nb::arg("other_streams") = true)
+           nb::arg("progress") = nb::none(), nb::arg("run_start") = nb::none(), nb::arg("other_streams") = true,
+           nb::arg("smooth") = 0)
 #endif
       .def_prop_ro("memory", &PyRestorer::memory)
       .def_prop_ro("plan", &PyRestorer::plan)

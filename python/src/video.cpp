@@ -25,7 +25,7 @@
 
 namespace gpen::py {
 
-nb::object restore_video(Restorer& restorer, std::mutex& mu, video::VideoJob job, nb::object progress) {
+nb::object restore_video(Restorer& restorer, std::mutex& mu, video::VideoJob job, int smooth, nb::object progress) {
   std::atomic<bool> cancel{false};
   std::optional<nb::python_error> raised;  // by the callback or a signal handler: raised again here
   job.cancel = &cancel;
@@ -54,7 +54,7 @@ nb::object restore_video(Restorer& restorer, std::mutex& mu, video::VideoJob job
     std::future<void> done = finished.get_future();
     std::thread worker([&] {
       try {
-        video::RestoreFrames frames(restorer);
+        video::RestoreFrames frames(restorer, smooth);
         report = video::restore_video(frames, job).dump();
       } catch (...) {
         failed = std::current_exception();

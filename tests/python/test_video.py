@@ -85,6 +85,17 @@ class Video(unittest.TestCase):
         self.assertEqual(frames(py_out), frames(cli_out))
         self.assertEqual(probe(py_out, "v:0", "frame=pts_time"), probe(cli_out, "v:0", "frame=pts_time"))
 
+    def test_smooth_equals_cli(self):
+        cli_out, py_out = os.path.join(BASE, "cli_smooth.mkv"), os.path.join(BASE, "py_smooth.mkv")
+        want = self.cli(cli_out, "--smooth", "3")
+        got = self.restorer.restore_video(self.clip, py_out, smooth=3, **LOSSLESS)
+        self.assertEqual(got["smooth"], want["smooth"])
+        self.assertEqual(got["smooth"]["frames"], 3)
+        self.assertEqual(frames(py_out), frames(cli_out))
+        self.assertIsNone(self.restorer.restore_video(self.clip, py_out, **LOSSLESS)["smooth"])
+        with self.assertRaises(gpen_engine.Error):
+            self.restorer.restore_video(self.clip, py_out, smooth=65)
+
     def test_errors_leave_nothing(self):
         bad = os.path.join(BASE, "notes.mp4")
         with open(bad, "w") as f:

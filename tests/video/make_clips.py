@@ -89,6 +89,10 @@ def make(out):
     ffmpeg("-loop", "1", "-framerate", "25", "-i", KIDS, *tone, "-vf", "crop=w=560:h=420:x='140+6*n':y=100,scale=320:240",
            "-t", "0.48", *x264, "-pix_fmt", "yuv420p", "-g", "4", "-keyint_min", "4", "-sc_threshold", "0",
            "-c:a", "aac", "-b:a", "32k", os.path.join(out, "keyframes4_audio.mp4"))
+    # A still photo under fresh noise in every frame, re-encoded: the detector's landmarks jitter
+    # although nothing moves (`gpen video --smooth`'s measurement).
+    still(KIDS, "crop=w=560:h=420:x=140:y=100,scale=320:240,noise=alls=24:allf=t:all_seed=7", 12, 25, *x264,
+          "-pix_fmt", "yuv420p", os.path.join(out, "still_noise_320.mp4"))
     # Long enough (30 s) to be interrupted while it is written.
     ffmpeg("-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25", "-frames:v", "750", *x264, "-pix_fmt", "yuv420p",
            os.path.join(out, "long.mp4"))
