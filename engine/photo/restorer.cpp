@@ -66,7 +66,7 @@ nlohmann::json to_json(const RestorePlan& p) {
   return j;
 }
 
-std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c) {
+std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c, const CudaProvider* cuda) {
   check_config(c);
   std::unique_ptr<Restorer> r(new Restorer);
   r->config_ = c;
@@ -74,13 +74,13 @@ std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c) {
   DeviceOptions dopt;
   dopt.kind = c.device;
   dopt.cuda_graphs = c.cuda_graphs;
-  r->backend_ = make_backend(dopt);
+  r->backend_ = make_backend(dopt, cuda);
   Backend& be = *r->backend_;
   r->model_ = open_gpen_model(c.model, be, c.precision);
   // The detector on the same kind of device (its own backend: own stream, own arena).
   DeviceOptions det_opt = dopt;
   det_opt.kind = is_device_backend(be) ? DeviceKind::cuda : DeviceKind::cpu;
-  r->detector_ = std::make_unique<RetinaFaceDetector>(c.detector, make_backend(det_opt));
+  r->detector_ = std::make_unique<RetinaFaceDetector>(c.detector, make_backend(det_opt, cuda));
   // On GPEN's backend, so that it can run in GPEN's arena (parsing and restoring take turns).
   const std::string mask = mask_kind(c);
   if (mask == "parse") r->parser_ = std::make_unique<ParseNetModel>(c.parser, be);

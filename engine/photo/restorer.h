@@ -111,7 +111,10 @@ class Restorer {
  public:
   // Opens the models and decides the plan (check_config first). gpen::Error naming the file or
   // the option at fault.
-  static std::unique_ptr<Restorer> open(const RestoreConfig& config);
+  static std::unique_ptr<Restorer> open(const RestoreConfig& config) { return open(config, native_cuda()); }
+  // The same on the CUDA build `cuda` provides for device cuda or auto (engine/runtime/device.h's
+  // make_backend): the host emulator's in the CUDA tests, which run the whole setup without a GPU.
+  static std::unique_ptr<Restorer> open(const RestoreConfig& config, const CudaProvider* cuda);
   ~Restorer();
   Restorer(const Restorer&) = delete;
   Restorer& operator=(const Restorer&) = delete;
