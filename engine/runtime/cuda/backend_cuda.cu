@@ -118,7 +118,10 @@ class CudaBackend final : public DeviceBackend {
             ModConvArgs a{opt(in, 0), opt(in, 1), opt(in, 2), opt(in, 3), opt(in, 4),
                           opt(in, 5), opt(in, 6), opt(in, 7), opt(in, 8)};
             modconv(p, a, out[0], ws, s);
-          } else
+          } else if constexpr (std::is_same_v<P, ResizeBilinearParams> || std::is_same_v<P, NoiseBiasActParams> ||
+                               std::is_same_v<P, SftParams>)
+            throw Error(n.name + ": GFPGAN's " + op_name(n.params) + " runs on the CPU backend only");
+          else
             static_assert(sizeof(P) == 0, "CUDA backend misses an op");
         },
         n.params);
