@@ -4,10 +4,10 @@
 
 #include <cmath>
 
+#include "engine/models/f32_weights.h"
 #include "engine/models/gpen.h"
 #include "engine/runtime/device.h"
 #include "weights/gpw.h"
-#include "weights/half.h"
 
 namespace gpen {
 
@@ -241,28 +241,8 @@ GfpganModel::GfpganModel(const std::string& path, Backend& backend) : backend_(b
   w_ = std::unique_ptr<Weights>(new Weights{GpwFile::open(path), {}, {}});
   config_ = gfpgan_config_from_gpw(w_->file);
   GPEN_CHECK(!is_device_backend(backend_), path + ": GFPGAN runs on the CPU backend only");
-  for (const auto& e : w_->file.tensors()) {
-    TensorView v = e.view;
-    if (v.dtype == DType::f16 || v.dtype == DType::bf16) {
-      std::vector<float> wide(static_cast<size_t>(v.numel()));
-      const uint16_t* src = v.as<const uint16_t>();
-      for (size_t i = 0; i < wide.size(); ++i) wide[i] = v.dtype == DType::f16 ? f16_to_f32(src[i]) : bf16_to_f32(src[i]);
-      w_->widened.push_back(std::move(wide));
-      v.data = w_->widened.back().data();
-      v.dtype = DType::f32;
-    }
-    GPEN_CHECK(v.dtype == DType::f32, path + ": tensor '" + e.name + "' has unsupported dtype " + dtype_name(v.dtype));
-    w_->views[e.name] = v;
-  }
-  // Every weight the graph binds must be there with its shape: a clear error now, not at run.
-  const GfpganGraph probe = build_gfpgan_graph(config_);
-  for (const auto& t : probe.graph.tensors()) {
-    if (t.kind != TensorKind::Weight) continue;
-    auto it = w_->views.find(t.name);
-    GPEN_CHECK(it != w_->views.end(), path + ": GFPGAN tensor '" + t.name + "' is missing");
-    GPEN_CHECK(it->second.shape == t.shape, path + ": GFPGAN tensor '" + t.name + "' has shape " +
-                                                it->second.shape.str() + ", expected " + t.shape.str());
-  }
+  w_->views = f32_weight_views(w_->file, w_->widened);
+  check_graph_weights(build_gfpgan_graph(config_).graph, w_->views, path, "GFPGAN");
 }
 
 GfpganModel::~GfpganModel() { ex_.reset(); }
