@@ -31,19 +31,9 @@ Tap tap(int64_t o, int64_t in, int64_t out) {
 }  // namespace
 
 void resize_bilinear(const ResizeBilinearParams& p, const TensorView& x, const TensorView& y) {
-  detail::check_f32(x, "resize_bilinear", "input");
-  detail::check_f32(y, "resize_bilinear", "output");
-  detail::check_rank(x, 4, "resize_bilinear", "input");
-  detail::check_rank(y, 4, "resize_bilinear", "output");
-  GPEN_CHECK(p.out_h > 0 && p.out_w > 0, "resize_bilinear: output size must be positive, got " +
-                                             std::to_string(p.out_h) + "x" + std::to_string(p.out_w));
+  if (!detail::check_resize(x, y, p.out_h, p.out_w, "resize_bilinear")) return;
   const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
   const int64_t Ho = p.out_h, Wo = p.out_w;
-  GPEN_CHECK(y.dim(0) == N && y.dim(1) == Ho && y.dim(2) == Wo && y.dim(3) == C,
-             "resize_bilinear: output shape " + y.shape.str() + " must be [" + std::to_string(N) + ", " +
-                 std::to_string(Ho) + ", " + std::to_string(Wo) + ", " + std::to_string(C) + "]");
-  if (y.numel() == 0) return;
-  GPEN_CHECK(H > 0 && W > 0, "resize_bilinear: empty input " + x.shape.str());
   const int64_t xc = x.stride(3), yc = y.stride(3);
   const int T = y.numel() >= detail::kParallelMinElements ? num_threads() : 1;
 #pragma omp parallel for collapse(2) num_threads(T) if (T > 1) schedule(static)
