@@ -3,7 +3,7 @@
 // fp32 on the fixtures' two inputs (a face crop and noise) and compared with the official output
 // (randomize_noise=False) and style code. s64: different_w and SFT on half the channels; s32: one
 // shared style code and SFT on all of them. Float rounding alone moves the official output by
-// ~1e-6 (manifest.json's f64_maxabs_diff); the bound is 1e-4.
+// ~1e-6 (manifest.json's f64_maxabs_diff); the bound is 1e-4. And `gpen plan --arch gfpgan`.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "engine/photo/npy.h"
 #include "engine/runtime/backend.h"
 #include "tests/converter_fixtures.h"
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 #include "weights/gpw.h"
 
@@ -132,4 +134,19 @@ TEST_CASE("GfpganModel refuses a .gpw of another model and the graph inconsisten
   CHECK_THROWS_AS(build_gfpgan_graph(c), Error);
   c.sft_half = false;
   CHECK_THROWS_AS(build_gfpgan_graph(c), Error);
+}
+
+TEST_CASE("gpen plan --arch gfpgan reports the plan of a size and of a converted model") {
+  std::string out;
+  const std::string gpen = gpen_test::binary_dir() + "/gpen";
+  REQUIRE(gpen_test::run(gpen + " plan --arch gfpgan --size 64 --batch 2 --json", &out) == 0);
+  const auto j = nlohmann::json::parse(out);
+  CHECK(j["arch"] == "gfpgan");
+  CHECK(j["size"] == 64);
+  CHECK(j["gflop"].get<double>() > 0);
+  CHECK(j["arena_bytes"].get<size_t>() >= j["lower_bound_bytes"].get<size_t>());
+  REQUIRE(gpen_test::run(gpen + " plan --arch gfpgan -m " + convert_fixture("s32") + " --json", &out) == 0);
+  const auto k = nlohmann::json::parse(out);
+  CHECK(k["size"] == 32);
+  CHECK(k["arena_bytes"].get<size_t>() > 0);
 }
