@@ -16,7 +16,7 @@ PlanArgs g_args;
 Command reg(
     "plan", "Memory plan of a model (weights, arena, workspace, lower bound) without running it",
     [](CLI::App& sub) {
-      sub.add_option("--arch", g_args.arch, "Architecture: gpen, retinaface-r50, retinaface-mnet, realesrnet, parsenet")->capture_default_str();
+      sub.add_option("--arch", g_args.arch, "Architecture: gpen, retinaface-r50, retinaface-mnet, realesrnet, parsenet, gfpgan")->capture_default_str();
       sub.add_option("--input-size", g_args.input_size, "RetinaFace / RealESRNet input WIDTHxHEIGHT; ParseNet input S or WIDTHxHEIGHT (default 512)")->capture_default_str();
       sub.add_option("--scale", g_args.scale, "RealESRNet scale: 1, 2 or 4")->capture_default_str();
       sub.add_option("--num-block", g_args.num_block, "RealESRNet RRDB blocks (official 23)")->capture_default_str();
@@ -29,7 +29,7 @@ Command reg(
                      "With --pipeline: add RealESRNet at this scale on the --input-size photo (its tile from --tile)");
       sub.add_option("-m,--model", g_args.model, "Take the configuration from a converted model (.gpw)")
           ->check(CLI::ExistingFile);
-      sub.add_option("--size", g_args.size, "GPEN resolution (power of two, 16..2048)")->capture_default_str();
+      sub.add_option("--size", g_args.size, "GPEN resolution (power of two, 16..2048); GFPGAN's (8..1024)")->capture_default_str();
       sub.add_option("--out-size", g_args.out_size,
                      "FullGenerator_SR: decoder (output) resolution above --size, e.g. --size 512 --out-size 1024 "
                      "(default: the same as --size)");

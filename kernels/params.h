@@ -166,6 +166,33 @@ struct ModConvParams {
   }
 };
 
+// ---- GFPGAN (U-Net encoder, StyleGAN2-clean decoder) ops
+
+// NHWC bilinear resize to an explicit size, PyTorch's F.interpolate(mode='bilinear',
+// align_corners=False): on each axis the source of output index o is max((o + 0.5) * in / out
+// - 0.5, 0), between its floor and the next index, the last clamped to the edge. GFPGAN resizes
+// by 2 (ResBlock up, upsampling StyleConv, ToRGB's skip) and by 1/2 (ResBlock down).
+struct ResizeBilinearParams {
+  int out_h = 0, out_w = 0;
+};
+
+// The clean StyleConv's epilogue after its modulated conv x:
+//   y = act(x * gain + noise_weight * noise[h, w] + bias[c])
+// Inputs: x NHWC [N, H, W, C], noise [H, W], noise_weight [1], bias [C] (has_bias). Elementwise,
+// may run in place.
+struct NoiseBiasActParams {
+  float gain = 1.0f;
+  bool has_bias = false;
+  Activation act;
+};
+
+// GFPGAN's Spatial Feature Transform: y = x * scale + shift on the channels from c0 (c0 = C / 2
+// with sft_half, 0 otherwise), y = x below. Inputs: x NHWC [N, H, W, C], scale and shift
+// [N, H, W, C - c0]. Elementwise, may run in place.
+struct SftParams {
+  int64_t c0 = 0;
+};
+
 struct TensorView;
 // The tensors of one modconv, as documented above; absent optional ones are nullptr. Shared by
 // the CPU and CUDA ops (on CUDA every view is device memory, x2_scale included).

@@ -160,6 +160,8 @@ MemoryPlan realesrnet_pipeline_part(const PlanArgs& a, const PlanDevice& dev, nl
 void run_parsenet_plan(const PlanArgs& a, const PlanDevice& dev);
 // The ParseNet graph of the face-parsing paste mask (512 x 512, batch 1) planned for `dev`.
 Planned plan_parsenet_for_pipeline(const PlanArgs& a, const PlanDevice& dev, double* flops);
+// GFPGANv1Clean plans (reports/plan_gfpgan.cpp): --size, --channel-multiplier, --narrow or -m, fp32.
+void run_gfpgan_plan(const PlanArgs& a, const PlanDevice& dev);
 // The roofline estimate of a graph on the CUDA backend at H200 figures (reports/plan_roofline.cpp):
 // per node FLOPs, bytes moved by the kernel's tiling, intensity, bound; printed when `print`.
 nlohmann::json roofline_report(const Graph& g, const WorkspaceFn& ws, bool print);

@@ -30,6 +30,9 @@ const char* op_name(const OpParams& p) {
                         [](const MaxPool2dParams&) { return "max_pool2d"; },
                         [](const PixelUnshuffleParams&) { return "pixel_unshuffle"; },
                         [](const PadReflectParams&) { return "pad_reflect"; },
+                        [](const ResizeBilinearParams&) { return "resize_bilinear"; },
+                        [](const NoiseBiasActParams&) { return "noise_bias_act"; },
+                        [](const SftParams&) { return "sft"; },
                     },
                     p);
 }
@@ -379,6 +382,7 @@ double node_flops(const Graph& g, const Node& n) {
           [&](const ResizeNearestParams&) { return 0.0; },
           [&](const PixelUnshuffleParams&) { return 0.0; },
           [&](const PadReflectParams&) { return 0.0; },
+          [&](const ResizeBilinearParams&) { return 3.0 * out; },
           [&](const auto&) { return out; },  // elementwise and normalisations: about one per element
       },
       n.params);

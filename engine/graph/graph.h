@@ -33,7 +33,8 @@ struct TensorDesc {
 
 using OpParams = std::variant<Conv2dParams, DenseParams, BiasActParams, AddParams, ResizeNearestParams,
                               UpFirDn2dParams, SoftmaxParams, PixelNormParams, DemodParams, ModConvParams,
-                              MaxPool2dParams, PixelUnshuffleParams, PadReflectParams>;
+                              MaxPool2dParams, PixelUnshuffleParams, PadReflectParams, ResizeBilinearParams,
+                              NoiseBiasActParams, SftParams>;
 
 const char* op_name(const OpParams& p);
 
@@ -79,6 +80,13 @@ class Graph {
   int pad_reflect(int x, const PadReflectParams& p, const std::string& name = "");
   int pixel_norm(int x, const std::string& name = "");
   int demod(int s, int q, const std::string& name = "");
+  // GFPGAN (kernels/params.h): bilinear resize to an explicit size; the clean StyleConv's epilogue
+  // (noise [H, W], noise_weight [1], bias [C] or -1); SFT on channels [c0, C) (scale, shift
+  // [N, H, W, C - c0]). The last two may run in place.
+  int resize_bilinear(int x, int out_h, int out_w, const std::string& name = "");
+  int noise_bias_act(int x, int noise, int noise_weight, int bias, const NoiseBiasActParams& p,
+                     const std::string& name = "");
+  int sft(int x, int scale, int shift, int64_t c0, const std::string& name = "");
   // Inputs as in ModConvParams (x, x2, x2_scale, x2_bias, w, s, d, bias, residual); -1 if absent.
   struct ModConvInputs {
     int x = -1, x2 = -1, x2_scale = -1, x2_bias = -1, w = -1, s = -1, d = -1, bias = -1, residual = -1;

@@ -4,11 +4,11 @@
 
 #include <cstring>
 
+#include "engine/models/f32_weights.h"
 #include "engine/runtime/device.h"
 #include "engine/runtime/device_weights.h"
 #include "kernels/cpu/parse_labels.h"
 #include "weights/gpw.h"
-#include "weights/half.h"
 
 namespace gpen {
 
@@ -104,28 +104,8 @@ ParseNetModel::ParseNetModel(const std::string& path, Backend& backend) : backen
   w_ = std::unique_ptr<Weights>(new Weights{GpwFile::open(path), {}, {}, nullptr});
   const GpwFile& f = w_->file;
   GPEN_CHECK(f.arch() == "parsenet", path + ": not a ParseNet model (arch '" + f.arch() + "')");
-  for (const auto& e : f.tensors()) {
-    TensorView v = e.view;
-    if (v.dtype == DType::f16 || v.dtype == DType::bf16) {
-      std::vector<float> wide(static_cast<size_t>(v.numel()));
-      const uint16_t* src = v.as<const uint16_t>();
-      for (size_t i = 0; i < wide.size(); ++i) wide[i] = v.dtype == DType::f16 ? f16_to_f32(src[i]) : bf16_to_f32(src[i]);
-      w_->widened.push_back(std::move(wide));
-      v.data = w_->widened.back().data();
-      v.dtype = DType::f32;
-    }
-    GPEN_CHECK(v.dtype == DType::f32, path + ": tensor '" + e.name + "' has unsupported dtype " + dtype_name(v.dtype));
-    w_->views[e.name] = v;
-  }
-  // Every weight the graph binds must be there with its shape: a clear error now, not at run.
-  const ParseNetGraph probe = build_parsenet_graph(32, 32, 1, false);
-  for (const auto& t : probe.graph.tensors()) {
-    if (t.kind != TensorKind::Weight) continue;
-    auto it = w_->views.find(t.name);
-    GPEN_CHECK(it != w_->views.end(), path + ": ParseNet tensor '" + t.name + "' is missing");
-    GPEN_CHECK(it->second.shape == t.shape, path + ": ParseNet tensor '" + t.name + "' has shape " +
-                                                it->second.shape.str() + ", expected " + t.shape.str());
-  }
+  w_->views = f32_weight_views(f, w_->widened);
+  check_graph_weights(build_parsenet_graph(32, 32, 1, false).graph, w_->views, path, "ParseNet");
   if (is_device_backend(backend_)) {
     std::vector<TensorView*> views;
     for (auto& [name, v] : w_->views) {

@@ -135,6 +135,12 @@ class CpuBackend final : public Backend {
           else if constexpr (std::is_same_v<P, ModConvParams>) {
             cpu::modconv(k.conv, p, modconv_args(in), out[0], ws);
           }
+          else if constexpr (std::is_same_v<P, ResizeBilinearParams>)
+            cpu::resize_bilinear(p, in[0], out[0]);
+          else if constexpr (std::is_same_v<P, NoiseBiasActParams>)
+            cpu::noise_bias_act(p, in[0], in[1], in[2], opt(in, 3), out[0]);
+          else if constexpr (std::is_same_v<P, SftParams>)
+            cpu::sft(p, in[0], in[1], in[2], out[0]);
           else
             static_assert(sizeof(P) == 0, "CPU backend misses an op");
         },

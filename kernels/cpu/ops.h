@@ -74,4 +74,16 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
 void upfirdn2d_epilogue(const UpFirDn2dParams& p, const TensorView* out_scale, const TensorView* bias,
                         const TensorView& y);
 
+// ---- GFPGAN ops (kernels/cpu/resize_bilinear.cpp, noise_bias_act.cpp, sft.cpp); each may run in
+// place except resize_bilinear.
+
+// resize_bilinear: x [N,H,W,C] f32; y [N,out_h,out_w,C] (F.interpolate bilinear, align_corners=False).
+void resize_bilinear(const ResizeBilinearParams& p, const TensorView& x, const TensorView& y);
+// noise_bias_act: x, y [N,H,W,C]; noise [H,W]; noise_weight [1]; bias [C] (optional).
+void noise_bias_act(const NoiseBiasActParams& p, const TensorView& x, const TensorView& noise,
+                    const TensorView& noise_weight, const TensorView* bias, const TensorView& y);
+// sft: x, y [N,H,W,C]; scale, shift [N,H,W,C - c0].
+void sft(const SftParams& p, const TensorView& x, const TensorView& scale, const TensorView& shift,
+         const TensorView& y);
+
 }  // namespace gpen::cpu

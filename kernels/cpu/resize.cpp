@@ -11,19 +11,9 @@
 namespace gpen::cpu {
 
 void resize_nearest(const ResizeNearestParams& p, const TensorView& x, const TensorView& y) {
-  detail::check_f32(x, "resize_nearest", "input");
-  detail::check_f32(y, "resize_nearest", "output");
-  detail::check_rank(x, 4, "resize_nearest", "input");
-  detail::check_rank(y, 4, "resize_nearest", "output");
-  GPEN_CHECK(p.out_h > 0 && p.out_w > 0, "resize_nearest: output size must be positive, got " +
-                                             std::to_string(p.out_h) + "x" + std::to_string(p.out_w));
+  if (!detail::check_resize(x, y, p.out_h, p.out_w, "resize_nearest")) return;
   const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
   const int64_t Ho = p.out_h, Wo = p.out_w;
-  GPEN_CHECK(y.dim(0) == N && y.dim(1) == Ho && y.dim(2) == Wo && y.dim(3) == C,
-             "resize_nearest: output shape " + y.shape.str() + " must be [" + std::to_string(N) + ", " +
-                 std::to_string(Ho) + ", " + std::to_string(Wo) + ", " + std::to_string(C) + "]");
-  if (y.numel() == 0) return;
-  GPEN_CHECK(H > 0 && W > 0, "resize_nearest: empty input " + x.shape.str());
   const bool unit = x.stride(3) == 1 && y.stride(3) == 1;
   const int T = y.numel() >= detail::kParallelMinElements ? num_threads() : 1;
 #pragma omp parallel for collapse(2) num_threads(T) if (T > 1) schedule(static)

@@ -50,6 +50,23 @@ inline float act_branchless(float v, float slope, float gain) {
   return gain * (std::max(v, 0.0f) + slope * std::min(v, 0.0f));
 }
 
+// A resize of NHWC x to y [N, out_h, out_w, C], both f32: the checks of every resize op. Returns
+// false when there is nothing to write (an empty output).
+inline bool check_resize(const TensorView& x, const TensorView& y, int out_h, int out_w, const char* op) {
+  check_f32(x, op, "input");
+  check_f32(y, op, "output");
+  check_rank(x, 4, op, "input");
+  check_rank(y, 4, op, "output");
+  GPEN_CHECK(out_h > 0 && out_w > 0, std::string(op) + ": output size must be positive, got " +
+                                         std::to_string(out_h) + "x" + std::to_string(out_w));
+  GPEN_CHECK(y.dim(0) == x.dim(0) && y.dim(1) == out_h && y.dim(2) == out_w && y.dim(3) == x.dim(3),
+             std::string(op) + ": output shape " + y.shape.str() + " must be [" + std::to_string(x.dim(0)) + ", " +
+                 std::to_string(out_h) + ", " + std::to_string(out_w) + ", " + std::to_string(x.dim(3)) + "]");
+  if (y.numel() == 0) return false;
+  GPEN_CHECK(x.dim(1) > 0 && x.dim(2) > 0, std::string(op) + ": empty input " + x.shape.str());
+  return true;
+}
+
 // Parallelise elementwise loops only when there is enough work to pay for waking threads.
 constexpr int64_t kParallelMinElements = 1 << 15;
 

@@ -15,6 +15,7 @@
 #include "engine/runtime/env_options.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/ops_gemm.h"
+#include "kernels/cuda/ops_gfpgan.h"
 #include "kernels/cuda/ops_gpen.h"
 
 GPEN_CUDA_NAMESPACE_BEGIN
@@ -118,7 +119,13 @@ class CudaBackend final : public DeviceBackend {
             ModConvArgs a{opt(in, 0), opt(in, 1), opt(in, 2), opt(in, 3), opt(in, 4),
                           opt(in, 5), opt(in, 6), opt(in, 7), opt(in, 8)};
             modconv(p, a, out[0], ws, s);
-          } else
+          } else if constexpr (std::is_same_v<P, ResizeBilinearParams>)
+            resize_bilinear(p, in[0], out[0], s);
+          else if constexpr (std::is_same_v<P, NoiseBiasActParams>)
+            noise_bias_act(p, in[0], in[1], in[2], opt(in, 3), out[0], s);
+          else if constexpr (std::is_same_v<P, SftParams>)
+            sft(p, in[0], in[1], in[2], out[0], s);
+          else
             static_assert(sizeof(P) == 0, "CUDA backend misses an op");
         },
         n.params);

@@ -1,0 +1,21 @@
+#pragma once
+// A .gpw's tensors as the f32 views a CPU graph binds, and the check that a graph finds every
+// weight it binds with its shape (ParseNet and GFPGAN load this way).
+#include <string>
+#include <vector>
+
+#include "engine/graph/graph.h"
+#include "engine/runtime/executor.h"
+#include "weights/gpw.h"
+
+namespace gpen {
+
+// Every tensor of f by name; f16 / bf16 ones widened once into `widened`, which must outlive the
+// views. Throws naming the file and the tensor for any other dtype.
+WeightMap f32_weight_views(const GpwFile& f, std::vector<std::vector<float>>& widened);
+
+// Throws naming the file, the model and the tensor when g binds a weight that w lacks or holds
+// with another shape: a clear error at load, not at run.
+void check_graph_weights(const Graph& g, const WeightMap& w, const std::string& path, const std::string& model);
+
+}  // namespace gpen

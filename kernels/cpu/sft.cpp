@@ -1,0 +1,45 @@
+// GFPGAN's Spatial Feature Transform: y = x * scale + shift on the channels from c0, a copy of x
+// below (sft_half modulates the second half of the decoder's features). Any operand may be a
+// strided view; y may be x itself (each element is read before it is written).
+#include <omp.h>
+
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/strided.h"
+#include "engine/core/no_fp_contract.h"  // NOLINT: must follow the other includes
+
+namespace gpen::cpu {
+
+void sft(const SftParams& p, const TensorView& x, const TensorView& scale, const TensorView& shift,
+         const TensorView& y) {
+  detail::check_f32(x, "sft", "input");
+  detail::check_f32(scale, "sft", "scale");
+  detail::check_f32(shift, "sft", "shift");
+  detail::check_f32(y, "sft", "output");
+  detail::check_rank(x, 4, "sft", "input");
+  detail::check_same_shape(x, y, "sft", "input", "output");
+  detail::check_same_shape(scale, shift, "sft", "scale", "shift");
+  const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3), c0 = p.c0;
+  GPEN_CHECK(c0 >= 0 && c0 < C, "sft: first modulated channel " + std::to_string(c0) + " is outside the " +
+                                    std::to_string(C) + " channels of " + x.shape.str());
+  GPEN_CHECK(scale.shape == (Shape{N, H, W, C - c0}),
+             "sft: scale and shift " + scale.shape.str() + " must be [" + std::to_string(N) + ", " + std::to_string(H) +
+                 ", " + std::to_string(W) + ", " + std::to_string(C - c0) + "]");
+  if (x.numel() == 0) return;
+  const int64_t xc = x.stride(3), yc = y.stride(3), sc = scale.stride(3), tc = shift.stride(3);
+  const int T = x.numel() >= detail::kParallelMinElements ? num_threads() : 1;
+#pragma omp parallel for collapse(2) num_threads(T) if (T > 1) schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t w = 0; w < W; ++w) {
+        const float* xp = x.f32() + n * x.stride(0) + h * x.stride(1) + w * x.stride(2);
+        const float* sp = scale.f32() + n * scale.stride(0) + h * scale.stride(1) + w * scale.stride(2);
+        const float* tp = shift.f32() + n * shift.stride(0) + h * shift.stride(1) + w * shift.stride(2);
+        float* yp = y.f32() + n * y.stride(0) + h * y.stride(1) + w * y.stride(2);
+        for (int64_t c = 0; c < c0; ++c) yp[c * yc] = xp[c * xc];
+        for (int64_t c = c0; c < C; ++c) yp[c * yc] = xp[c * xc] * sp[(c - c0) * sc] + tp[(c - c0) * tc];
+      }
+    }
+  }
+}
+
+}  // namespace gpen::cpu
