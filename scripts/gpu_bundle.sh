@@ -74,8 +74,12 @@ for b in "$NEW"/bin/*; do
 done | sort -u > "$BUILD/bundle_libs.txt"
 for b in "$NEW"/bin/*; do patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$b"; done
 
-# The test files the GPU runs: all but those that test the emulator itself (GPEN_EMULATOR_ONLY).
-for f in tests/test_cuda_*.cpp; do grep -q GPEN_EMULATOR_ONLY "$f" || basename "$f"; done > "$NEW/tests/test_cuda_files.txt"
+# The test files the GPU runs: all but those that test the emulator itself (GPEN_EMULATOR_ONLY)
+# and the video ones (test_cuda_video*: the bundle is built without FFmpeg, GPEN_VIDEO=OFF).
+for f in tests/test_cuda_*.cpp; do
+  case $(basename "$f") in test_cuda_video*) continue ;; esac
+  grep -q GPEN_EMULATOR_ONLY "$f" || basename "$f"
+done > "$NEW/tests/test_cuda_files.txt"
 for f in "${FIXTURES[@]}"; do mkdir -p "$NEW/tests/fixtures/$(dirname "$f")" && cp "tests/fixtures/$f" "$NEW/tests/fixtures/$f"; done
 cp tests/reference/*.py "$NEW/tests/reference/"
 cp scripts/gpu_check.sh scripts/make_synthetic_gpen.py "$NEW/scripts/"
