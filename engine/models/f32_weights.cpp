@@ -1,5 +1,7 @@
 #include "engine/models/f32_weights.h"
 
+#include "engine/runtime/device.h"
+#include "engine/runtime/device_weights.h"
 #include "weights/half.h"
 
 namespace gpen {
@@ -20,6 +22,19 @@ WeightMap f32_weight_views(const GpwFile& f, std::vector<std::vector<float>>& wi
     views[e.name] = v;
   }
   return views;
+}
+
+void* upload_weight_views(Backend& backend, WeightMap& views, std::vector<std::vector<float>>& widened,
+                          const std::string& path) {
+  if (!is_device_backend(backend)) return nullptr;
+  std::vector<TensorView*> list;
+  for (auto& [name, v] : views) {
+    GPEN_CHECK(v.contiguous(), path + ": tensor '" + name + "' is not contiguous");
+    list.push_back(&v);
+  }
+  void* base = upload_views(backend, list).base;
+  widened.clear();
+  return base;
 }
 
 void check_graph_weights(const Graph& g, const WeightMap& w, const std::string& path, const std::string& model) {

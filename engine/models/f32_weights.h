@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/graph/graph.h"
+#include "engine/runtime/backend.h"
 #include "engine/runtime/executor.h"
 #include "weights/gpw.h"
 
@@ -16,6 +17,13 @@ WeightMap f32_weight_views(const GpwFile& f, std::vector<std::vector<float>>& wi
 
 // Throws naming the file, the model and the tensor when g binds a weight that w lacks or holds
 // with another shape: a clear error at load, not at run.
+// On a device backend: every view copied into one device allocation and repointed there, the
+// host widening released; returns that allocation (the caller releases it with the backend), or
+// nullptr on the CPU, where the views stay where they are. Throws naming the file for a view
+// that is not contiguous.
+void* upload_weight_views(Backend& backend, WeightMap& views, std::vector<std::vector<float>>& widened,
+                          const std::string& path);
+
 void check_graph_weights(const Graph& g, const WeightMap& w, const std::string& path, const std::string& model);
 
 }  // namespace gpen

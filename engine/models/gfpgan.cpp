@@ -6,7 +6,6 @@
 
 #include "engine/models/f32_weights.h"
 #include "engine/models/gpen.h"
-#include "engine/runtime/device.h"
 #include "weights/gpw.h"
 
 namespace gpen {
@@ -235,17 +234,21 @@ struct GfpganModel::Weights {
   GpwFile file;
   std::vector<std::vector<float>> widened;
   WeightMap views;
+  void* device = nullptr;  // the weights on a device backend (upload_weight_views)
 };
 
 GfpganModel::GfpganModel(const std::string& path, Backend& backend) : backend_(backend) {
-  w_ = std::unique_ptr<Weights>(new Weights{GpwFile::open(path), {}, {}});
+  w_ = std::unique_ptr<Weights>(new Weights{GpwFile::open(path), {}, {}, nullptr});
   config_ = gfpgan_config_from_gpw(w_->file);
-  GPEN_CHECK(!is_device_backend(backend_), path + ": GFPGAN runs on the CPU backend only");
   w_->views = f32_weight_views(w_->file, w_->widened);
   check_graph_weights(build_gfpgan_graph(config_).graph, w_->views, path, "GFPGAN");
+  w_->device = upload_weight_views(backend_, w_->views, w_->widened, path);
 }
 
-GfpganModel::~GfpganModel() { ex_.reset(); }
+GfpganModel::~GfpganModel() {
+  ex_.reset();
+  if (w_ && w_->device) backend_.release(w_->device);
+}
 
 size_t GfpganModel::weights_bytes() const {
   size_t b = 0;

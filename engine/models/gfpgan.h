@@ -54,8 +54,8 @@ GfpganGraph build_gfpgan_graph(const GfpganNetConfig& c);
 
 class GfpganModel {
  public:
-  // A .gpw of arch "gfpgan"; half-precision tensors are widened to f32 once. The CPU backend
-  // runs it (the GFPGAN-specific ops have CPU kernels only).
+  // A .gpw of arch "gfpgan"; half-precision tensors are widened to f32 once. On a device
+  // backend the weights are uploaded once (fp32) and the activations are fp32.
   GfpganModel(const std::string& gpw_path, Backend& backend);
   ~GfpganModel();
   GfpganModel(const GfpganModel&) = delete;

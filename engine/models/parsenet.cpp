@@ -5,8 +5,6 @@
 #include <cstring>
 
 #include "engine/models/f32_weights.h"
-#include "engine/runtime/device.h"
-#include "engine/runtime/device_weights.h"
 #include "kernels/cpu/parse_labels.h"
 #include "weights/gpw.h"
 
@@ -106,15 +104,7 @@ ParseNetModel::ParseNetModel(const std::string& path, Backend& backend) : backen
   GPEN_CHECK(f.arch() == "parsenet", path + ": not a ParseNet model (arch '" + f.arch() + "')");
   w_->views = f32_weight_views(f, w_->widened);
   check_graph_weights(build_parsenet_graph(32, 32, 1, false).graph, w_->views, path, "ParseNet");
-  if (is_device_backend(backend_)) {
-    std::vector<TensorView*> views;
-    for (auto& [name, v] : w_->views) {
-      GPEN_CHECK(v.contiguous(), path + ": tensor '" + name + "' is not contiguous");
-      views.push_back(&v);
-    }
-    w_->device = upload_views(backend_, views).base;
-    w_->widened.clear();
-  }
+  w_->device = upload_weight_views(backend_, w_->views, w_->widened, path);
 }
 
 ParseNetModel::~ParseNetModel() {
