@@ -93,7 +93,7 @@ def main(argv=None):
     cm = int(a.cm) if float(a.cm).is_integer() else a.cm
     if a.checkpoint:
         st = os.stat(a.checkpoint)
-        weights = '%s_%d' % (os.path.splitext(os.path.basename(a.checkpoint))[0], st.st_size)
+        weights = '%s_%d_%d' % (os.path.splitext(os.path.basename(a.checkpoint))[0], st.st_size, int(st.st_mtime))
     else:
         weights = 'seed%d' % a.seed
     stem = os.path.join(a.out_dir, 'gfpgan_%d_cm%g_n%g_f%d_w%d_h%d_%s_b%d_o%d' % (
