@@ -185,6 +185,8 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
   c.batch = a.batch;
   c.check();
   const int S = c.out_size, N = c.batch;
+  // Below 64 the channel multiplier changes no shape, so the .gpw cannot tell it: report the one asked for.
+  if (a.model.empty()) c.channel_multiplier = a.channel_multiplier;
 
   GfpganPeerConfig pc;
   pc.checkpoint = a.model.empty() ? "" : a.pytorch_pth;
