@@ -1,7 +1,7 @@
 #pragma once
 // The options of `gpen bench` (apps/cmd_bench.cpp registers them) and the run they drive
-// (apps/bench_gpen.cpp; the other architectures hand off to apps/bench_detector, bench_parsenet
-// and bench_sr).
+// (apps/bench_gpen.cpp; the other architectures hand off to apps/bench_detector, bench_parsenet,
+// bench_sr and bench_gfpgan).
 #include <string>
 
 namespace gpen::cli {

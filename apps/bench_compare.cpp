@@ -157,10 +157,15 @@ std::vector<std::string> parse_peer_list(const std::string& list, bool onnxrunti
 
 void compare_onnx_peers(nlohmann::json& j, const PytorchGpenBench& pb, const std::vector<std::string>& peers,
                         const std::string& python) {
+  compare_onnx_peers(j, peers, [&](const std::string& name) { return run_onnx_peer_gpen_bench(name, pb, python); });
+}
+
+void compare_onnx_peers(nlohmann::json& j, const std::vector<std::string>& peers,
+                        const std::function<nlohmann::json(const std::string&)>& run_peer) {
   const double engine_ms = j["ms_per_face"].get<double>();
   double fastest = 0;
   for (const std::string& name : peers) {
-    nlohmann::json r = run_onnx_peer_gpen_bench(name, pb, python);
+    nlohmann::json r = run_peer(name);
     if (r.contains("ms_per_face")) {
       const double ms = r["ms_per_face"].get<double>();
       nlohmann::json v{{"speedup", ms / engine_ms}};

@@ -2,6 +2,7 @@
 // gpen bench --accuracy and --compare-pytorch (apps/cmd_bench.cpp): the engine's output against
 // the CPU backend in fp32, and the PyTorch reference's runs and the ratios against them, as JSON
 // fields and as report lines.
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -46,6 +47,10 @@ std::vector<std::string> parse_peer_list(const std::string& list, bool onnxrunti
 // `python` is their interpreter (peers_python()).
 void compare_onnx_peers(nlohmann::json& j, const PytorchGpenBench& pb, const std::vector<std::string>& peers,
                         const std::string& python);
+// The same for any network: `run_peer(name)` gives the peer's result ({"ms_per_face", ...} or
+// {"error"}); the ratios are against j["ms_per_face"] and j["peak_rss_mib"].
+void compare_onnx_peers(nlohmann::json& j, const std::vector<std::string>& peers,
+                        const std::function<nlohmann::json(const std::string&)>& run_peer);
 void print_onnx_peers(const nlohmann::json& j);
 
 }  // namespace gpen::cli

@@ -21,6 +21,7 @@
 #include "apps/bench_args.h"
 #include "apps/bench_compare.h"
 #include "apps/bench_detector.h"
+#include "apps/bench_gfpgan.h"
 #include "apps/bench_parsenet.h"
 #include "apps/bench_profile.h"
 #include "apps/bench_sr.h"
@@ -73,6 +74,27 @@ void run_bench(BenchArgs a) {
     run_detector_bench(d);
     return;
   }
+  if (a.arch == "gfpgan") {
+    GPEN_CHECK(!a.compare_pytorch, "--arch gfpgan: the official PyTorch forward is --accuracy (its time is not taken)");
+    GPEN_CHECK(a.device == "auto" || a.device == "cpu", "--arch gfpgan is timed on the CPU only");
+    GPEN_CHECK(!a.profile, "--profile is for GPEN, ParseNet and RetinaFace");
+    GfpganBenchArgs g;
+    g.model = a.model;
+    g.pytorch_pth = a.pytorch_checkpoint;
+    g.size = a.size;
+    g.channel_multiplier = a.channel_multiplier;
+    g.narrow = a.narrow;
+    g.batch = a.batch;
+    g.runs = a.runs;
+    g.warmup = a.warmup;
+    g.json = a.json;
+    g.accuracy = a.accuracy;
+    g.onnx_peers = onnx_list;
+    g.peers_python = peers_py;
+    g.peer_timeout = a.pytorch_timeout;
+    run_gfpgan_bench(g);
+    return;
+  }
   if (a.arch == "parsenet") {
     GPEN_CHECK(onnx_list.empty() && !a.accuracy, "--compare onnxruntime/openvino and --accuracy are for GPEN");
     GPEN_CHECK(a.device == "auto" || a.device == "cpu", "--arch parsenet is timed on the CPU only");
@@ -112,7 +134,7 @@ void run_bench(BenchArgs a) {
                    " keeps the dtype it was converted with (gpen convert --dtype)");
     m = GpenModel::open(a.model, *backend, precision);
   } else {
-    GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen, retinaface, parsenet)");
+    GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen, retinaface, realesrnet, parsenet, gfpgan)");
     c.size = a.size;
     c.channel_multiplier = a.channel_multiplier;
     c.narrow = a.narrow;

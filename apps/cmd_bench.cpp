@@ -12,11 +12,13 @@ Command reg(
     "bench", "Time GPEN per face (or RetinaFace per photo), peak RSS and planned memory (optionally against PyTorch)",
     [](CLI::App& sub) {
       sub.add_option("-m,--model", g_args.model,
-                     "Converted GPEN model (.gpw); without it, synthetic weights (--arch parsenet: the ParseNet .gpw)");
+                     "Converted GPEN model (.gpw); without it, synthetic weights (--arch parsenet: the ParseNet .gpw; --arch gfpgan: "
+                     "a GFPGAN .gpw, else synthetic weights)");
       sub.add_option("--arch", g_args.arch,
                      "gpen (synthetic weights unless -m), retinaface: time detect() on --image with -d, "
                      "realesrnet: RRDBNet on a --size square input (synthetic weights, --scale), or parsenet: "
-                     "ParseNet (-m PARSENET.gpw) on a --size x --size input, CPU")
+                     "ParseNet (-m PARSENET.gpw) on a --size x --size input, CPU, or gfpgan: GFPGANv1Clean per face on the CPU "
+                     "(synthetic weights of --size, --channel-multiplier, --narrow unless -m)")
           ->capture_default_str();
       sub.add_option("--scale", g_args.sr_scale, "--arch realesrnet: scale 1, 2 or 4")->capture_default_str();
       sub.add_option("--num-block", g_args.num_block, "--arch realesrnet: RRDB blocks (official 23)")->capture_default_str();
@@ -24,7 +26,8 @@ Command reg(
       sub.add_option("--image", g_args.image, "--arch retinaface: the photo to detect faces in");
       sub.add_option("--pytorch-checkpoint", g_args.pytorch_checkpoint,
                      "--arch retinaface / parsenet --compare-pytorch: the .pth the PyTorch reference loads "
-                     "(parsenet: random weights without it)");
+                     "(parsenet: random weights without it); --arch gfpgan -m with --accuracy or --compare: the .pth "
+                     "the .gpw was converted from");
       sub.add_option("--size", g_args.size, "GPEN resolution for synthetic weights")->capture_default_str();
       sub.add_option("--channel-multiplier", g_args.channel_multiplier, "GPEN channel multiplier")->capture_default_str();
       sub.add_option("--narrow", g_args.narrow, "GPEN narrow factor")->capture_default_str();
@@ -61,7 +64,8 @@ Command reg(
       sub.add_flag("--compare-onnxruntime", g_args.compare_onnxruntime,
                    "Also time ONNX Runtime (CPU, fp32, same threads) on an ONNX export of the PyTorch reference "
                    "(peer_bench.py of the reference scripts, in the environment of --peers-python); output compared with PyTorch; "
-                   "--arch retinaface: the network alone, exported from --pytorch-checkpoint");
+                   "--arch retinaface: the network alone, exported from --pytorch-checkpoint; --arch gfpgan: the official "
+                   "network with the engine's weights and input, output also compared with the engine's");
       sub.add_flag("--compare-openvino", g_args.compare_openvino,
                    "Also time OpenVINO (CPU, fp32, same threads) on the same ONNX export, as --compare-onnxruntime");
       sub.add_option("--compare", g_args.compare,
@@ -81,7 +85,8 @@ Command reg(
           ->capture_default_str();
       sub.add_flag("--accuracy", g_args.accuracy,
                    "Also run the same weights on the same input on the CPU backend in fp32 and report max abs and "
-                   "max relative difference of the raw output and the PSNR of the 8-bit faces");
+                   "max relative difference of the raw output and the PSNR of the 8-bit faces (--arch gfpgan: against the "
+                   "official PyTorch network on the same weights and input, max and mean abs)");
       sub.add_flag("--profile", g_args.profile,
                    "Also time every node alone (CUDA: events, no graph; median of max(3, --runs) runs) and print "
                    "(GPEN, ParseNet, RetinaFace: also by part of the detector) "

@@ -166,4 +166,29 @@ nlohmann::json run_onnx_peer_detector_bench(const std::string& peer, const std::
                        "are onnxruntime and openvino installed (scripts/peers_venv.sh) for");
 }
 
+nlohmann::json run_gfpgan_export(const GfpganPeerConfig& c) {
+  std::string args = "--size " + std::to_string(c.size) + " --cm " + std::to_string(c.cm) + " --narrow " +
+                     std::to_string(c.narrow) + " --style-feat " + std::to_string(c.style_feat) + " --different-w " +
+                     std::to_string(int(c.different_w)) + " --sft-half " + std::to_string(int(c.sft_half)) +
+                     " --batch " + std::to_string(c.batch) + " --threads " + std::to_string(c.threads) +
+                     " --out-dir " + shell_quote(peers_cache());
+  args += c.checkpoint.empty() ? " --seed " + std::to_string(c.seed) : " --checkpoint " + shell_quote(c.checkpoint);
+  return run_reference("export_gfpgan_onnx.py", args, c.timeout_s, "", "the GFPGAN export",
+                       "are torch and the official GFPGAN code (tests/reference/gfpgan_official.py) installed for");
+}
+
+nlohmann::json run_onnx_peer_gfpgan_bench(const std::string& peer, const nlohmann::json& exported,
+                                          const GfpganPeerConfig& c, int runs, int warmup,
+                                          const std::string& save_output, const std::string& py) {
+  const std::string args = "--arch gfpgan --peer " + shell_quote(peer) + " --onnx " +
+                           shell_quote(exported["onnx"].get<std::string>()) + " --input " +
+                           shell_quote(exported["input"].get<std::string>()) + " --expect " +
+                           shell_quote(exported["expect"].get<std::string>()) + " --save-output " +
+                           shell_quote(save_output) + " --batch " + std::to_string(c.batch) + " --threads " +
+                           std::to_string(c.threads) + " --runs " + std::to_string(runs) + " --warmup " +
+                           std::to_string(warmup) + " --cache-dir " + shell_quote(peers_cache());
+  return run_reference("peer_bench.py", args, c.timeout_s, py, "the ONNX peer",
+                       "are onnxruntime and openvino installed (scripts/peers_venv.sh) for");
+}
+
 }  // namespace gpen::cli

@@ -5,6 +5,7 @@
 // /usr/bin/python3; the ONNX peers run in an environment of their own, named by `gpen bench
 // --peers-python` or $GPEN_PEERS_PYTHON (scripts/peers_venv.sh makes one). Nothing here needs a
 // source checkout.
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -67,5 +68,27 @@ nlohmann::json run_onnx_peer_gpen_bench(const std::string& peer, const PytorchGp
 nlohmann::json run_onnx_peer_detector_bench(const std::string& peer, const std::string& checkpoint_pth,
                                             const std::string& image, int runs, int warmup, int threads,
                                             const std::string& python, int timeout_s = 0);
+
+// GFPGANv1Clean for the ONNX peers and the --accuracy check of `gpen bench --arch gfpgan`: the
+// official network's configuration and weights (checkpoint: the .pth the .gpw was converted from;
+// empty: the bench's synthetic weights of `seed`, drawn alike on both sides).
+struct GfpganPeerConfig {
+  std::string checkpoint;
+  uint32_t seed = 1;
+  int size = 512, style_feat = 512;
+  double cm = 2, narrow = 1;
+  bool different_w = true, sft_half = true;
+  int batch = 1, threads = 1, timeout_s = 0;
+};
+// Runs tests/reference/export_gfpgan_onnx.py (PyTorch's interpreter, as for GPEN) into the peers'
+// cache: returns {"onnx", "input" (N, 3, S, S), "expect" (the official forward on it), ...} or
+// {"error"}.
+nlohmann::json run_gfpgan_export(const GfpganPeerConfig& c);
+// Runs tests/reference/peer_bench.py --arch gfpgan for `peer` on that export with c.threads
+// threads by `python`, its output saved to `save_output` (.npy) for the caller to compare. Returns
+// {"ms_per_face", "peak_rss_mib", "max_abs_vs_pytorch", "version", ...} or {"error"}.
+nlohmann::json run_onnx_peer_gfpgan_bench(const std::string& peer, const nlohmann::json& exported,
+                                          const GfpganPeerConfig& c, int runs, int warmup,
+                                          const std::string& save_output, const std::string& python);
 
 }  // namespace gpen::cli

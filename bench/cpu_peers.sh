@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The CPU targets of docs/benchmarks.md in one go: GPEN-BFR-512 and -256 layouts and RetinaFace R50 at
-# 1024x768, engine against ONNX Runtime and OpenVINO in the same invocation, 2 threads each,
+# The CPU targets of docs/benchmarks.md in one go: GPEN-BFR-512 and -256 layouts, RetinaFace R50 at
+# 1024x768 and GFPGAN-512 (GFPGANv1Clean as released), engine against ONNX Runtime and OpenVINO in the
+# same invocation, 2 threads each,
 # INVOCATIONS times (default 3), the JSON of each under OUT (default out/cpu-peers).
 # Prints one table row per invocation and the median ratio against the faster peer per config.
 # Needs build/gpen and the peers' venv (scripts/peers_venv.sh; made here when missing). The R50 weights
 # are random in the official layout (tests/reference/make_retinaface_fixtures.py --r50), made once
-# under build/peers_r50. Run it on an otherwise idle machine: the figures are wall times.
-# Usage: bench/cpu_peers.sh [INVOCATIONS] [OUT] [CONFIGS...]   (CONFIGS: gpen512 gpen256 r50)
+# under build/peers_r50. GFPGAN-512 uses the bench's synthetic weights, the same in the official network
+# that tests/reference/export_gfpgan_onnx.py exports (torch for /usr/bin/python3, and the official code:
+# $GFPGAN_OFFICIAL, default build/gfpgan-official, installed there out of tree when missing).
+# Run it on an otherwise idle machine: the figures are wall times.
+# Usage: bench/cpu_peers.sh [INVOCATIONS] [OUT] [CONFIGS...]   (CONFIGS: gpen512 gpen256 r50 gfpgan512)
 # GPEN_PEERS_OMP_SPIN=default: the engine with libgomp's default spin (below).
-# PEERS_RUNS=R: R timed runs for the engine and for each peer in every invocation (default 3 for gpen512
-# and r50, 5 for gpen256), the same for all three; each reports its median. More runs make a
+# PEERS_RUNS=R: R timed runs for the engine and for each peer in every invocation (default 3 for gpen512,
+# r50 and gfpgan512, 5 for gpen256), the same for all three; each reports its median. More runs make a
 # median that a short disturbance of the host cannot move (a 90 ms engine median of 5 spans 0.5 s).
 # AVX2_ONLY=1 runs everything (engine and both peers) under bench/avx2_only.c, which hides AVX-512
 # from CPUID, so an AVX-512 machine measures the AVX2 code paths of all three (the AVX2 target).
@@ -19,7 +23,7 @@ N=${1:-3}
 OUT=${2:-out/cpu-peers}
 shift $(( $# > 2 ? 2 : $# )) || true
 CONFIGS=("$@")
-[ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(gpen512 gpen256 r50)
+[ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(gpen512 gpen256 r50 gfpgan512)
 mkdir -p "$OUT"
 [ -x build/gpen ] || { echo "cpu_peers: build/gpen missing (scripts/build.sh)" >&2; exit 2; }
 # The peers' environment and their ONNX exports in the checkout (bench/openvino_layers.py reads .peers/).
@@ -32,6 +36,11 @@ R50=build/peers_r50
 if [[ " ${CONFIGS[*]} " == *" r50 "* ]] && [ ! -f $R50/r50.gpw ]; then
   /usr/bin/python3 tests/reference/make_retinaface_fixtures.py --r50 $R50 >/dev/null
   build/gpen convert $R50/checkpoint.pth -o $R50/r50.gpw >/dev/null
+fi
+if [[ " ${CONFIGS[*]} " == *" gfpgan512 "* ]]; then
+  export GFPGAN_OFFICIAL=${GFPGAN_OFFICIAL:-$PWD/build/gfpgan-official}
+  [ -f "$GFPGAN_OFFICIAL/gfpgan/archs/gfpganv1_clean_arch.py" ] ||
+    /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$GFPGAN_OFFICIAL" gfpgan basicsr
 fi
 # The engine's OpenMP threads spin briefly by default here (the setting docs/benchmarks.md recommends on a
 # shared machine); GPEN_PEERS_OMP_SPIN=default leaves libgomp's own spin (about 300k iterations), as a
@@ -48,6 +57,7 @@ args_for() {
   case $1 in
     gpen512) echo "--device cpu --size 512 --runs ${PEERS_RUNS:-3}" ;;
     gpen256) echo "--device cpu --size 256 --channel-multiplier 1 --narrow 0.5 --runs ${PEERS_RUNS:-5}" ;;
+    gfpgan512) echo "--device cpu --arch gfpgan --size 512 --accuracy --runs ${PEERS_RUNS:-3}" ;;
     r50) echo "--device cpu --arch retinaface -d $R50/r50.gpw --image ../shared/images/kids_1024x768.jpg --runs ${PEERS_RUNS:-3} --pytorch-checkpoint $R50/checkpoint.pth" ;;
   esac
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Times the GPEN ONNX export (export_gpen_onnx.py), or with --arch retinaface the RetinaFace
 export of --checkpoint for --image (export_retinaface_onnx.py: the network alone, on the input
-the engine's detect() feeds), on ONNX Runtime or OpenVINO, CPU, fp32.
+the engine's detect() feeds), or with --arch gfpgan the GFPGAN export named by --onnx, --input and
+--expect (export_gfpgan_onnx.py, run by gpen bench itself, which feeds the engine the same input),
+on ONNX Runtime or OpenVINO, CPU, fp32. --save-output keeps the peer's last output (.npy) for the
+caller to compare with its own.
 
 Run with the peers' interpreter (.venv-peers/bin/python, made by scripts/peers_venv.sh). When
 the export for the configuration is not in --cache-dir yet, it is made first in a separate
@@ -24,6 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def ensure_export(a):
+    if a.arch == 'gfpgan':
+        return a.onnx, a.input, a.expect, None
     if a.arch == 'retinaface':
         # The export names its files after the checkpoint and the input size: let it decide.
         cmd = [a.export_python, os.path.join(HERE, 'export_retinaface_onnx.py'), '--checkpoint', a.checkpoint,
@@ -100,9 +105,13 @@ def openvino_runner(onnx_path, threads):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--peer', choices=('onnxruntime', 'openvino'), required=True)
-    ap.add_argument('--arch', choices=('gpen', 'retinaface'), default='gpen')
+    ap.add_argument('--arch', choices=('gpen', 'retinaface', 'gfpgan'), default='gpen')
     ap.add_argument('--checkpoint', help='--arch retinaface: the .pth the export loads')
     ap.add_argument('--image', help='--arch retinaface: the photo whose network input is timed')
+    ap.add_argument('--onnx', help='--arch gfpgan: the export')
+    ap.add_argument('--input', help='--arch gfpgan: its input (.npy)')
+    ap.add_argument('--expect', help='--arch gfpgan: the official forward on that input (.npy)')
+    ap.add_argument('--save-output', help='where to write the peer\'s output (.npy)')
     ap.add_argument('--size', type=int, default=512)
     ap.add_argument('--cm', type=float, default=2)
     ap.add_argument('--narrow', type=float, default=1.0)
@@ -120,6 +129,11 @@ def main(argv=None):
             ap.error('--arch retinaface needs --checkpoint and --image')
         info = {'peer': a.peer, 'arch': 'retinaface', 'checkpoint': a.checkpoint, 'image': a.image,
                 'threads': a.threads, 'runs': a.runs, 'warmup': a.warmup, 'timed': 'network only'}
+    if a.arch == 'gfpgan':
+        if not (a.onnx and a.input and a.expect):
+            ap.error('--arch gfpgan needs --onnx, --input and --expect')
+        info = {'peer': a.peer, 'arch': 'gfpgan', 'batch': a.batch, 'threads': a.threads, 'runs': a.runs,
+                'warmup': a.warmup}
     try:
         import numpy as np
         onnx_path, in_path, exp_path, exported = ensure_export(a)
@@ -145,6 +159,8 @@ def main(argv=None):
                     mean_abs_vs_pytorch=float(np.abs(y - expect).mean()))
         if a.arch == 'retinaface':
             info['median_ms'] = info['ms_per_face']
+        if a.save_output:
+            np.save(a.save_output, np.ascontiguousarray(y, dtype=np.float32))
     except Exception as e:  # one peer failing must not hide the other
         info['error'] = '%s: %s' % (type(e).__name__, (str(e).strip().splitlines() or [''])[0][:400])
         print(json.dumps(info))
