@@ -1,5 +1,6 @@
-// gpen restore: GPEN on photos (detect, align, restore, paste back) or, with --aligned, on face
-// crops that are already aligned (images of any size, or .npy batches in model space).
+// gpen restore: GPEN or GFPGAN on photos (detect, align, restore, paste back; the model file's
+// kind picks the flow, engine/photo/face_flow.h) or, with --aligned, GPEN on face crops that are
+// already aligned (images of any size, or .npy batches in model space).
 // Inputs are checked before work starts where that is cheap; every output is written atomically
 // and never over an input; in a folder run a bad file is reported and skipped, and the exit
 // status says that something failed.
@@ -147,7 +148,7 @@ void run_photos(const RestoreArgs& a) {
 RestoreArgs g_args;
 
 Command reg(
-    "restore", "Restore faces in photos (detect, align, GPEN, paste back), or aligned crops with --aligned",
+    "restore", "Restore faces in photos (detect, align, GPEN or GFPGAN, paste back), or aligned crops with --aligned",
     [](CLI::App& sub) {
       sub.add_option("-m,--model", g_args.model,
                      "Converted GPEN or GFPGAN model (.gpw); its kind picks the flow: GPEN's official one, or "
@@ -206,7 +207,7 @@ Command reg(
       add_image_read_options(sub, g_args.max_pixels, g_args.ignore_orientation);
       sub.add_option("--parse", g_args.parse,
                      "Converted ParseNet model (.gpw, from ParseNet-latest.pth): paste faces through the face-parsing "
-                     "mask, as the official flow does (the default whenever it is given)")
+                     "mask, as the official flow does (the default whenever it is given); GPEN models")
           ->check(CLI::ExistingFile);
       sub.add_option("--mask", g_args.mask,
                      "Paste mask: parse (face parsing, needs --parse) or rect (the feathered rectangle); default: "
