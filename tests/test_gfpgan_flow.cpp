@@ -27,6 +27,7 @@
 #include "engine/photo/align.h"
 #include "engine/photo/facexlib_align.h"
 #include "engine/photo/image.h"
+#include "engine/photo/restorer.h"
 #include "tests/run_command.h"
 #include "tests/test_paths.h"
 
@@ -154,10 +155,31 @@ void compare_with_official(const Case& c, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("the model kind comes from the file's arch") {
+TEST_CASE("the model kind comes from the arch of the file") {
   CHECK(face_flow_of_arch("gpen") == FaceFlow::gpen);
   CHECK(face_flow_of_arch("gfpgan") == FaceFlow::gfpgan);
-  CHECK_THROWS_WITH_AS(face_flow_of_arch("retinaface"), doctest::Contains("'retinaface' model restores no faces"), Error);
+  // Anything else is GPEN's to refuse, with the message it always gave.
+  CHECK(face_flow_of_arch("retinaface") == FaceFlow::gpen);
+  CHECK(face_flow_of_file(std::string(GPEN_SOURCE_DIR) + "/README.md") == FaceFlow::gpen);
+  // Options of one kind refused for the other, naming both.
+  RestoreConfig c;
+  c.model = "m.gpw";
+  c.detector = "d.gpw";
+  CHECK_NOTHROW(check_config(c, FaceFlow::gpen));
+  CHECK_NOTHROW(check_config(c, FaceFlow::gfpgan));
+  c.upscale = 2;
+  CHECK_THROWS_WITH_AS(check_config(c, FaceFlow::gpen),
+                       "--upscale is an option of GFPGAN models; m.gpw is a GPEN model", Error);
+  CHECK_NOTHROW(check_config(c, FaceFlow::gfpgan));
+  c.upscale = 1;
+  c.sr = "sr.gpw";
+  CHECK_THROWS_WITH_AS(check_config(c, FaceFlow::gfpgan), doctest::Contains("is an option of GPEN models"), Error);
+  // The detection threshold: the flow's own unless given.
+  c = RestoreConfig{};
+  CHECK(detection_threshold(c, FaceFlow::gpen) == 0.9f);
+  CHECK(detection_threshold(c, FaceFlow::gfpgan) == 0.97f);
+  c.threshold = 0.5f;
+  CHECK(detection_threshold(c, FaceFlow::gfpgan) == 0.5f);
 }
 
 TEST_CASE("LMEDS similarity: the one cv2.estimateAffinePartial2D returns on the shared photos' detections") {

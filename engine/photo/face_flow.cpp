@@ -3,7 +3,6 @@
 
 #include <utility>
 
-#include "engine/core/error.h"
 #include "weights/gpw.h"
 
 namespace gpen {
@@ -22,16 +21,12 @@ constexpr FlowRow kFlows[] = {{"gpen", FaceFlow::gpen, "GPEN"}, {"gfpgan", FaceF
 FaceFlow face_flow_of_arch(const std::string& arch) {
   for (const FlowRow& r : kFlows)
     if (arch == r.arch) return r.flow;
-  throw Error("a '" + arch + "' model restores no faces: expected a GPEN or GFPGAN model (arch gpen or gfpgan)");
+  return FaceFlow::gpen;
 }
 
 FaceFlow face_flow_of_file(const std::string& gpw_path) {
-  const GpwFile f = GpwFile::open(gpw_path);
-  try {
-    return face_flow_of_arch(f.arch());
-  } catch (const Error& e) {
-    throw Error(gpw_path + ": " + e.what());
-  }
+  if (!GpwFile::has_magic(gpw_path)) return FaceFlow::gpen;
+  return face_flow_of_arch(GpwFile::open(gpw_path).arch());
 }
 
 const char* face_flow_name(FaceFlow f) {

@@ -8,9 +8,10 @@ namespace gpen {
 
 enum class FaceFlow { gpen, gfpgan };
 
-// The flow of a face model's arch; gpen::Error naming the arch when it is no face model.
+// The flow of a face model's arch. Any other arch, and a file that is no .gpw, go to GPEN's flow,
+// whose model opening says what is wrong with the file (as it always has).
 FaceFlow face_flow_of_arch(const std::string& arch);
-// The flow of a converted model file (reads its header only); gpen::Error naming the file.
+// The flow of a model file (its .gpw header's arch).
 FaceFlow face_flow_of_file(const std::string& gpw_path);
 // "GPEN" or "GFPGAN": how messages name the model kind.
 const char* face_flow_name(FaceFlow f);
