@@ -62,6 +62,13 @@ std::string missing() {
   return "";
 }
 
+// True, with the reason as the test's message, when the official flow cannot run here.
+bool skipped() {
+  const std::string why = missing();
+  if (!why.empty()) MESSAGE("skipped: " << why);
+  return !why.empty();
+}
+
 // Converted once per process into the cache (unique names, renamed into place).
 std::string small_gfpgan() {
   const fs::path gpw = cache_dir() / "gfpgan512_small_seed1.gpw";
@@ -119,11 +126,7 @@ struct Case {
 };
 
 void compare_with_official(const Case& c, const std::string& name) {
-  const std::string why = missing();
-  if (!why.empty()) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  if (skipped()) return;
   const std::string photo = gpen_test::shared_dir() + "/images/" + c.photo;
   const std::string model = small_gfpgan(), det = detector_gpw();
   RetinaFaceDetector detector(det);
@@ -183,11 +186,7 @@ TEST_CASE("the model kind comes from the arch of the file") {
 }
 
 TEST_CASE("LMEDS similarity: the one cv2.estimateAffinePartial2D returns on the shared photos' detections") {
-  const std::string why = missing();
-  if (!why.empty()) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  if (skipped()) return;
   RetinaFaceDetector detector(detector_gpw());
   int faces = 0, outliers = 0;
   double worst = 0;
@@ -247,11 +246,7 @@ TEST_CASE("gpen restore with a GFPGAN model: --upscale 2 and --only-center-face 
 }
 
 TEST_CASE("gpen restore with a GFPGAN model: GPEN-only options are refused, naming the option and the kind") {
-  const std::string why = missing();
-  if (!why.empty()) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  if (skipped()) return;
   const std::string gpen = gpen_test::binary_dir() + "/gpen";
   const std::string base = gpen + " restore -m " + small_gfpgan() + " -d " + detector_gpw() + " " +
                            gpen_test::shared_dir() + "/images/kids_1024x768.jpg -o " +
@@ -267,11 +262,7 @@ TEST_CASE("gpen restore with a GFPGAN model: GPEN-only options are refused, nami
 }
 
 TEST_CASE("--blend mixes each restored face with its aligned crop before the paste, and --alpha is the same option") {
-  const std::string why = missing();
-  if (!why.empty()) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  if (skipped()) return;
   const std::string gpen = gpen_test::binary_dir() + "/gpen";
   const fs::path dir = cache_dir() / ("blend_" + std::to_string(getpid()));
   fs::create_directories(dir);
