@@ -1,5 +1,6 @@
-// gpen restore: GPEN on photos (detect, align, restore, paste back) or, with --aligned, on face
-// crops that are already aligned (images of any size, or .npy batches in model space).
+// gpen restore: GPEN or GFPGAN on photos (detect, align, restore, paste back; the model file's
+// kind picks the flow, engine/photo/face_flow.h) or, with --aligned, GPEN on face crops that are
+// already aligned (images of any size, or .npy batches in model space).
 // Inputs are checked before work starts where that is cheap; every output is written atomically
 // and never over an input; in a folder run a bad file is reported and skipped, and the exit
 // status says that something failed.
@@ -23,6 +24,7 @@
 #include "engine/core/stopwatch.h"
 #include "engine/photo/image.h"
 #include "engine/photo/restorer.h"
+#include "engine/models/gfpgan.h"
 
 namespace fs = std::filesystem;
 
@@ -34,6 +36,13 @@ using namespace restore_detail;
 // What the setup decided, in words.
 void print_plan(Restorer& r) {
   const RestorePlan& p = r.plan();
+  if (GfpganModel* g = r.gfpgan_model()) {
+    const MemoryPlan& plan = g->plan_for(1);
+    std::fprintf(stderr, "GFPGAN %dx%d on %s (fp32), one face per run (weights %s, arena %s); facexlib's flow, upscale %d\n",
+                 p.size, p.size, p.device.c_str(), human_bytes(double(g->weights_bytes())).c_str(),
+                 human_bytes(double(plan.arena_bytes)).c_str(), r.config().upscale);
+    return;
+  }
   if (p.split.banded)
     std::fprintf(stderr, "GPEN runs banded to fit %s (arena at most %s)\n", human_bytes(double(p.budget_bytes)).c_str(),
                  human_bytes(double(p.split.plan.arena_budget)).c_str());
@@ -139,9 +148,14 @@ void run_photos(const RestoreArgs& a) {
 RestoreArgs g_args;
 
 Command reg(
-    "restore", "Restore faces in photos (detect, align, GPEN, paste back), or aligned crops with --aligned",
+    "restore", "Restore faces in photos (detect, align, GPEN or GFPGAN, paste back), or aligned crops with --aligned",
     [](CLI::App& sub) {
-      sub.add_option("-m,--model", g_args.model, "Converted GPEN model (.gpw)")->required()->check(CLI::ExistingFile);
+      sub.add_option("-m,--model", g_args.model,
+                     "Converted GPEN or GFPGAN model (.gpw); its kind picks the flow: GPEN's official one, or "
+                     "GFPGANer.enhance's (facexlib: FFHQ template, LMEDS alignment, gray crop border, eroded and "
+                     "blurred square mask)")
+          ->required()
+          ->check(CLI::ExistingFile);
       sub.add_option("-d,--detector", g_args.detector, "Converted RetinaFace model (.gpw); not used with --aligned")
           ->check(CLI::ExistingFile);
       sub.add_option("inputs", g_args.inputs,
@@ -166,10 +180,18 @@ Command reg(
                      "FLOPs whose arena fits this, e.g. 24MiB; --vram-budget bands before it lowers the batch");
       sub.add_option("--bands", g_args.bands, "Run GPEN banded with exactly this many bands of output rows")
           ->check(CLI::Range(1, 2048));
-      sub.add_option("--alpha", g_args.alpha, "Blend: restored * alpha + original crop * (1 - alpha)")
+      sub.add_option("--blend,--alpha", g_args.alpha,
+                     "Every model: restored face * blend + original aligned crop * (1 - blend), before the paste")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));
-      sub.add_option("--threshold", g_args.threshold, "Detection score threshold")->capture_default_str();
+      sub.add_option("--threshold", g_args.threshold,
+                     "Detection score threshold (default: 0.9 with GPEN, 0.97 with GFPGAN, as their official flows)");
+      sub.add_option("--upscale", g_args.upscale,
+                     "GFPGAN: output at N x the photo's size (the background Lanczos-resized, faces pasted at that size)")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 8));
+      sub.add_flag("--only-center-face", g_args.only_center_face,
+                   "GFPGAN: restore only the face nearest the photo's centre");
       sub.add_option("--det-max-side", g_args.det_max_side,
                      "Shrink photos whose longer side exceeds N to N for detection (default: > 1500 -> 1000; 0: never)");
       sub.add_option("--save-faces", g_args.save_faces, "Also write every restored face crop into this directory, as <output path without extension>_face<K>.png mirroring the output tree");
@@ -185,7 +207,7 @@ Command reg(
       add_image_read_options(sub, g_args.max_pixels, g_args.ignore_orientation);
       sub.add_option("--parse", g_args.parse,
                      "Converted ParseNet model (.gpw, from ParseNet-latest.pth): paste faces through the face-parsing "
-                     "mask, as the official flow does (the default whenever it is given)")
+                     "mask, as the official flow does (the default whenever it is given); GPEN models")
           ->check(CLI::ExistingFile);
       sub.add_option("--mask", g_args.mask,
                      "Paste mask: parse (face parsing, needs --parse) or rect (the feathered rectangle); default: "
@@ -202,6 +224,13 @@ Command reg(
                      "the official tile_process with tile N; 0: untiled")
           ->capture_default_str();
       sub.callback([] {
+        const FaceFlow flow = face_flow_of_file(g_args.model);
+        if (flow != FaceFlow::gpen) {
+          GPEN_CHECK(g_args.task == "enhance", "--task " + g_args.task + " is an option of GPEN models; " +
+                                                   g_args.model + " is a " + face_flow_name(flow) + " model");
+          GPEN_CHECK(!g_args.aligned, std::string("--aligned is an option of GPEN models; ") + g_args.model + " is a " +
+                                          face_flow_name(flow) + " model");
+        }
         finish_task_options(g_args);
         if (g_args.aligned) {
           GPEN_CHECK(g_args.parse.empty() && g_args.mask.empty(),

@@ -61,6 +61,8 @@ RestoreConfig restore_config(const RestoreArgs& a) {
   c.bands = po.bands;
   c.alpha = a.alpha;
   c.threshold = a.threshold;
+  c.upscale = a.upscale;
+  c.only_center_face = a.only_center_face;
   c.det_max_side = a.det_max_side;
   return c;
 }

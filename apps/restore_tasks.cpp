@@ -74,7 +74,7 @@ void check_task_options(const RestoreArgs& a) {
   if (!a.detector.empty())
     throw Error("--task " + name + " --aligned uses no detector: drop -d " + a.detector);
   if (a.alpha != 1.0)
-    throw Error("--task " + name + ": --alpha blends a restored face with its crop in the photo pipeline; the " +
+    throw Error("--task " + name + ": --blend blends a restored face with its crop in the photo pipeline; the " +
                 std::string(task_official_model(t)) + " flow has no blend");
   if (!a.save_faces.empty()) throw Error("--task " + name + ": --save-faces needs the photo pipeline; the output is the face");
   if (!a.sr_model.empty())

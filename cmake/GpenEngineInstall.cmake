@@ -19,7 +19,7 @@ set(GPEN_PUBLIC_HEADERS
   engine/models/gpen.h engine/models/gpen_model.h engine/models/gpen_noise.h engine/models/parsenet.h
   engine/models/retinaface.h
   engine/models/rrdbnet.h
-  engine/photo/image.h engine/photo/pipeline.h engine/photo/restore_plan.h engine/photo/restorer.h
+  engine/photo/face_flow.h engine/photo/image.h engine/photo/pipeline.h engine/photo/restore_plan.h engine/photo/restorer.h
   engine/photo/super_resolution.h)
 foreach(h ${GPEN_PUBLIC_HEADERS})
   get_filename_component(dir ${h} DIRECTORY)

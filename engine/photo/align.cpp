@@ -8,6 +8,7 @@
 #endif
 #include <Eigen/Geometry>
 #include <cmath>
+#include <vector>
 #include <string>
 
 #include "engine/core/error.h"
@@ -43,12 +44,12 @@ std::array<float, 10> reference_points(int size) {
   return r;
 }
 
-AffineTransform similarity_transform(const float* src, const float* dst, int n) {
+AffineTransform similarity_transform(const double* src, const double* dst, int n) {
   GPEN_CHECK(n >= 2, "similarity transform: needs at least 2 point pairs, got " + std::to_string(n));
   Eigen::Matrix<double, 2, Eigen::Dynamic> s(2, n), d(2, n);
   for (int i = 0; i < n; ++i) {
     for (int k = 0; k < 2; ++k) {
-      const float a = src[2 * i + k], b = dst[2 * i + k];
+      const double a = src[2 * i + k], b = dst[2 * i + k];
       GPEN_CHECK(std::isfinite(a) && std::isfinite(b),
                  "similarity transform: point " + std::to_string(i) + " is not finite");
       s(k, i) = a;
@@ -65,6 +66,12 @@ AffineTransform similarity_transform(const float* src, const float* dst, int n) 
   GPEN_CHECK(all_finite(t) && t.m[0] * t.m[4] - t.m[1] * t.m[3] != 0.0,
              "similarity transform: degenerate landmarks (no invertible fit)");
   return t;
+}
+
+AffineTransform similarity_transform(const float* src, const float* dst, int n) {
+  GPEN_CHECK(n >= 2, "similarity transform: needs at least 2 point pairs, got " + std::to_string(n));
+  std::vector<double> s(src, src + 2 * n), d(dst, dst + 2 * n);
+  return similarity_transform(s.data(), d.data(), n);
 }
 
 AffineTransform face_transform(const float landmarks[10], int size) {

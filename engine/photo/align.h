@@ -24,6 +24,7 @@ std::array<float, 10> reference_points(int size);
 // precision. gpen::Error for fewer than 2 points, non-finite input, coincident source points, or
 // a result that is not an invertible finite matrix.
 AffineTransform similarity_transform(const float* src, const float* dst, int n);
+AffineTransform similarity_transform(const double* src, const double* dst, int n);
 
 // Image -> crop transform for a face with these landmarks (the official `tfm`). Its inverse
 // (invert()) maps the crop back onto the image (the official `tfm_inv`).

@@ -24,14 +24,21 @@ using cpu::reflect101;
 
 constexpr int kBase = 512;          // the official mask is drawn at 512 x 512
 constexpr int kRectLo = 26, kRectHi = 486;
-constexpr int kKsize = 101, kRadius = kKsize / 2;
+constexpr int kKsize = 101;
 constexpr double kSigma = 4.0;
 
-// cv::getGaussianKernel(101, 4, CV_32F): OpenCV 4 computes it in double (softfloat, bit-exact),
-// normalised by 1 / (2 * sum of one half + centre), then rounds each tap to float.
-std::vector<float> gaussian_kernel() {
-  const int n = kKsize, half = (n - 1) / 2;
-  const double scale2x = -0.125 / (kSigma * kSigma);  // x below is twice the offset
+}  // namespace
+
+std::vector<float> gaussian_kernel_f32(int n, double sigma) {
+  GPEN_CHECK(n >= 1 && n % 2 == 1, "gaussian kernel: size " + std::to_string(n) + " must be odd");
+  // getGaussianKernel's fixed kernels of sizes up to 7 when no sigma is given.
+  static const std::vector<std::vector<float>> small = {
+      {1.0f}, {0.25f, 0.5f, 0.25f}, {0.0625f, 0.25f, 0.375f, 0.25f, 0.0625f},
+      {0.03125f, 0.109375f, 0.21875f, 0.28125f, 0.21875f, 0.109375f, 0.03125f}};
+  if (n <= 7 && sigma <= 0) return small[static_cast<size_t>(n / 2)];
+  const double sig = sigma > 0 ? sigma : n * 0.15 + 0.35;
+  const int half = (n - 1) / 2;
+  const double scale2x = -0.125 / (sig * sig);  // x below is twice the offset
   std::vector<double> values(static_cast<size_t>(half));
   double sum = 0.0;
   for (int i = 0, x = 1 - n; i < half; ++i, x += 2) {
@@ -48,36 +55,36 @@ std::vector<float> gaussian_kernel() {
   return k;
 }
 
-// One cv2.GaussianBlur(101x101, sigma 4, BORDER_REFLECT_101) of an n x n float image with the
-// arithmetic of OpenCV's AVX2 separable filter: rows accumulate s = fma(x[t], k[t], s) from 0
-// over the 101 taps; columns start from fma(centre, k[50], 0) and add fma(up + down, k[50+t], s).
-void gaussian_blur(std::vector<float>& img, int n, const std::vector<float>& k) {
+void gaussian_blur_f32(std::vector<float>& img, int w, int h, const std::vector<float>& k) {
+  const int ks = static_cast<int>(k.size()), r = ks / 2;
   std::vector<float> rows(img.size());
-  std::vector<float> padded(static_cast<size_t>(n + 2 * kRadius));
-  for (int y = 0; y < n; ++y) {
-    const float* src = img.data() + static_cast<size_t>(y) * n;
-    for (int j = 0; j < n + 2 * kRadius; ++j) padded[static_cast<size_t>(j)] = src[reflect101(j - kRadius, n)];
-    float* s = rows.data() + static_cast<size_t>(y) * n;
-    std::fill(s, s + n, 0.0f);
-    for (int t = 0; t < kKsize; ++t) {
+  std::vector<float> padded(static_cast<size_t>(w + 2 * r));
+  for (int y = 0; y < h; ++y) {
+    const float* src = img.data() + static_cast<size_t>(y) * w;
+    for (int j = 0; j < w + 2 * r; ++j) padded[static_cast<size_t>(j)] = src[reflect101(j - r, w)];
+    float* s = rows.data() + static_cast<size_t>(y) * w;
+    std::fill(s, s + w, 0.0f);
+    for (int t = 0; t < ks; ++t) {
       const float kt = k[static_cast<size_t>(t)];
       const float* p = padded.data() + t;
-      for (int x = 0; x < n; ++x) s[x] = std::fma(p[x], kt, s[x]);
+      for (int x = 0; x < w; ++x) s[x] = std::fma(p[x], kt, s[x]);
     }
   }
-  for (int y = 0; y < n; ++y) {
-    float* s = img.data() + static_cast<size_t>(y) * n;
-    const float* c = rows.data() + static_cast<size_t>(y) * n;
-    const float k0 = k[kRadius];
-    for (int x = 0; x < n; ++x) s[x] = std::fma(c[x], k0, 0.0f);
-    for (int t = 1; t <= kRadius; ++t) {
-      const float* up = rows.data() + static_cast<size_t>(reflect101(y - t, n)) * n;
-      const float* dn = rows.data() + static_cast<size_t>(reflect101(y + t, n)) * n;
-      const float kt = k[static_cast<size_t>(kRadius + t)];
-      for (int x = 0; x < n; ++x) s[x] = std::fma(dn[x] + up[x], kt, s[x]);
+  for (int y = 0; y < h; ++y) {
+    float* s = img.data() + static_cast<size_t>(y) * w;
+    const float* c = rows.data() + static_cast<size_t>(y) * w;
+    const float k0 = k[static_cast<size_t>(r)];
+    for (int x = 0; x < w; ++x) s[x] = std::fma(c[x], k0, 0.0f);
+    for (int t = 1; t <= r; ++t) {
+      const float* up = rows.data() + static_cast<size_t>(reflect101(y - t, h)) * w;
+      const float* dn = rows.data() + static_cast<size_t>(reflect101(y + t, h)) * w;
+      const float kt = k[static_cast<size_t>(r + t)];
+      for (int x = 0; x < w; ++x) s[x] = std::fma(dn[x] + up[x], kt, s[x]);
     }
   }
 }
+
+namespace {
 
 std::vector<float> base_mask() {
   std::vector<float> m(static_cast<size_t>(kBase) * kBase, 0.0f);
@@ -85,9 +92,9 @@ std::vector<float> base_mask() {
   // no anti-aliased fringe (OpenCV only anti-aliases 8-bit images).
   for (int y = kRectLo; y <= kRectHi; ++y)
     std::fill(m.begin() + y * kBase + kRectLo, m.begin() + y * kBase + kRectHi + 1, 1.0f);
-  const std::vector<float> k = gaussian_kernel();
-  gaussian_blur(m, kBase, k);
-  gaussian_blur(m, kBase, k);
+  const std::vector<float> k = gaussian_kernel_f32(kKsize, kSigma);
+  gaussian_blur_f32(m, kBase, kBase, k);
+  gaussian_blur_f32(m, kBase, kBase, k);
   return m;
 }
 

@@ -29,6 +29,16 @@ struct PastedFace {
 // gpen::Error unless 1 <= size <= kMaxFaceSize.
 std::shared_ptr<const std::vector<float>> paste_mask(int size);
 
+// cv::getGaussianKernel(n, sigma, CV_32F) for odd n: OpenCV 4's fixed kernels for n <= 7 without
+// a sigma (sigma <= 0), else computed in double (sigma <= 0: 0.3 * ((n - 1) * 0.5 - 1) + 0.8),
+// normalised by 1 / (2 * sum of one half + centre), each tap rounded to float.
+std::vector<float> gaussian_kernel_f32(int n, double sigma);
+
+// cv2.GaussianBlur of a w x h float image with this (symmetric) kernel, BORDER_REFLECT_101, with
+// the arithmetic of OpenCV's AVX2 separable filter: rows accumulate s = fma(x[t], k[t], s) from 0
+// over the taps; columns start from fma(centre, k[r], 0) and add fma(up + down, k[r + t], s).
+void gaussian_blur_f32(std::vector<float>& img, int w, int h, const std::vector<float>& k);
+
 // cv2.resize of a 512 x 512 float mask to size x size, as paste_mask does (a copy at 512, the 2 x 2
 // mean at 256, bilinear otherwise). gpen::Error for another length or a size outside 1..kMaxFaceSize.
 std::vector<float> resize_paste_mask(const std::vector<float>& mask512, int size);

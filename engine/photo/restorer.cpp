@@ -2,6 +2,9 @@
 // decoded images (restorer.h).
 #include "engine/photo/restorer.h"
 
+#include "engine/models/gfpgan.h"
+#include "engine/photo/gfpgan_flow.h"
+
 #include <omp.h>
 
 #include "engine/core/error.h"
@@ -68,6 +71,9 @@ nlohmann::json to_json(const RestorePlan& p) {
 
 std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c, const CudaProvider* cuda) {
   check_config(c);
+  const FaceFlow flow = face_flow_of_file(c.model);
+  check_config(c, flow);
+  if (flow == FaceFlow::gfpgan) return open_gfpgan(c);
   std::unique_ptr<Restorer> r(new Restorer);
   r->config_ = c;
   r->apply_threads();
@@ -87,8 +93,8 @@ std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c, const CudaProvi
   RestoreOptions opt;
   opt.parser = r->parser_.get();
   opt.alpha = c.alpha;
-  opt.min_score = c.threshold;
-  opt.detect.post.threshold = c.threshold;
+  opt.min_score = detection_threshold(c, FaceFlow::gpen);
+  opt.detect.post.threshold = opt.min_score;
   if (c.det_max_side >= 0) {
     opt.detect.max_side = c.det_max_side;
     opt.detect.target_side = c.det_max_side;
@@ -141,6 +147,11 @@ std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c, const CudaProvi
 
 Restorer::~Restorer() = default;
 
+GpenModel& Restorer::model() {
+  GPEN_CHECK(model_, "this Restorer runs GFPGAN, not GPEN");
+  return *model_;
+}
+
 FaceRestorer& Restorer::rect_faces() {
   if (!parser_) return *faces_;
   GPEN_CHECK(rect_faces_, "the rectangle mask beside a face parser needs RestoreConfig::plan_at_limit "
@@ -154,6 +165,7 @@ void Restorer::apply_threads() const {
 }
 
 nlohmann::json Restorer::memory_json() const {
+  if (gfpgan_) return gfpgan_memory_json();
   const MemoryPlan& plan = model_->plan();  // the plan of the batch the photos needed
   return {{"device", backend_->name()},
           {"precision", precision_name(model_->precision())},
@@ -195,6 +207,10 @@ Image Restorer::super_resolved(ImageView photo, const std::function<void(int, in
 RestoreResult Restorer::restore(ImageView photo, const std::function<void(int, int)>& sr_progress) {
   apply_threads();
   RestoreResult r;
+  if (gfpgan_faces_) {
+    static_cast<PhotoResult&>(r) = gfpgan_faces_->process(photo);
+    return r;
+  }
   if (!sr_) {
     static_cast<PhotoResult&>(r) = faces_->process(photo);
     return r;
@@ -211,8 +227,13 @@ RestoreResult Restorer::restore(ImageView photo, const std::function<void(int, i
 std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos, const RestoreCall& call,
                                              const FaceAdjust& adjust) {
   apply_threads();
-  FaceRestorer& steps = call.rect_mask ? rect_faces() : *faces_;
   std::vector<RestoreResult> out(photos.size());
+  if (gfpgan_faces_) {
+    GPEN_CHECK(!adjust, "GFPGAN's flow takes the detector's landmarks as they are (no landmark smoothing)");
+    for (size_t i = 0; i < photos.size(); ++i) static_cast<PhotoResult&>(out[i]) = gfpgan_faces_->process(photos[i]);
+    return out;
+  }
+  FaceRestorer& steps = call.rect_mask ? rect_faces() : *faces_;
   std::vector<PhotoResult> done;
   if (!sr_ || !call.sr) {
     done = steps.process(photos, {}, adjust);
@@ -232,6 +253,7 @@ std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos, 
 
 Image Restorer::restore_aligned(ImageView face, const RestoreCall& call) {
   apply_threads();
+  GPEN_CHECK(model_, "aligned face crops: GFPGAN runs on whole photos here (its aligned mode is not available)");
   const int S = model_->size();
   std::vector<float> x(static_cast<size_t>(S) * S * 3), y(x.size());
   face_to_model(face, S, x.data());

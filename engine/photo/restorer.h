@@ -24,6 +24,7 @@
 #include "engine/models/parsenet.h"
 #include "engine/models/retinaface.h"
 #include "engine/models/rrdbnet.h"
+#include "engine/photo/face_flow.h"
 #include "engine/photo/pipeline.h"
 #include "engine/photo/restore_plan.h"
 #include "engine/photo/super_resolution.h"
@@ -31,9 +32,12 @@
 
 namespace gpen {
 
+class GfpganModel;     // engine/models/gfpgan.h
+class GfpganRestorer;  // engine/photo/gfpgan_flow.h
+
 struct RestoreConfig {
   // Converted models (.gpw).
-  std::string model;     // GPEN (required)
+  std::string model;     // GPEN or GFPGAN (required): the file's arch picks the flow (face_flow.h)
   std::string detector;  // RetinaFace (required)
   std::string parser;    // ParseNet: paste through the face-parsing mask ("": none)
   std::string mask;      // "rect" or "parse"; "": parse when a parser is given, else rect
@@ -51,8 +55,12 @@ struct RestoreConfig {
   size_t arena_budget = 0;  // run GPEN banded under this arena (0: only when the budget needs it)
   int bands = 0;            // run GPEN with exactly this many bands (0: as the arena budget says)
   // The photo steps.
-  double alpha = 1.0;       // restored * alpha + crop * (1 - alpha)
-  float threshold = 0.9f;   // detection score threshold (faces below are left alone)
+  double alpha = 1.0;       // the blend (--blend): restored * alpha + aligned crop * (1 - alpha), both flows
+  // GFPGAN's flow only (gfpgan_flow.h): the output at upscale x the photo's size (the background
+  // Lanczos-resized), and only the face nearest the photo's centre.
+  int upscale = 1;
+  bool only_center_face = false;
+  float threshold = 0.0f;   // detection score threshold (faces below are left alone); 0: the flow's (GPEN 0.9, GFPGAN 0.97)
   int det_max_side = -1;    // shrink photos whose longer side exceeds N to N for detection (-1: > 1500 -> 1000; 0: never)
   int threads = 0;          // OpenMP threads of each call (0: as the calling thread has it)
   // GPEN planned at the batch limit when opened (a service whose memory must not grow with
@@ -72,6 +80,11 @@ struct RestoreCall {
 // Refuses a configuration that cannot work, before anything is opened (a missing detector, mask
 // parse without a parser, an alpha outside [0, 1], ...), with a message naming the option.
 void check_config(const RestoreConfig& c);
+// The same for the flow the model file runs: options of the other model kind refused, naming the
+// option and the kind (restorer_gfpgan.cpp holds the rule table).
+void check_config(const RestoreConfig& c, FaceFlow flow);
+// RestoreConfig::threshold, or the flow's own when it is 0.
+float detection_threshold(const RestoreConfig& c, FaceFlow flow);
 // The paste mask the configuration asks for: "parse" or "rect".
 std::string mask_kind(const RestoreConfig& c);
 // GPEN on `backend` at `precision` ("": fp32 on the CPU, fp16 on a device).
@@ -146,7 +159,10 @@ class Restorer {
   // The SR tile (and why) a width x height photo gets; 0: untiled. Needs SR configured.
   int sr_tile(int width, int height, std::string* why = nullptr);
 
-  GpenModel& model() { return *model_; }
+  // Which flow the model file runs; with GFPGAN the GPEN accessors below throw.
+  FaceFlow flow() const { return gfpgan_ ? FaceFlow::gfpgan : FaceFlow::gpen; }
+  GfpganModel* gfpgan_model() { return gfpgan_.get(); }
+  GpenModel& model();
   RetinaFaceDetector& detector() { return *detector_; }
   ParseNetModel* parser() { return parser_.get(); }
   RrdbModel* sr_model() { return sr_.get(); }
@@ -159,6 +175,8 @@ class Restorer {
  private:
   Restorer() = default;
   void apply_threads() const;
+  static std::unique_ptr<Restorer> open_gfpgan(const RestoreConfig& config);
+  nlohmann::json gfpgan_memory_json() const;
   Image super_resolved(ImageView photo, const std::function<void(int, int)>& progress, SrReport* report,
                        std::string* why);
   RestoreConfig config_;
@@ -171,6 +189,9 @@ class Restorer {
   SrSettings sr_settings_;
   std::unique_ptr<FaceRestorer> faces_;
   std::unique_ptr<FaceRestorer> rect_faces_;  // with a parser and plan_at_limit: the rectangle mask's steps
+  // GFPGAN's flow (instead of model_ and faces_).
+  std::unique_ptr<GfpganModel> gfpgan_;
+  std::unique_ptr<GfpganRestorer> gfpgan_faces_;
 };
 
 }  // namespace gpen

@@ -100,7 +100,9 @@ namespace {
 
 // The checks and the source map both element types share; the per-type inner loops differ.
 template <class T>
-void warp_roi_any(const T* src, int sw, int sh, const AffineTransform& m, PixelRect roi, T* dst, WarpInterp interp) {
+void warp_roi_any(const T* src, int sw, int sh, const AffineTransform& m, PixelRect roi, T* dst, WarpInterp interp,
+                  const uint8_t border[3] = nullptr) {
+  static constexpr uint8_t kZero[3] = {0, 0, 0};
   GPEN_CHECK(src != nullptr, "warp: null source");
   check_src(sw, sh, "source");
   check_roi(roi);
@@ -108,7 +110,7 @@ void warp_roi_any(const T* src, int sw, int sh, const AffineTransform& m, PixelR
   const SourceMap s = source_map(m);
   const bool linear = interp == WarpInterp::linear;
   if constexpr (std::is_same_v<T, uint8_t>)
-    linear ? linear_u8(src, sw, sh, s, roi, dst) : cubic_u8(src, sw, sh, s, roi, dst);
+    linear ? linear_u8(src, sw, sh, s, roi, dst, border ? border : kZero) : cubic_u8(src, sw, sh, s, roi, dst);
   else
     linear ? linear_f32(src, sw, sh, s, roi, dst) : cubic_f32(src, sw, sh, s, roi, dst);
 }
@@ -135,6 +137,25 @@ Image warp_affine(ImageView src, const AffineTransform& m, int dst_w, int dst_h,
   if (fp.empty()) return out;
   std::vector<uint8_t> part(static_cast<size_t>(fp.width) * static_cast<size_t>(fp.height) * 3);
   warp_affine_roi(src.bgr.data(), src.width, src.height, m, fp, part.data(), interp);
+  const size_t row = static_cast<size_t>(fp.width) * 3;
+  for (int r = 0; r < fp.height; ++r)
+    std::copy_n(part.data() + static_cast<size_t>(r) * row, row,
+                out.bgr.data() + (static_cast<size_t>(fp.y + r) * static_cast<size_t>(dst_w) + static_cast<size_t>(fp.x)) * 3);
+  return out;
+}
+
+Image warp_affine_linear(ImageView src, const AffineTransform& m, int dst_w, int dst_h,
+                         const std::array<uint8_t, 3>& border) {
+  GPEN_CHECK(src.width > 0 && src.height > 0 && src.bgr.size() == src.pixels() * 3, "warp: empty or malformed image");
+  const PixelRect fp = warp_footprint(m, src.width, src.height, dst_w, dst_h);
+  Image out;
+  out.width = dst_w;
+  out.height = dst_h;
+  out.bgr.resize(out.pixels() * 3);
+  for (size_t i = 0; i < out.pixels(); ++i) std::copy(border.begin(), border.end(), out.bgr.begin() + static_cast<std::ptrdiff_t>(i * 3));
+  if (fp.empty()) return out;
+  std::vector<uint8_t> part(static_cast<size_t>(fp.width) * static_cast<size_t>(fp.height) * 3);
+  warp_roi_any(src.bgr.data(), src.width, src.height, m, fp, part.data(), WarpInterp::linear, border.data());
   const size_t row = static_cast<size_t>(fp.width) * 3;
   for (int r = 0; r < fp.height; ++r)
     std::copy_n(part.data() + static_cast<size_t>(r) * row, row,

@@ -12,6 +12,7 @@
 // Which one GPEN uses: the official code calls warpAffine(..., flags=3) for the crop, the mask
 // and the paste-back. 3 is cv2.INTER_AREA (INTER_CUBIC is 2), and warpAffine treats INTER_AREA
 // as INTER_LINEAR, so the official pipeline is bilinear: kGpenWarp.
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct PixelRect {
 Image warp_affine(ImageView src, const AffineTransform& m, int dst_w, int dst_h, WarpInterp interp);
 std::vector<float> warp_affine(const float* src, int src_w, int src_h, const AffineTransform& m, int dst_w,
                                int dst_h, WarpInterp interp);
+// The bilinear 8-bit warp with BORDER_CONSTANT of another value: taps outside the source read
+// `border` (BGR), destination pixels none of whose taps touch the source are `border`.
+Image warp_affine_linear(ImageView src, const AffineTransform& m, int dst_w, int dst_h,
+                         const std::array<uint8_t, 3>& border);
 
 // The rectangle of the dst_w x dst_h destination outside which the warp is exactly 0 (clipped to
 // the destination; empty when the source lands entirely outside it), for either interpolation.

@@ -96,7 +96,9 @@ inline uint8_t cast_u8(int sum) {
 }
 
 // The remaps of the pixels of `roi` (warp_linear.cpp, warp_cubic.cpp).
-void linear_u8(const uint8_t* src, int sw, int sh, const SourceMap& s, PixelRect roi, uint8_t* dst);
+// `border`: the BGR value of taps outside the source (BORDER_CONSTANT's borderValue).
+void linear_u8(const uint8_t* src, int sw, int sh, const SourceMap& s, PixelRect roi, uint8_t* dst,
+               const uint8_t border[3]);
 void cubic_u8(const uint8_t* src, int sw, int sh, const SourceMap& s, PixelRect roi, uint8_t* dst);
 void linear_f32(const float* src, int sw, int sh, const SourceMap& s, PixelRect roi, float* dst);
 void cubic_f32(const float* src, int sw, int sh, const SourceMap& s, PixelRect roi, float* dst);

@@ -1,4 +1,5 @@
-// Bilinear remaps (OpenCV's remapBilinear) of 8-bit BGR and float images, constant 0 border.
+// Bilinear remaps (OpenCV's remapBilinear) of 8-bit BGR (constant border of any value) and float
+// images (constant 0 border).
 #include <algorithm>
 #include <cstring>
 
@@ -12,7 +13,8 @@
 namespace gpen::warp_detail {
 
 // remapBilinear on 8-bit BGR: taps (ix, iy) .. (ix + 1, iy + 1), integer sums (order-free).
-void linear_u8(const uint8_t* src, int sw, int sh, const SourceMap& s, PixelRect roi, uint8_t* dst) {
+void linear_u8(const uint8_t* src, int sw, int sh, const SourceMap& s, PixelRect roi, uint8_t* dst,
+               const uint8_t border[3]) {
   const int16_t(*tab)[4] = tables().li;
   const size_t stride = static_cast<size_t>(sw) * 3;
   const unsigned width1 = static_cast<unsigned>(std::max(sw - 1, 0)), height1 = static_cast<unsigned>(std::max(sh - 1, 0));
@@ -51,13 +53,14 @@ void linear_u8(const uint8_t* src, int sw, int sh, const SourceMap& s, PixelRect
       return;
     }
     if (t.ix >= sw || t.ix + 1 < 0 || t.iy >= sh || t.iy + 1 < 0) {
-      d[0] = d[1] = d[2] = 0;
+      d[0] = border[0];
+      d[1] = border[1];
+      d[2] = border[2];
       return;
     }
     const int x0 = tap_index(t.ix, sw), x1 = tap_index(t.ix + 1, sw);
     const int y0 = tap_index(t.iy, sh), y1 = tap_index(t.iy + 1, sh);
-    const uint8_t zero[3] = {0, 0, 0};
-    auto px = [&](int x, int y) { return x >= 0 && y >= 0 ? src + static_cast<size_t>(y) * stride + static_cast<size_t>(x) * 3 : zero; };
+    auto px = [&](int x, int y) { return x >= 0 && y >= 0 ? src + static_cast<size_t>(y) * stride + static_cast<size_t>(x) * 3 : border; };
     const uint8_t *v0 = px(x0, y0), *v1 = px(x1, y0), *v2 = px(x0, y1), *v3 = px(x1, y1);
     for (int c = 0; c < 3; ++c) d[c] = cast_u8(v0[c] * w[0] + v1[c] * w[1] + v2[c] * w[2] + v3[c] * w[3]);
   });

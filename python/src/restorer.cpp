@@ -206,7 +206,7 @@ void register_restorer(nb::module_& m) {
            nb::arg("model"), nb::arg("detector"), nb::arg("parse") = nb::none(), nb::arg("sr") = nb::none(),
            nb::kw_only(), nb::arg("device") = "auto", nb::arg("precision") = nb::none(),
            nb::arg("memory_budget") = nb::none(), nb::arg("threads") = nb::none(), nb::arg("alpha") = 1.0,
-           nb::arg("threshold") = 0.9f, nb::arg("det_max_side") = nb::none(), nb::arg("batch") = nb::none(),
+           nb::arg("threshold") = 0.0f, nb::arg("det_max_side") = nb::none(), nb::arg("batch") = nb::none(),
            nb::arg("sr_tile") = "auto")
       .def("restore", &PyRestorer::restore, nb::arg("image"))
       .def("restore_aligned", &PyRestorer::restore_aligned, nb::arg("face"))

@@ -1,0 +1,34 @@
+#pragma once
+// Pasting restored faces back, as facexlib's FaceRestoreHelper does after GFPGAN
+// (get_inverse_affine, paste_faces_to_input_image): each face warped back with the inverse of
+// its alignment (times the upscale, plus half the upscale as offset when above 1), its mask
+// either the warped square eroded by 2 * upscale, eroded again by a tenth of the face's size and
+// Gaussian-blurred (no face parser) or the face-parsing mask (facexlib_parse_mask), blended in
+// float32 (float64 with the parsing mask) over the background and truncated to 8 bits at the end.
+// GPEN's paste (another mask, the max-accumulated canvas, rounding) is paste.h.
+#include <memory>
+#include <vector>
+
+#include "engine/core/affine.h"
+#include "engine/photo/image.h"
+
+namespace gpen {
+
+// cv2.invertAffineTransform(image_to_crop) * upscale, with extra_offset 0.5 * upscale added to
+// the translation when upscale > 1.
+AffineTransform facexlib_inverse(const AffineTransform& image_to_crop, double upscale);
+
+// One face to paste: the restored face (S x S) and its crop -> output transform.
+struct FacexlibFace {
+  Image restored;
+  AffineTransform crop_to_output;
+  // The face-parsing mask (S x S, float64 in [0, 1], facexlib_parse_mask); null: the eroded square.
+  std::shared_ptr<const std::vector<double>> parse_mask;
+};
+
+// paste_faces_to_input_image onto `background` (the photo resized to the output size), faces in
+// order, each over what the ones before left. gpen::Error for an empty background or a face
+// that is not square.
+Image facexlib_paste(ImageView background, const std::vector<FacexlibFace>& faces, double upscale);
+
+}  // namespace gpen

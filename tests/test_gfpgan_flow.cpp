@@ -1,0 +1,280 @@
+// GFPGAN's photo flow against the official one: `gpen restore` with a GFPGAN .gpw against
+// GFPGANer.enhance + facexlib's FaceRestoreHelper run from the official packages
+// (tests/reference/gfpgan_flow_reference.py), the engine's RetinaFace detections given to both
+// sides. The model is a small random GFPGANv1Clean at out_size 512 (narrow 1/8, channel
+// multiplier 1), generated here with /usr/bin/python3 + torch and the official code installed out
+// of tree (GFPGAN_OFFICIAL, default /tmp/gfpgan-official: gfpgan, basicsr, facexlib, --no-deps);
+// the test is skipped with a message where those are missing. Also: the LMEDS similarity against
+// cv2.estimateAffinePartial2D on the shared photos' detections, the Lanczos background against
+// cv2.resize, the model kind taken from the file, GPEN-only options refused, --blend.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "converter/convert.h"
+#include "engine/core/error.h"
+#include "engine/models/retinaface.h"
+#include "engine/photo/face_flow.h"
+#include "engine/photo/align.h"
+#include "engine/photo/facexlib_align.h"
+#include "engine/photo/image.h"
+#include "engine/photo/restorer.h"
+#include "tests/run_command.h"
+#include "tests/test_paths.h"
+
+using namespace gpen;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kPython = "/usr/bin/python3";
+
+std::string official_root() {
+  const char* e = std::getenv("GFPGAN_OFFICIAL");
+  return e && *e ? e : "/tmp/gfpgan-official";
+}
+
+std::string reference() { return kPython + " " + std::string(GPEN_SOURCE_DIR) + "/tests/reference/gfpgan_flow_reference.py"; }
+
+fs::path cache_dir() {
+  const fs::path d = fs::path(gpen_test::binary_dir()) / "test_gfpgan_flow_cache";
+  fs::create_directories(d);
+  return d;
+}
+
+// Why the comparison with the official flow cannot run here ("" when it can).
+std::string missing() {
+  const std::string root = official_root();
+  for (const char* f : {"/gfpgan/utils.py", "/gfpgan/archs/gfpganv1_clean_arch.py", "/basicsr/utils/img_util.py",
+                        "/facexlib/utils/face_restoration_helper.py"})
+    if (!fs::exists(root + f)) return root + f + " is missing (install gfpgan, basicsr and facexlib out of tree)";
+  if (gpen_test::run(kPython + " -c 'import torch, numpy, cv2'") != 0) return kPython + " lacks torch, numpy or cv2";
+  if (!fs::exists(gpen_test::shared_dir() + "/models/retinaface-mobilenet0.25.pth")) return "the shared detector is missing";
+  return "";
+}
+
+// True, with the reason as the test's message, when the official flow cannot run here.
+bool skipped() {
+  const std::string why = missing();
+  if (!why.empty()) MESSAGE("skipped: " << why);
+  return !why.empty();
+}
+
+// Converted once per process into the cache (unique names, renamed into place).
+std::string small_gfpgan() {
+  const fs::path gpw = cache_dir() / "gfpgan512_small_seed1.gpw";
+  if (fs::exists(gpw)) return gpw.string();
+  const std::string tag = std::to_string(getpid());
+  const fs::path pth = cache_dir() / ("gfpgan_" + tag + ".pth");
+  std::string out;
+  REQUIRE_MESSAGE(gpen_test::run("GFPGAN_OFFICIAL=" + official_root() + " " + reference() + " --make-checkpoint " +
+                                     pth.string() + " --seed 1", &out) == 0, out);
+  const fs::path tmp = cache_dir() / ("gfpgan_" + tag + ".gpw");
+  conv::convert(pth.string(), tmp.string());
+  fs::rename(tmp, gpw);
+  fs::rename(pth, cache_dir() / "gfpgan512_small_seed1.pth");
+  return gpw.string();
+}
+
+std::string detector_gpw() {
+  const fs::path gpw = cache_dir() / "retinaface_mnet.gpw";
+  if (fs::exists(gpw)) return gpw.string();
+  const fs::path tmp = gpw.string() + "." + std::to_string(getpid());
+  conv::convert(gpen_test::shared_dir() + "/models/retinaface-mobilenet0.25.pth", tmp.string());
+  fs::rename(tmp, gpw);
+  return gpw.string();
+}
+
+// The engine's detections of a photo as facexlib's detector would report them (the photo at its
+// own size), as the reference reads them.
+std::string write_dets(RetinaFaceDetector& det, const std::string& photo, const fs::path& json) {
+  DetectOptions o;
+  o.post.threshold = 0.5f;
+  o.max_side = 0;
+  nlohmann::json faces = nlohmann::json::array();
+  for (const Face& f : det.detect(read_image(photo), o))
+    faces.push_back({{"box", f.box}, {"score", f.score}, {"landmarks", f.landmarks}});
+  std::ofstream(json) << nlohmann::json{{"faces", faces}}.dump();
+  return json.string();
+}
+
+double psnr(const Image& a, const Image& b, int* max_diff) {
+  REQUIRE(a.width == b.width);
+  REQUIRE(a.height == b.height);
+  double se = 0;
+  *max_diff = 0;
+  for (size_t i = 0; i < a.bgr.size(); ++i) {
+    const int d = int(a.bgr[i]) - int(b.bgr[i]);
+    se += double(d) * d;
+    *max_diff = std::max(*max_diff, std::abs(d));
+  }
+  const double mse = se / double(a.bgr.size());
+  return mse > 0 ? 10 * std::log10(255.0 * 255.0 / mse) : 999.0;
+}
+
+struct Case {
+  std::string photo, args, ref_args;
+};
+
+void compare_with_official(const Case& c, const std::string& name) {
+  if (skipped()) return;
+  const std::string photo = gpen_test::shared_dir() + "/images/" + c.photo;
+  const std::string model = small_gfpgan(), det = detector_gpw();
+  RetinaFaceDetector detector(det);
+  const fs::path dir = cache_dir() / (name + "_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string dets = write_dets(detector, photo, dir / "dets.json");
+  std::string out;
+  REQUIRE_MESSAGE(gpen_test::run("GFPGAN_OFFICIAL=" + official_root() + " " + reference() + " " + photo +
+                                     " --checkpoint " + (cache_dir() / "gfpgan512_small_seed1.pth").string() +
+                                     " --dets " + dets + " -o " + (dir / "ref.png").string() + " " + c.ref_args,
+                                 &out) == 0,
+                  out);
+  const nlohmann::json ref = nlohmann::json::parse(out.substr(out.rfind('{')));
+  const std::string gpen = gpen_test::binary_dir() + "/gpen";
+  REQUIRE_MESSAGE(gpen_test::run(gpen + " restore -m " + model + " -d " + det + " " + photo + " -o " +
+                                     (dir / "out.png").string() + " --report " + (dir / "report.json").string() +
+                                     " " + c.args,
+                                 &out) == 0,
+                  out);
+  std::ifstream rs(dir / "report.json");
+  const nlohmann::json rep = nlohmann::json::parse(rs);
+  CHECK(rep["images"][0]["faces_restored"] == ref["faces"]);
+  int max_diff = 0;
+  const double p = psnr(read_image((dir / "out.png").string()), read_image((dir / "ref.png").string()), &max_diff);
+  MESSAGE(name << ": " << ref["faces"] << " faces, PSNR " << p << " dB against the official flow, max diff " << max_diff);
+  CHECK(p >= 60.0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+TEST_CASE("the model kind comes from the arch of the file") {
+  CHECK(face_flow_of_arch("gpen") == FaceFlow::gpen);
+  CHECK(face_flow_of_arch("gfpgan") == FaceFlow::gfpgan);
+  // Anything else is GPEN's to refuse, with the message it always gave.
+  CHECK(face_flow_of_arch("retinaface") == FaceFlow::gpen);
+  CHECK(face_flow_of_file(std::string(GPEN_SOURCE_DIR) + "/README.md") == FaceFlow::gpen);
+  // Options of one kind refused for the other, naming both.
+  RestoreConfig c;
+  c.model = "m.gpw";
+  c.detector = "d.gpw";
+  CHECK_NOTHROW(check_config(c, FaceFlow::gpen));
+  CHECK_NOTHROW(check_config(c, FaceFlow::gfpgan));
+  c.upscale = 2;
+  CHECK_THROWS_WITH_AS(check_config(c, FaceFlow::gpen),
+                       "--upscale is an option of GFPGAN models; m.gpw is a GPEN model", Error);
+  CHECK_NOTHROW(check_config(c, FaceFlow::gfpgan));
+  c.upscale = 1;
+  c.sr = "sr.gpw";
+  CHECK_THROWS_WITH_AS(check_config(c, FaceFlow::gfpgan), doctest::Contains("is an option of GPEN models"), Error);
+  // The detection threshold: the flow's own unless given.
+  c = RestoreConfig{};
+  CHECK(detection_threshold(c, FaceFlow::gpen) == 0.9f);
+  CHECK(detection_threshold(c, FaceFlow::gfpgan) == 0.97f);
+  c.threshold = 0.5f;
+  CHECK(detection_threshold(c, FaceFlow::gfpgan) == 0.5f);
+}
+
+TEST_CASE("LMEDS similarity: the one cv2.estimateAffinePartial2D returns on the shared photos' detections") {
+  if (skipped()) return;
+  RetinaFaceDetector detector(detector_gpw());
+  int faces = 0, outliers = 0;
+  double worst = 0;
+  std::vector<fs::path> files;
+  std::string cmd = reference() + " --lmeds";
+  for (const char* name : {"kids_1024x768.jpg", "solvay_1927.png", "widerface_sample_1024x624.jpg", "crowd_1600x898.jpg"}) {
+    files.push_back(cache_dir() / ("lmeds_" + std::to_string(getpid()) + "_" + name + ".json"));
+    write_dets(detector, gpen_test::shared_dir() + "/images/" + name, files.back());
+    cmd.append(" ").append(files.back().string());
+  }
+  std::string out;
+  REQUIRE_MESSAGE(gpen_test::run(cmd, &out) == 0, out);
+  const nlohmann::json cv_all = nlohmann::json::parse(out);
+  for (size_t f = 0; f < files.size(); ++f) {
+    std::ifstream js(files[f]);
+    const nlohmann::json dets = nlohmann::json::parse(js);
+    fs::remove(files[f]);
+    const nlohmann::json& cv = cv_all["affine"][f];
+    REQUIRE(cv.size() == dets["faces"].size());
+    for (size_t i = 0; i < dets["faces"].size(); ++i) {
+      const std::vector<float> lm = dets["faces"][i]["landmarks"].get<std::vector<float>>();
+      const AffineTransform m = facexlib_face_transform(lm.data(), 512);
+      double scale = 0, diff = 0;
+      for (int r = 0; r < 2; ++r)
+        for (int k = 0; k < 3; ++k) {
+          const double want = cv[i][r][k].get<double>();
+          scale = std::max(scale, std::abs(want));
+          diff = std::max(diff, std::abs(m.m[static_cast<size_t>(r * 3 + k)] - want));
+        }
+      worst = std::max(worst, diff / std::max(scale, 1.0));
+      ++faces;
+      // Faces where LMEDS drops a landmark: the least-squares fit of all five differs.
+      const std::array<double, 10> t = facexlib_template(512);
+      std::array<double, 10> src{}, dst{};
+      for (int k = 0; k < 10; ++k) {
+        src[static_cast<size_t>(k)] = static_cast<float>(lm[static_cast<size_t>(k)]);
+        dst[static_cast<size_t>(k)] = static_cast<float>(t[static_cast<size_t>(k)]);
+      }
+      const AffineTransform all = similarity_transform(src.data(), dst.data(), 5);
+      if (std::abs(all.m[0] - m.m[0]) > 1e-6 * std::max(scale, 1.0)) ++outliers;
+    }
+  }
+  MESSAGE(faces << " faces (" << outliers << " with a landmark LMEDS leaves out); largest difference from cv2's "
+                   "matrix, relative: " << worst);
+  CHECK(faces > 50);
+  CHECK(outliers > 0);
+  CHECK(worst < 1e-9);
+}
+
+TEST_CASE("gpen restore with a GFPGAN model: kids_1024x768.jpg as GFPGANer.enhance restores it") {
+  compare_with_official({"kids_1024x768.jpg", "", ""}, "kids");
+}
+
+TEST_CASE("gpen restore with a GFPGAN model: --upscale 2 and --only-center-face as the official flow") {
+  compare_with_official({"kids_1024x768.jpg", "--upscale 2 --only-center-face", "--upscale 2 --only-center-face"},
+                        "kids_up2_center");
+}
+
+TEST_CASE("gpen restore with a GFPGAN model: GPEN-only options are refused, naming the option and the kind") {
+  if (skipped()) return;
+  const std::string gpen = gpen_test::binary_dir() + "/gpen";
+  const std::string base = gpen + " restore -m " + small_gfpgan() + " -d " + detector_gpw() + " " +
+                           gpen_test::shared_dir() + "/images/kids_1024x768.jpg -o " +
+                           (cache_dir() / ("never_" + std::to_string(getpid()) + ".png")).string();
+  for (const std::string& opt : {std::string("--bands 2"), std::string("--task colorize"), std::string("--aligned"),
+                                 std::string("--det-max-side 800")}) {
+    std::string out;
+    CHECK(gpen_test::run(base + " " + opt, &out) != 0);
+    CHECK_MESSAGE(out.find("GPEN models") != std::string::npos, opt << ": " << out);
+    CHECK_MESSAGE(out.find("GFPGAN model") != std::string::npos, opt << ": " << out);
+  }
+  CHECK(!fs::exists(cache_dir() / ("never_" + std::to_string(getpid()) + ".png")));
+}
+
+TEST_CASE("--blend mixes each restored face with its aligned crop before the paste, and --alpha is the same option") {
+  if (skipped()) return;
+  const std::string gpen = gpen_test::binary_dir() + "/gpen";
+  const fs::path dir = cache_dir() / ("blend_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string base = gpen + " restore -m " + small_gfpgan() + " -d " + detector_gpw() + " " +
+                           gpen_test::shared_dir() + "/images/ffhq_lq_00000.png -o ";
+  std::string out;
+  for (const std::string& run : {std::string("full.png --blend 1"), std::string("half.png --blend 0.5"),
+                                 std::string("alpha.png --alpha 0.5")})
+    REQUIRE_MESSAGE(gpen_test::run(base + (dir / run).string(), &out) == 0, out);
+  const Image full = read_image((dir / "full.png").string()), half = read_image((dir / "half.png").string());
+  CHECK(read_image((dir / "alpha.png").string()).bgr == half.bgr);
+  CHECK(full.bgr != half.bgr);
+  CHECK(gpen_test::run(base + (dir / "bad.png").string() + " --blend 1.5", &out) != 0);
+  fs::remove_all(dir);
+}
