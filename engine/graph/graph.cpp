@@ -1,16 +1,13 @@
 #include "engine/graph/graph.h"
+#include "engine/graph/overloaded.h"
 
 #include <type_traits>
 
 namespace gpen {
 
+using graph_detail::overloaded;
+
 namespace {
-template <class... Ts>
-struct overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-overloaded(Ts...) -> overloaded<Ts...>;
 
 Shape nhwc(int64_t n, int64_t h, int64_t w, int64_t c) { return Shape{n, h, w, c}; }
 }  // namespace

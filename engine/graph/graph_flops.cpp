@@ -4,17 +4,11 @@
 #include <variant>
 
 #include "engine/graph/graph.h"
+#include "engine/graph/overloaded.h"
 
 namespace gpen {
 
-namespace {
-template <class... Ts>
-struct overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-overloaded(Ts...) -> overloaded<Ts...>;
-}  // namespace
+using graph_detail::overloaded;
 
 double node_flops(const Graph& g, const Node& n) {
   auto numel = [&](int t) { return t >= 0 ? static_cast<double>(g.tensor(t).shape.numel()) : 0.0; };
