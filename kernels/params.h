@@ -193,6 +193,73 @@ struct SftParams {
   int64_t c0 = 0;
 };
 
+// ---- Transformer ops (CodeFormer, RestoreFormer++)
+
+// NHWC GroupNorm, nn.GroupNorm(groups, C, eps, affine): per sample and group of C / groups
+// consecutive channels, y = (x - mean) / sqrt(var + eps) * gamma[c] + beta[c], var biased, over
+// H x W x C / groups values. Inputs: x [N, H, W, C], gamma and beta [C] (affine). With silu the
+// result goes through x * sigmoid(x) in the same pass (VQGAN's ResBlock: normalize then swish).
+struct GroupNormParams {
+  int groups = 32;
+  float eps = 1e-6f;
+  bool affine = true;
+  bool silu = false;
+};
+
+// nn.LayerNorm over the last axis: y = (x - mean) / sqrt(var + eps) * gamma + beta (affine),
+// var biased. Inputs: x [..., C], gamma and beta [C].
+struct LayerNormParams {
+  float eps = 1e-5f;
+  bool affine = true;
+};
+
+// The smooth activations of the transformer blocks, elementwise (may run in place): GELU in the
+// exact erf form of nn.GELU(), x * 0.5 * (1 + erf(x / sqrt 2)); SiLU / swish, x * sigmoid(x).
+enum class SmoothAct : uint8_t { gelu, silu };
+struct SmoothActParams {
+  SmoothAct fn = SmoothAct::gelu;
+};
+
+// nn.MultiheadAttention as CodeFormer's TransformerSALayer calls it, self-attention with a
+// position embedding added to the queries and keys but not the values:
+//   q = (x + pos) Wq^T + bq,  k = (x + pos) Wk^T + bk,  v = x Wv^T + bv
+//   per head h (d = E / heads channels): o_h = softmax(q_h k_h^T / sqrt d) v_h
+//   y = concat_h(o_h) Wo^T + bo
+// Inputs: x [N, L, E], pos [N or 1, L, E] (has_pos), in_w [3E, E] (q, k, v rows, PyTorch's
+// in_proj_weight), in_b [3E], out_w [E, E], out_b [E]. y [N, L, E]. The engine's sequences
+// are batch-first (PyTorch's module takes [L, N, E]; the same numbers).
+struct AttentionParams {
+  int heads = 8;
+  bool has_pos = false;
+};
+
+// The nearest codebook entry of each feature vector, and that entry gathered:
+//   argmax: z holds logits [N, H, W, K]; index = argmax_k softmax(z) = argmax_k z (softmax is
+//           monotonic; CodeFormer's topk(softmax(logits), 1)), codebook [K, C];
+//   argmin: z holds features [N, H, W, C]; index = argmin_k |z|^2 + |e_k|^2 - 2 z . e_k (VQGAN's
+//           VectorQuantizer), codebook [K, C].
+// Ties go to the first index, as torch.argmax / argmin. Outputs: the gathered features
+// [N, H, W, C] and the indices [N, H, W] as i32.
+enum class CodeLookup : uint8_t { argmax, argmin };
+struct CodeLookupParams {
+  CodeLookup mode = CodeLookup::argmax;
+};
+
+// CodeFormer's Fuse_sft_block output: y = dec + w * (dec * scale + shift). Inputs: dec, scale,
+// shift NHWC [N, H, W, C]. Elementwise, may run in place on dec.
+struct FuseSftParams {
+  float w = 1.0f;
+};
+
+// CodeFormer's PositionEmbeddingSine for an H x W map: [H, W, 2 num_pos_feats], the y half
+// first (kernels/cpu/position_embedding.cpp). A plan-time constant, not a graph op.
+struct PositionSineParams {
+  int num_pos_feats = 64;
+  float temperature = 10000.0f;
+  bool normalize = false;
+  float scale = static_cast<float>(2.0 * M_PI);
+};
+
 struct TensorView;
 // The tensors of one modconv, as documented above; absent optional ones are nullptr. Shared by
 // the CPU and CUDA ops (on CUDA every view is device memory, x2_scale included).
@@ -206,6 +273,16 @@ struct ModConvArgs {
   const TensorView* d = nullptr;
   const TensorView* bias = nullptr;
   const TensorView* residual = nullptr;
+};
+
+// The tensors of one attention, as documented at AttentionParams; pos is nullptr without one.
+struct AttentionArgs {
+  const TensorView* x = nullptr;
+  const TensorView* pos = nullptr;
+  const TensorView* in_w = nullptr;
+  const TensorView* in_b = nullptr;
+  const TensorView* out_w = nullptr;
+  const TensorView* out_b = nullptr;
 };
 
 }  // namespace gpen

@@ -1,16 +1,13 @@
 #include "engine/graph/graph.h"
+#include "engine/graph/overloaded.h"
 
 #include <type_traits>
 
 namespace gpen {
 
+using graph_detail::overloaded;
+
 namespace {
-template <class... Ts>
-struct overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-overloaded(Ts...) -> overloaded<Ts...>;
 
 Shape nhwc(int64_t n, int64_t h, int64_t w, int64_t c) { return Shape{n, h, w, c}; }
 }  // namespace
@@ -33,6 +30,12 @@ const char* op_name(const OpParams& p) {
                         [](const ResizeBilinearParams&) { return "resize_bilinear"; },
                         [](const NoiseBiasActParams&) { return "noise_bias_act"; },
                         [](const SftParams&) { return "sft"; },
+                        [](const GroupNormParams&) { return "group_norm"; },
+                        [](const LayerNormParams&) { return "layer_norm"; },
+                        [](const SmoothActParams& a) { return a.fn == SmoothAct::gelu ? "gelu" : "silu"; },
+                        [](const AttentionParams&) { return "attention"; },
+                        [](const CodeLookupParams& c) { return c.mode == CodeLookup::argmax ? "code_argmax" : "code_argmin"; },
+                        [](const FuseSftParams&) { return "fuse_sft"; },
                     },
                     p);
 }
@@ -349,49 +352,6 @@ size_t Graph::weights_bytes() const {
   for (const auto& t : tensors_)
     if (t.kind == TensorKind::Weight) b += t.bytes();
   return b;
-}
-
-double node_flops(const Graph& g, const Node& n) {
-  auto numel = [&](int t) { return t >= 0 ? static_cast<double>(g.tensor(t).shape.numel()) : 0.0; };
-  const double out = n.outputs.empty() ? 0.0 : numel(n.outputs[0]);
-  return std::visit(
-      overloaded{
-          [&](const Conv2dParams& c) {
-            const Shape& ws = g.tensor(n.inputs[1]).shape;  // HWIO, I = Cin / groups
-            return 2.0 * out * c.kh * c.kw * static_cast<double>(ws[2]);
-          },
-          [&](const DenseParams&) { return 2.0 * out * static_cast<double>(g.tensor(n.inputs[1]).shape[1]); },
-          [&](const ModConvParams& m) {
-            const Shape& ws = g.tensor(n.inputs[4]).shape;  // [k, k, Cin, Cout]
-            const Shape& xs = g.tensor(n.inputs[0]).shape;
-            const Shape& os = g.tensor(n.outputs[0]).shape;
-            const double cc = static_cast<double>(ws[2]) * static_cast<double>(ws[3]);
-            if (!m.up) return 2.0 * static_cast<double>(os[0]) * os[1] * os[2] * m.k * m.k * cc;
-            // The transposed conv: every input pixel through k x k taps, H W k k products per
-            // channel pair. Cropped (a band's rows), the (output row, weight row) pairs of the rows
-            // it keeps whose input row exists: the whole op's count summed over its bands.
-            int64_t row_taps = 0;
-            for (int64_t y = m.crop_top; y < m.out_rows(xs[1]) + m.crop_top; ++y)
-              for (int64_t ky = y % 2; ky < m.k; ky += 2)
-                row_taps += (y - ky) >= 0 && (y - ky) / 2 < xs[1];
-            return 2.0 * static_cast<double>(os[0]) * row_taps * xs[2] * m.k * cc;
-          },
-          [&](const UpFirDn2dParams& u) { return 2.0 * out * u.kh * u.kw / (u.up_x * u.up_y); },
-          [&](const MaxPool2dParams& p) { return out * p.kh * p.kw; },
-          [&](const DemodParams&) { return 2.0 * out * static_cast<double>(g.tensor(n.inputs[1]).shape[1]); },
-          [&](const ResizeNearestParams&) { return 0.0; },
-          [&](const PixelUnshuffleParams&) { return 0.0; },
-          [&](const PadReflectParams&) { return 0.0; },
-          [&](const ResizeBilinearParams&) { return 3.0 * out; },
-          [&](const auto&) { return out; },  // elementwise and normalisations: about one per element
-      },
-      n.params);
-}
-
-double graph_flops(const Graph& g) {
-  double f = 0;
-  for (const Node& n : g.nodes()) f += node_flops(g, n);
-  return f;
 }
 
 }  // namespace gpen

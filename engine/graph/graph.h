@@ -34,7 +34,8 @@ struct TensorDesc {
 using OpParams = std::variant<Conv2dParams, DenseParams, BiasActParams, AddParams, ResizeNearestParams,
                               UpFirDn2dParams, SoftmaxParams, PixelNormParams, DemodParams, ModConvParams,
                               MaxPool2dParams, PixelUnshuffleParams, PadReflectParams, ResizeBilinearParams,
-                              NoiseBiasActParams, SftParams>;
+                              NoiseBiasActParams, SftParams, GroupNormParams, LayerNormParams, SmoothActParams,
+                              AttentionParams, CodeLookupParams, FuseSftParams>;
 
 const char* op_name(const OpParams& p);
 
@@ -87,6 +88,22 @@ class Graph {
   int noise_bias_act(int x, int noise, int noise_weight, int bias, const NoiseBiasActParams& p,
                      const std::string& name = "");
   int sft(int x, int scale, int shift, int64_t c0, const std::string& name = "");
+  // CodeFormer / RestoreFormer++ (kernels/params.h; engine/graph/graph_transformer.cpp). gamma and
+  // beta are -1 without affine. smooth_act, layer_norm and fuse_sft may run in place.
+  int group_norm(int x, int gamma, int beta, const GroupNormParams& p, const std::string& name = "");
+  int layer_norm(int x, int gamma, int beta, const LayerNormParams& p, const std::string& name = "");
+  int smooth_act(int x, SmoothAct fn, const std::string& name = "");
+  // Self-attention of x [N, L, E] with pos [1 or N, L, E] (or -1) added to queries and keys.
+  struct AttentionInputs {
+    int x = -1, pos = -1, in_w = -1, in_b = -1, out_w = -1, out_b = -1;
+  };
+  int attention(const AttentionInputs& in, int heads, const std::string& name = "");
+  // The gathered codebook entries [N, H, W, C] and their indices [N, H, W] (i32).
+  struct CodeLookupOutputs {
+    int features = -1, indices = -1;
+  };
+  CodeLookupOutputs code_lookup(int z, int codebook, CodeLookup mode, const std::string& name = "");
+  int fuse_sft(int dec, int scale, int shift, float w, const std::string& name = "");
   // Inputs as in ModConvParams (x, x2, x2_scale, x2_bias, w, s, d, bias, residual); -1 if absent.
   struct ModConvInputs {
     int x = -1, x2 = -1, x2_scale = -1, x2_bias = -1, w = -1, s = -1, d = -1, bias = -1, residual = -1;

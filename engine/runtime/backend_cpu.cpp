@@ -66,6 +66,7 @@ class CpuBackend final : public Backend {
     if (auto* p = std::get_if<UpFirDn2dParams>(&n.params)) return cpu::upfirdn2d_workspace_bytes(*p, x, y, threads);
     if (auto* p = std::get_if<ModConvParams>(&n.params))
       return cpu::modconv_workspace_bytes(k.conv, *p, modconv_x_cat(x, g.tensor(n.inputs[4]).shape), y, threads);
+    if (auto* p = std::get_if<AttentionParams>(&n.params)) return cpu::attention_workspace_bytes(*p, x, threads);
     return 0;
   }
 
@@ -141,6 +142,18 @@ class CpuBackend final : public Backend {
             cpu::noise_bias_act(p, in[0], in[1], in[2], opt(in, 3), out[0]);
           else if constexpr (std::is_same_v<P, SftParams>)
             cpu::sft(p, in[0], in[1], in[2], out[0]);
+          else if constexpr (std::is_same_v<P, GroupNormParams>)
+            cpu::group_norm(p, in[0], opt(in, 1), opt(in, 2), out[0]);
+          else if constexpr (std::is_same_v<P, LayerNormParams>)
+            cpu::layer_norm(p, in[0], opt(in, 1), opt(in, 2), out[0]);
+          else if constexpr (std::is_same_v<P, SmoothActParams>)
+            cpu::smooth_act(p, in[0], out[0]);
+          else if constexpr (std::is_same_v<P, AttentionParams>)
+            cpu::attention(p, {opt(in, 0), opt(in, 1), opt(in, 2), opt(in, 3), opt(in, 4), opt(in, 5)}, out[0], ws);
+          else if constexpr (std::is_same_v<P, CodeLookupParams>)
+            cpu::code_lookup(p, in[0], in[1], out[0], out[1]);
+          else if constexpr (std::is_same_v<P, FuseSftParams>)
+            cpu::fuse_sft(p, in[0], in[1], in[2], out[0]);
           else
             static_assert(sizeof(P) == 0, "CPU backend misses an op");
         },

@@ -86,4 +86,31 @@ void noise_bias_act(const NoiseBiasActParams& p, const TensorView& x, const Tens
 void sft(const SftParams& p, const TensorView& x, const TensorView& scale, const TensorView& shift,
          const TensorView& y);
 
+// ---- Transformer ops of CodeFormer and RestoreFormer++ (kernels/cpu/norm.cpp, smooth_act.cpp,
+// attention.cpp, code_lookup.cpp, sft.cpp, position_embedding.cpp; kernels/params.h).
+
+// group_norm: x, y [N,H,W,C]; gamma, beta [C] with affine (else nullptr). Not in place.
+void group_norm(const GroupNormParams& p, const TensorView& x, const TensorView* gamma, const TensorView* beta,
+                const TensorView& y);
+// layer_norm over the last axis: x, y [..., C]; gamma, beta [C] with affine. May run in place.
+void layer_norm(const LayerNormParams& p, const TensorView& x, const TensorView* gamma, const TensorView* beta,
+                const TensorView& y);
+// smooth_act (GELU / SiLU): any shape; may run in place.
+void smooth_act(const SmoothActParams& p, const TensorView& x, const TensorView& y);
+// attention: operands as in AttentionParams; y [N, L, E], not overlapping x. The workspace holds
+// the transposed projections, the projected q, k, v, the [heads, L, L] scores and the GEMM
+// packing buffers of `threads` threads.
+using AttentionArgs = ::gpen::AttentionArgs;  // kernels/params.h
+size_t attention_workspace_bytes(const AttentionParams& p, const Shape& x, int threads);
+void attention(const AttentionParams& p, const AttentionArgs& a, const TensorView& y, void* workspace);
+// code_lookup: z [N,H,W,K] logits (argmax) or [N,H,W,C] features (argmin); codebook [K, C];
+// y [N,H,W,C]; indices [N,H,W] i32.
+void code_lookup(const CodeLookupParams& p, const TensorView& z, const TensorView& codebook, const TensorView& y,
+                 const TensorView& indices);
+// fuse_sft: dec, scale, shift, y [N,H,W,C]; y may be dec.
+void fuse_sft(const FuseSftParams& p, const TensorView& dec, const TensorView& scale, const TensorView& shift,
+              const TensorView& y);
+// The sine position embedding into y [H, W, 2 num_pos_feats] (plan time, on the host).
+void position_embedding_sine(const PositionSineParams& p, const TensorView& y);
+
 }  // namespace gpen::cpu

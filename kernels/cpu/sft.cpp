@@ -43,3 +43,42 @@ void sft(const SftParams& p, const TensorView& x, const TensorView& scale, const
 }
 
 }  // namespace gpen::cpu
+
+namespace gpen::cpu {
+
+// CodeFormer's Fuse_sft_block output, y = dec + w * (dec * scale + shift), in that order of
+// rounding (the official module's). y may be dec itself.
+void fuse_sft(const FuseSftParams& p, const TensorView& dec, const TensorView& scale, const TensorView& shift,
+              const TensorView& y) {
+  detail::check_f32(dec, "fuse_sft", "input");
+  detail::check_f32(scale, "fuse_sft", "scale");
+  detail::check_f32(shift, "fuse_sft", "shift");
+  detail::check_f32(y, "fuse_sft", "output");
+  detail::check_rank(dec, 4, "fuse_sft", "input");
+  detail::check_same_shape(dec, y, "fuse_sft", "input", "output");
+  detail::check_same_shape(dec, scale, "fuse_sft", "input", "scale");
+  detail::check_same_shape(dec, shift, "fuse_sft", "input", "shift");
+  const int64_t N = dec.dim(0), H = dec.dim(1), W = dec.dim(2), C = dec.dim(3);
+  const float w = p.w;
+  const int T = dec.numel() >= detail::kParallelMinElements ? num_threads() : 1;
+  auto at = [](const TensorView& v, int64_t n, int64_t h, int64_t x) {
+    return v.f32() + n * v.stride(0) + h * v.stride(1) + x * v.stride(2);
+  };
+#pragma omp parallel for collapse(2) num_threads(T) if (T > 1) schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t x = 0; x < W; ++x) {
+        const float* dp = at(dec, n, h, x);
+        const float* sp = at(scale, n, h, x);
+        const float* tp = at(shift, n, h, x);
+        float* yp = at(y, n, h, x);
+        for (int64_t c = 0; c < C; ++c) {
+          const float d = dp[c * dec.stride(3)];
+          yp[c * y.stride(3)] = d + w * (d * sp[c * scale.stride(3)] + tp[c * shift.stride(3)]);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace gpen::cpu

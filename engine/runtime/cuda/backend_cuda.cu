@@ -16,6 +16,7 @@
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/ops_gemm.h"
 #include "kernels/cuda/ops_gfpgan.h"
+#include "kernels/cuda/ops_transformer.h"
 #include "kernels/cuda/ops_gpen.h"
 
 GPEN_CUDA_NAMESPACE_BEGIN
@@ -125,6 +126,18 @@ class CudaBackend final : public DeviceBackend {
             noise_bias_act(p, in[0], in[1], in[2], opt(in, 3), out[0], s);
           else if constexpr (std::is_same_v<P, SftParams>)
             sft(p, in[0], in[1], in[2], out[0], s);
+          else if constexpr (std::is_same_v<P, GroupNormParams>)
+            group_norm(p, in[0], opt(in, 1), opt(in, 2), out[0], s);
+          else if constexpr (std::is_same_v<P, LayerNormParams>)
+            layer_norm(p, in[0], opt(in, 1), opt(in, 2), out[0], s);
+          else if constexpr (std::is_same_v<P, SmoothActParams>)
+            smooth_act(p, in[0], out[0], s);
+          else if constexpr (std::is_same_v<P, AttentionParams>)
+            attention(p, {opt(in, 0), opt(in, 1), opt(in, 2), opt(in, 3), opt(in, 4), opt(in, 5)}, out[0], ws, s);
+          else if constexpr (std::is_same_v<P, CodeLookupParams>)
+            code_lookup(p, in[0], in[1], out[0], out[1], s);
+          else if constexpr (std::is_same_v<P, FuseSftParams>)
+            fuse_sft(p, in[0], in[1], in[2], out[0], s);
           else
             static_assert(sizeof(P) == 0, "CUDA backend misses an op");
         },
@@ -239,6 +252,7 @@ size_t node_workspace_bytes(const Graph& g, const Node& n) {
     x[3] = g.tensor(n.inputs[4]).shape[2];  // the concatenated input channels, from the weight
     return modconv_workspace_bytes(*p, x, g.tensor(n.outputs[0]).shape);
   }
+  if (auto* p = std::get_if<AttentionParams>(&n.params)) return attention_workspace_bytes(*p, g.tensor(n.inputs[0]).shape);
   return 0;
 }
 

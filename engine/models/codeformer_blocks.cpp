@@ -1,0 +1,57 @@
+// CodeFormer's ResBlock and Fuse_sft_block as graph builders (codeformer_blocks.h).
+#include "engine/models/codeformer_blocks.h"
+
+namespace gpen {
+
+namespace {
+
+int64_t channels(const Graph& g, int x) { return g.tensor(x).shape[3]; }
+
+int conv(Graph& g, int x, const std::string& name, int64_t cout, int k, bool lrelu, int residual = -1) {
+  Conv2dParams p;
+  p.kh = p.kw = k;
+  p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = k / 2;
+  p.has_bias = true;
+  p.has_residual = residual >= 0;
+  p.act = lrelu ? Activation::leaky(0.2f) : Activation::none();
+  const int w = g.weight(name + ".weight", DType::f32, Shape{k, k, channels(g, x), cout});
+  const int b = g.weight(name + ".bias", DType::f32, Shape{cout});
+  return g.conv2d(x, w, b, p, residual, -1, name);
+}
+
+// VQGAN's normalize() followed by swish, in one op.
+int norm_swish(Graph& g, int x, const std::string& name) {
+  const int64_t c = channels(g, x);
+  const int gamma = g.weight(name + ".weight", DType::f32, Shape{c});
+  const int beta = g.weight(name + ".bias", DType::f32, Shape{c});
+  return g.group_norm(x, gamma, beta, GroupNormParams{32, 1e-6f, true, true}, name);
+}
+
+}  // namespace
+
+int codeformer_resblock(Graph& g, int x, int64_t cout, const std::string& prefix) {
+  const int skip = channels(g, x) == cout ? x : conv(g, x, prefix + ".conv_out", cout, 1, false);
+  int h = norm_swish(g, x, prefix + ".norm1");
+  h = conv(g, h, prefix + ".conv1", cout, 3, false);
+  h = norm_swish(g, h, prefix + ".norm2");
+  return conv(g, h, prefix + ".conv2", cout, 3, false, skip);
+}
+
+int codeformer_fuse_block(Graph& g, int enc, int dec, float w, const std::string& prefix) {
+  const Shape& ds = g.tensor(dec).shape;
+  GPEN_CHECK(g.tensor(enc).shape == ds, prefix + ": encoder feature " + g.tensor(enc).shape.str() +
+                                            " and decoder feature " + ds.str() + " differ");
+  const int64_t C = ds[3];
+  // The concatenation [enc, dec] on the channel axis: each copied into its half of one buffer
+  // (an identity bias_act), the engine's form of torch.cat.
+  const int cat = g.buffer(prefix + ".cat", g.activation_dtype(), Shape{ds[0], ds[1], ds[2], 2 * C});
+  const BiasActParams copy{false, Activation::none()};
+  g.bias_act(enc, -1, copy, g.slice_channels(cat, 0, C), prefix + ".cat_enc");
+  g.bias_act(dec, -1, copy, g.slice_channels(cat, C, C), prefix + ".cat_dec");
+  const int feat = codeformer_resblock(g, cat, C, prefix + ".encode_enc");
+  const int scale = conv(g, conv(g, feat, prefix + ".scale.0", C, 3, true), prefix + ".scale.2", C, 3, false);
+  const int shift = conv(g, conv(g, feat, prefix + ".shift.0", C, 3, true), prefix + ".shift.2", C, 3, false);
+  return g.fuse_sft(dec, scale, shift, w, prefix + ".out");
+}
+
+}  // namespace gpen

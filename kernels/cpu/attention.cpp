@@ -1,0 +1,151 @@
+// Multi-head self-attention as nn.MultiheadAttention computes it for CodeFormer's
+// TransformerSALayer (kernels/params.h AttentionParams). One sample at a time, its four products
+// on the Eigen-backed GEMM (kernels/cpu/gemm.h), every buffer carved from the workspace:
+//   in-projection   [L, E] x [E, 3E]   (row blocks of kRowBlock over the threads)
+//   scores          [L, d] x [d, L]    per head, into the [heads, L, L] score matrix
+//   softmax rows of the scores (max-subtracted, normaliser in double, as kernels/cpu/softmax.cpp)
+//   context         [L, L] x [L, d]    per head, written into its d columns of [L, E]
+//   out-projection  [L, E] x [E, E]    (row blocks)
+// The heads run on the threads one head each, each with its own GEMM packing buffer. At
+// CodeFormer's L = 256, E = 512, 8 heads the score matrix is 2 MiB; a tiled form (flash-style:
+// 64 query rows x 64 keys at a time with a running max and sum per row) would keep it to
+// 16 KiB per thread, at the price of the second exp pass being fused into the PV product.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/strided.h"
+#include "kernels/cpu/transformer_shapes.h"
+
+namespace gpen::cpu {
+
+namespace {
+
+constexpr int64_t kRowBlock = 32;
+
+struct Layout {
+  int64_t L, E, d, heads;
+  size_t w_in, w_out, xq, xv, qkv, kt, scores, ctx, out, pack;  // floats, each 64-byte rounded
+  detail::GemmBlocking blk;
+  size_t pack_each;
+  size_t total() const { return w_in + w_out + xq + xv + qkv + kt + scores + ctx + out + pack + detail::kScratchAlign / 4; }
+};
+
+Layout layout(const AttentionParams& p, int64_t L, int64_t E, int threads) {
+  Layout s{};
+  s.L = L, s.E = E, s.heads = p.heads, s.d = E / std::max(p.heads, 1);
+  const auto r = [](int64_t n) { return detail::round_floats(static_cast<size_t>(n)); };
+  s.w_in = r(E * 3 * E), s.w_out = r(E * E), s.xq = r(L * E), s.xv = r(L * E), s.qkv = r(L * 3 * E);
+  s.kt = r(E * L), s.scores = r(p.heads * L * L), s.ctx = r(L * E), s.out = r(L * E);
+  s.blk = detail::gemm_blocking(std::max(L, kRowBlock), std::max(3 * E, L), std::max(E, L));
+  s.pack_each = r(static_cast<int64_t>(detail::gemm_pack_floats(s.blk)));
+  s.pack = s.pack_each * static_cast<size_t>(std::max(threads, 1));
+  return s;
+}
+
+// dst[j][i] = src[i][j] for a rows x cols source with leading dimension lds.
+void transpose(float* dst, const float* src, int64_t rows, int64_t cols, int64_t lds) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * lds + j];
+}
+
+// c[i][:] = bias for rows [0, m) (the GEMMs accumulate onto it); bias with the given stride.
+void fill_bias(float* c, int64_t m, int64_t n, const TensorView& bias, int64_t b0) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * n + j] = bias.f32()[(b0 + j) * bias.stride(0)];
+}
+
+}  // namespace
+
+size_t attention_workspace_bytes(const AttentionParams& p, const Shape& x, int threads) {
+  if (x.rank != 3 || p.heads <= 0) return 0;
+  return layout(p, x[1], x[2], threads).total() * sizeof(float);
+}
+
+void attention(const AttentionParams& p, const AttentionArgs& a, const TensorView& y, void* workspace) {
+  kernels::check_attention_shapes(p, a, y);
+  const TensorView& x = *a.x;
+  for (const TensorView* t : {a.x, a.pos, a.in_w, a.in_b, a.out_w, a.out_b, &y})
+    if (t) detail::check_f32(*t, "attention", t == &y ? "output" : "operand");
+  const int64_t N = x.dim(0), L = x.dim(1), E = x.dim(2);
+  if (x.numel() == 0) return;
+  GPEN_CHECK(workspace != nullptr, "attention: no workspace");
+
+  const int T = num_threads();
+  const Layout s = layout(p, L, E, T);
+  float* base = detail::align_ptr(workspace);
+  float* w_in = base;  // [E, 3E]: in_w transposed, so the projection is x * w_in
+  float* w_out = w_in + s.w_in;
+  float* xq = w_out + s.w_out;  // x + pos (queries and keys)
+  float* xv = xq + s.xq;        // x (values)
+  float* qkv = xv + s.xv;       // [L, 3E]
+  float* kt = qkv + s.qkv;      // per head [d, L]: its keys transposed
+  float* scores = kt + s.kt;    // [heads, L, L]
+  float* ctx = scores + s.scores;
+  float* out = ctx + s.ctx;
+  float* pack = out + s.out;
+  transpose(w_in, a.in_w->f32(), 3 * E, E, E);
+  transpose(w_out, a.out_w->f32(), E, E, E);
+  const int64_t d = s.d, H = p.heads, blocks = (L + kRowBlock - 1) / kRowBlock;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t e = 0; e < E; ++e) {
+        const float v = x.f32()[n * x.stride(0) + l * x.stride(1) + e * x.stride(2)];
+        xv[l * E + e] = v;
+        xq[l * E + e] = a.pos ? v + a.pos->f32()[(a.pos->dim(0) == 1 ? 0 : n) * a.pos->stride(0) +
+                                                 l * a.pos->stride(1) + e * a.pos->stride(2)]
+                              : v;
+      }
+#pragma omp parallel num_threads(T)
+    {
+      float* pk = pack + s.pack_each * static_cast<size_t>(omp_get_thread_num());
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t r0 = b * kRowBlock, m = std::min(kRowBlock, L - r0);
+        float* c = qkv + r0 * 3 * E;
+        fill_bias(c, m, 3 * E, *a.in_b, 0);
+        // q and k from x + pos, v from x: the first 2E columns and the last E.
+        detail::sgemm_acc(m, 2 * E, E, xq + r0 * E, E, w_in, 3 * E, c, 3 * E, s.blk, pk);
+        detail::sgemm_acc(m, E, E, xv + r0 * E, E, w_in + 2 * E, 3 * E, c + 2 * E, 3 * E, s.blk, pk);
+      }
+#pragma omp for schedule(static)
+      for (int64_t h = 0; h < H; ++h) {
+        float* kh = kt + h * d * L;
+        transpose(kh, qkv + E + h * d, L, d, 3 * E);
+        float* sc = scores + h * L * L;
+        std::fill(sc, sc + L * L, 0.0f);
+        detail::sgemm_acc(L, L, d, qkv + h * d, 3 * E, kh, L, sc, L, s.blk, pk);
+        for (int64_t i = 0; i < L; ++i) {
+          float* row = sc + i * L;
+          float mx = row[0] * scale;
+          for (int64_t j = 0; j < L; ++j) mx = std::fmax(mx, row[j] * scale);
+          double sum = 0.0;
+          for (int64_t j = 0; j < L; ++j) {
+            row[j] = std::exp(row[j] * scale - mx);
+            sum += row[j];
+          }
+          const float inv = static_cast<float>(1.0 / sum);
+          for (int64_t j = 0; j < L; ++j) row[j] *= inv;
+        }
+        float* ch = ctx + h * d;
+        for (int64_t i = 0; i < L; ++i) std::fill(ch + i * E, ch + i * E + d, 0.0f);
+        detail::sgemm_acc(L, d, L, sc, L, qkv + 2 * E + h * d, 3 * E, ch, E, s.blk, pk);
+      }
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t r0 = b * kRowBlock, m = std::min(kRowBlock, L - r0);
+        fill_bias(out + r0 * E, m, E, *a.out_b, 0);
+        detail::sgemm_acc(m, E, E, ctx + r0 * E, E, w_out, E, out + r0 * E, E, s.blk, pk);
+      }
+    }
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t e = 0; e < E; ++e) y.f32()[n * y.stride(0) + l * y.stride(1) + e * y.stride(2)] = out[l * E + e];
+  }
+}
+
+}  // namespace gpen::cpu

@@ -1,0 +1,169 @@
+// The transformer ops of CodeFormer and RestoreFormer++ on the CPU against PyTorch fixtures
+// (tests/reference/make_transformer_fixtures.py: torch.nn and CodeFormer's official modules):
+// GroupNorm (with the swish VQGAN puts after it), LayerNorm, GELU, SiLU, TransformerSALayer's
+// attention, the code lookups, the sine position embedding and the fuse block's output, on
+// strided views where the op takes them, in place where it may run so, and the refusals.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "kernels/cpu/ops.h"
+#include "tests/transformer_fixture.h"
+
+using namespace gpen;
+using transformer_fixture::Fix;
+using transformer_fixture::load;
+using transformer_fixture::worst_rel;
+
+namespace {
+
+// A tensor of shape s as every other element of the last axis of a zeroed parent (a strided
+// view), filled from `src` when given.
+struct Strided {
+  std::vector<float> buf;
+  TensorView v;
+  explicit Strided(const Shape& s, const std::vector<float>* src = nullptr) {
+    buf.assign(static_cast<size_t>(s.numel() * 2), 0.0f);
+    Shape parent = s;
+    parent[s.rank - 1] *= 2;
+    v = make_view(buf.data(), DType::f32, parent);
+    v.shape = s;
+    v.strides[s.rank - 1] = 2;
+    if (src)
+      for (size_t i = 0; i < src->size(); ++i) buf[2 * i] = (*src)[i];
+  }
+  std::vector<float> dense() const {
+    std::vector<float> d(buf.size() / 2);
+    for (size_t i = 0; i < d.size(); ++i) d[i] = buf[2 * i];
+    return d;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("group_norm is nn.GroupNorm (affine, plain) and VQGAN's normalize + swish") {
+  Fix x = load("gn_x"), g = load("gn_gamma"), b = load("gn_beta");
+  TensorView gv = g.view(), bv = b.view();
+  Strided y(x.shape), xs(x.shape, &x.v);
+  GroupNormParams p{4, 1e-6f, true, false};
+  cpu::group_norm(p, xs.v, &gv, &bv, y.v);
+  CHECK(worst_rel(y.dense(), load("gn_y").v) < 2e-6);
+  p.silu = true;
+  cpu::group_norm(p, x.view(), &gv, &bv, y.v);
+  CHECK(worst_rel(y.dense(), load("gn_silu_y").v) < 2e-6);
+  GroupNormParams plain{2, 1e-5f, false, false};
+  cpu::group_norm(plain, x.view(), nullptr, nullptr, y.v);
+  CHECK(worst_rel(y.dense(), load("gn_plain_y").v) < 2e-6);
+  CHECK_THROWS_AS(cpu::group_norm(GroupNormParams{3, 1e-6f, false, false}, x.view(), nullptr, nullptr, y.v), Error);
+  CHECK_THROWS_AS(cpu::group_norm(p, x.view(), nullptr, nullptr, y.v), Error);
+}
+
+TEST_CASE("layer_norm is nn.LayerNorm over the last axis, affine or not, also in place") {
+  Fix x = load("ln_x"), g = load("ln_gamma"), b = load("ln_beta");
+  TensorView gv = g.view(), bv = b.view();
+  Strided y(x.shape);
+  cpu::layer_norm(LayerNormParams{1e-5f, true}, x.view(), &gv, &bv, y.v);
+  CHECK(worst_rel(y.dense(), load("ln_y").v) < 2e-6);
+  cpu::layer_norm(LayerNormParams{1e-6f, false}, x.view(), nullptr, nullptr, x.view());
+  CHECK(worst_rel(x.v, load("ln_plain_y").v) < 2e-6);
+  Fix wrong = load("gn_gamma");
+  TensorView wv = wrong.view();
+  CHECK_THROWS_AS(cpu::layer_norm(LayerNormParams{}, x.view(), &wv, &wv, y.v), Error);
+}
+
+TEST_CASE("smooth_act is nn.GELU (erf form) and SiLU, also in place") {
+  Fix x = load("act_x");
+  Strided y(x.shape);
+  cpu::smooth_act(SmoothActParams{SmoothAct::gelu}, x.view(), y.v);
+  CHECK(worst_rel(y.dense(), load("gelu_y").v) < 1e-6);
+  cpu::smooth_act(SmoothActParams{SmoothAct::silu}, x.view(), x.view());
+  CHECK(worst_rel(x.v, load("silu_y").v) < 1e-6);
+}
+
+TEST_CASE("attention is TransformerSALayer's nn.MultiheadAttention, with and without the position embedding") {
+  struct Case {
+    const char* name;
+    int heads;
+    bool pos;
+  };
+  for (Case c : {Case{"attn", 4, true}, Case{"attn_nopos", 3, false}}) {
+    CAPTURE(c.name);
+    const std::string n = c.name;
+    Fix x = load(n + "_x"), iw = load(n + "_in_w"), ib = load(n + "_in_b"), ow = load(n + "_out_w"),
+        ob = load(n + "_out_b");
+    Fix pos = c.pos ? load(n + "_pos") : Fix{};
+    TensorView xv = x.view(), iwv = iw.view(), ibv = ib.view(), owv = ow.view(), obv = ob.view(), pv = pos.view();
+    Strided y(x.shape);
+    const AttentionParams p{c.heads, c.pos};
+    for (int threads : {1, 2}) {
+      CAPTURE(threads);
+      cpu::set_num_threads(threads);
+      std::vector<char> ws(cpu::attention_workspace_bytes(p, x.shape, threads));
+      const AttentionArgs a{&xv, c.pos ? &pv : nullptr, &iwv, &ibv, &owv, &obv};
+      cpu::attention(p, a, y.v, ws.data());
+      CHECK(worst_rel(y.dense(), load(n + "_y").v) < 2e-6);
+    }
+    cpu::set_num_threads(0);
+  }
+  Fix x = load("attn_x"), iw = load("attn_in_w"), ib = load("attn_in_b");
+  TensorView xv = x.view(), iwv = iw.view(), ibv = ib.view();
+  std::vector<char> ws(cpu::attention_workspace_bytes(AttentionParams{3, false}, x.shape, 1));
+  const AttentionArgs bad{&xv, nullptr, &iwv, &ibv, &iwv, &ibv};
+  CHECK_THROWS_AS(cpu::attention(AttentionParams{3, false}, bad, xv, ws.data()), Error);  // 16 channels, 3 heads
+  CHECK_THROWS_AS(cpu::attention(AttentionParams{4, false}, bad, xv, ws.data()), Error);  // out_w is [3E, E]
+}
+
+TEST_CASE("code_lookup takes CodeFormer's top-1 code and VQGAN's nearest entry, first index on ties") {
+  struct Case {
+    const char* z;
+    const char* book;
+    const char* ref;
+    CodeLookup mode;
+  };
+  for (Case c : {Case{"code_logits", "code_codebook", "code_argmax", CodeLookup::argmax},
+                 Case{"vq_z", "vq_codebook", "vq_argmin", CodeLookup::argmin}}) {
+    CAPTURE(c.ref);
+    Fix z = load(c.z), book = load(c.book), want_y = load(std::string(c.ref) + "_y"),
+        want_i = load(std::string(c.ref) + "_idx");
+    Strided y(want_y.shape), zs(z.shape, &z.v);
+    std::vector<int32_t> idx(want_i.v.size(), -1);
+    const TensorView iv = make_view(idx.data(), DType::i32, want_i.shape);
+    cpu::code_lookup(CodeLookupParams{c.mode}, zs.v, book.view(), y.v, iv);
+    for (size_t i = 0; i < idx.size(); ++i) CHECK(idx[i] == static_cast<int32_t>(want_i.v[i]));
+    CHECK(y.dense() == want_y.v);
+  }
+  Fix z = load("vq_z"), book = load("code_codebook");
+  std::vector<float> y(static_cast<size_t>(z.shape.numel()));
+  std::vector<int32_t> idx(y.size());
+  const TensorView iv = make_view(idx.data(), DType::i32, Shape{2, 3, 4});
+  CHECK_THROWS_AS(cpu::code_lookup(CodeLookupParams{CodeLookup::argmax}, z.view(), book.view(),
+                                   make_view(y.data(), DType::f32, z.shape), iv),
+                  Error);  // 6 logits for 20 codes
+}
+
+TEST_CASE("position_embedding_sine is CodeFormer's PositionEmbeddingSine, plain and normalised") {
+  for (bool norm : {false, true}) {
+    CAPTURE(norm);
+    Fix want = load(norm ? "pos_sine_norm" : "pos_sine");
+    std::vector<float> y(want.v.size());
+    PositionSineParams p;
+    p.num_pos_feats = 8;
+    p.normalize = norm;
+    cpu::position_embedding_sine(p, make_view(y.data(), DType::f32, want.shape));
+    CHECK(worst_rel(y, want.v) < 1e-6);
+  }
+}
+
+TEST_CASE("fuse_sft is Fuse_sft_block's dec + w * (dec * scale + shift), also in place") {
+  Fix dec = load("fuse_dec"), scale = load("fuse_scale"), shift = load("fuse_shift"), want = load("fuse_y");
+  Strided y(dec.shape), ss(scale.shape, &scale.v);
+  cpu::fuse_sft(FuseSftParams{0.7f}, dec.view(), ss.v, shift.view(), y.v);
+  CHECK(worst_rel(y.dense(), want.v) < 1e-6);
+  cpu::fuse_sft(FuseSftParams{0.7f}, dec.view(), scale.view(), shift.view(), dec.view());
+  CHECK(worst_rel(dec.v, want.v) < 1e-6);
+  CHECK_THROWS_AS(cpu::fuse_sft(FuseSftParams{}, dec.view(), load("ln_x").view(), shift.view(), dec.view()), Error);
+}
