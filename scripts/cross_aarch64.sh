@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cross-builds the engine for aarch64 (64-bit ARM Linux) into build-aarch64/ and runs its aarch64
-# tests under qemu-aarch64 (ctest -L aarch64): the CPU op tests against their fixtures, GPEN-256
-# end to end against the PyTorch fixture, RetinaFace mobilenet0.25 on a shared photo, the codecs.
+# tests under qemu-aarch64 (ctest -L aarch64): the CPU op tests against their fixtures, GPEN end
+# to end against the PyTorch fixtures, RetinaFace mobilenet0.25 on the shared photos, the codecs
+# (tests/cross_tests.cmake).
 # Installs what it needs (Debian): the cross compiler, qemu's user-mode emulator and the libraries
 # as :arm64 multiarch packages. It never lets apt remove a package: where the plan would, it stops
 # (exit 77, "cannot install here") and changes nothing.
