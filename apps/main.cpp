@@ -93,13 +93,13 @@ std::string unknown_subcommand(const std::string& word) {
 static std::string kVersionText() {
   std::string v = std::string("gpen-engine ") + gpen::version() +
                   (gpen::cuda_compiled_in() ? " (CUDA backend compiled in)" : " (CPU only: CUDA backend not compiled in)");
-  // The CPU kernels' path, as chosen at start-up (cpuid, or GPEN_CPU_ISA), and the conv rule.
+  // The CPU kernels' path, as chosen at start-up (x86-64: cpuid; or GPEN_CPU_ISA), and the conv rule.
   try {
     const gpen::cpu::CpuOptions& o = gpen::cpu_options_from_env();
     v += std::string("\nCPU kernels: ") + gpen::cpu::isa_name(gpen::cpu::cpu_isa()) +
          (gpen::cpu::cpu_has_avx512() ? " (this CPU has AVX-512 F/BW/DQ/VL)" : " (no AVX-512 on this CPU or build)") +
          "\nCPU kernels per ISA: GEMM and modconv micro-kernels, Winograd transforms, to_rgb dot products, upfirdn2d rows,"
-         " conv2d epilogues, direct conv and depthwise 3x3 tiles (the im2col gather and the other depthwise: AVX2 on both"
+         " conv2d epilogues, direct conv and depthwise 3x3 tiles (the im2col gather and the other depthwise: the baseline on both"
          " paths)";
     v += std::string("\nCPU conv rule (GPEN_CPU_CONV=") + gpen::cpu::conv_mode_name(o.conv) +
          ", GPEN_CPU_CONV1X1=" + (o.own_gemm ? "own" : "eigen") + ", GPEN_CPU_WINO_FUSED=" + (o.wino_fused ? "1" : "0") +

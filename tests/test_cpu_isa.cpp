@@ -72,10 +72,12 @@ double panel_product_error(int P, PackB pack_b, Acc acc, int64_t m, int64_t n, i
 TEST_CASE("the CPU path is named and GPEN_CPU_ISA is honoured") {
   const cpu::Isa isa = cpu::cpu_isa();
   const std::string name = cpu::isa_name(isa);
-  CHECK((name == "avx2" || name == "avx512" || name == "generic"));
+  CHECK((name == "avx2" || name == "avx512" || name == "neon" || name == "generic"));
   if (const char* env = std::getenv("GPEN_CPU_ISA")) CHECK(name == std::string(env));
   if (isa == cpu::Isa::avx512) CHECK(cpu::cpu_has_avx512());
-  CHECK(cpu::isa_flops_per_cycle(isa) == (isa == cpu::Isa::avx512 ? 64 : 32));
+  // Two FMA pipes x 2 flops x lanes: 16, 8, 4 (NEON's 128 bits); the generic path counts scalar.
+  const int flops = name == "avx512" ? 64 : name == "avx2" ? 32 : name == "neon" ? 16 : 4;
+  CHECK(cpu::isa_flops_per_cycle(isa) == flops);
 }
 
 TEST_CASE("the measured FMA peak of the path in use is a rate, and none without threads") {

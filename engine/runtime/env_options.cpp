@@ -29,7 +29,8 @@ T read(const char* name, std::initializer_list<std::pair<const char*, T>> values
 cpu::CpuOptions read_all() {
   using cpu::ConvMode, cpu::FarMode, cpu::Isa;
   if (const char* e = std::getenv("GPEN_CPU_ISA"); e && *e) {
-    const Isa isa = read<Isa>("GPEN_CPU_ISA", {{"avx2", Isa::baseline}, {"baseline", Isa::baseline},
+    // The baseline by its name on this target ("avx2" on x86-64, "neon" on aarch64) or as "baseline".
+    const Isa isa = read<Isa>("GPEN_CPU_ISA", {{cpu::isa_name(Isa::baseline), Isa::baseline}, {"baseline", Isa::baseline},
                                                {"avx512", Isa::avx512}});
     GPEN_CHECK(isa != Isa::avx512 || cpu::cpu_has_avx512(),
                "GPEN_CPU_ISA=avx512, but this CPU lacks AVX-512 F/BW/DQ/VL or this build its kernels");

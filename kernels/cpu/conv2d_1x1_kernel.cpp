@@ -5,7 +5,9 @@
 // Nothing here calls an inline function of another header but the per-ISA ones of isa_vec.h and
 // the intrinsics (scripts/check_isa_symbols.py): the activation is spelt out locally, in the form
 // of conv2d_epilogue_kernel.cpp.
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #if GPEN_ISA_AVX512 && defined(__GNUC__) && !defined(__clang__)
 // GCC 12's default register allocator keeps one of the 24 accumulators of the 12-row tile on the
@@ -33,10 +35,14 @@ using namespace gpen::cpu::GPEN_ISA_NS::simd;
 constexpr int kMR = 12;
 inline vf fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 inline vf bcast(const float* p) { return _mm512_set1_ps(*p); }
-#else
+#elif defined(__AVX2__)
 constexpr int kMR = 6;
 inline vf fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 inline vf bcast(const float* p) { return _mm256_broadcast_ss(p); }
+#else
+constexpr int kMR = 6;
+inline vf fmadd(vf a, vf b, vf c) { return vfmadd(a, b, c); }
+inline vf bcast(const float* p) { return splat(*p); }
 #endif
 constexpr int kNR = 2 * L;
 

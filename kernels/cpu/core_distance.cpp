@@ -1,6 +1,5 @@
 #include "kernels/cpu/core_distance.h"
 
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -18,6 +17,15 @@ constexpr int kWarmup = 2;
 
 std::atomic<bool> g_far{false};
 std::atomic<double> g_ns{0.0};
+
+// The spin-wait hint of the CPU (x86: pause; aarch64: yield).
+inline void spin_pause() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -42,7 +50,7 @@ double ping_pong() {
         if (me == 0) line.store(2 * i + 1, std::memory_order_release);
         const int64_t start = now_ns();
         for (int spin = 0; line.load(std::memory_order_acquire) != want; ++spin) {
-          _mm_pause();
+          spin_pause();
           if (gave_up.load(std::memory_order_relaxed)) break;
           if (spin % 64 == 63 && now_ns() - start > kProbeTimeoutNs) gave_up.store(true, std::memory_order_relaxed);
         }

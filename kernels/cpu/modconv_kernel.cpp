@@ -11,6 +11,11 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #define GPEN_MODCONV_SIMD 1
+#elif defined(__aarch64__)
+// NEON: the baseline's tile on the vector extension's 8 floats (two 128-bit registers each), so
+// the panels, the blocking and the order of every sum are the AVX2 path's.
+#include "kernels/cpu/isa_vec.h"
+#define GPEN_MODCONV_SIMD 1
 #endif
 
 namespace gpen::cpu::modconv_detail::GPEN_ISA_NS {
@@ -24,14 +29,30 @@ inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
 inline V vbcast(const float* p) { return _mm512_set1_ps(*p); }
 inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 inline V vzero() { return _mm512_setzero_ps(); }
-#elif GPEN_MODCONV_SIMD
+#elif GPEN_MODCONV_SIMD && defined(__AVX2__)
 using V = __m256;
 inline V vload(const float* p) { return _mm256_loadu_ps(p); }
 inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
 inline V vbcast(const float* p) { return _mm256_broadcast_ss(p); }
 inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 inline V vzero() { return _mm256_setzero_ps(); }
+#elif GPEN_MODCONV_SIMD
+namespace simd = gpen::cpu::GPEN_ISA_NS::simd;
+using V = simd::vf;
+inline V vload(const float* p) { return simd::vld(p); }
+inline void vstore(float* p, V v) { simd::vst(p, v); }
+inline V vbcast(const float* p) { return simd::splat(*p); }
+inline V vfma(V a, V b, V c) { return simd::vfmadd(a, b, c); }
+inline V vzero() { return V{}; }
 #endif
+// Into L2 (x86's T1 hint).
+inline void prefetch_l2(const float* p) {
+#if defined(__x86_64__)
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+#else
+  __builtin_prefetch(p, 0, 2);
+#endif
+}
 
 #if GPEN_ISA_AVX512 || GPEN_MODCONV_SIMD
 template <bool kPrefetch>
@@ -62,8 +83,8 @@ inline void tile(const KBlock& kb, const float* band, const int64_t* base, const
 #pragma GCC unroll 2
     for (int i = 0; i < len; ++i) {
       if constexpr (kPrefetch) {
-        _mm_prefetch(reinterpret_cast<const char*>(bp + pf_delta), _MM_HINT_T1);
-        if constexpr (L == 16) _mm_prefetch(reinterpret_cast<const char*>(bp + b2 + pf_delta), _MM_HINT_T1);
+        prefetch_l2(bp + pf_delta);
+        if constexpr (L == 16) prefetch_l2(bp + b2 + pf_delta);
       }
       const V b0 = vload(bp);
       const V b1 = vload(bp + b2);

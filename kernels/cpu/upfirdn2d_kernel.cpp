@@ -3,8 +3,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include <immintrin.h>
-
 #include "kernels/cpu/isa_ns.h"
 #include "kernels/cpu/isa_vec.h"
 #include "kernels/cpu/upfirdn2d_kernel.h"
@@ -93,7 +91,7 @@ bool weighted_sum_stream(float* dst, const float* const* src, const float* w, in
   }
   for (; i < len; ++i) scalar(i);  // without the epilogue only (with it, len is a multiple of L)
   // Streaming stores are weakly ordered: complete them before anyone (another thread) reads.
-  _mm_sfence();
+  stream_fence();
   return true;
 }
 

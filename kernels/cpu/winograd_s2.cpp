@@ -10,6 +10,10 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd_s2.h"
 
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
+
 namespace gpen::cpu::winograd_detail {
 
 namespace {
@@ -64,8 +68,12 @@ void conv2d_wino_s2(int m, const Conv2dParams& p, const TensorView& x, const Ten
   WinoPlan pl = make_wino_s2_plan(m, y.dim(0), y.dim(1), y.dim(2), x.dim(3), y.dim(3), nt_req);
   pl.C1 = pl.C;
   const WinoArgs a = conv2d_wino_args(p, x, w, bias, residual, y);
-  run_groups(pl, a, workspace, {isa_base::s2_transform_weight, isa_base::s2_run_task},
-             {isa_avx512::s2_transform_weight, isa_avx512::s2_run_task});
+  const WinoGroupFns base{isa_base::s2_transform_weight, isa_base::s2_run_task};
+#if GPEN_HAVE_AVX512_KERNELS
+  run_groups(pl, a, workspace, base, {isa_avx512::s2_transform_weight, isa_avx512::s2_run_task});
+#else
+  run_groups(pl, a, workspace, base, base);  // a build without the AVX-512 copies (not x86-64)
+#endif
 }
 
 }  // namespace gpen::cpu::winograd_detail

@@ -11,6 +11,10 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/winograd_up.h"
 
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
+
 namespace gpen::cpu::winograd_detail {
 
 namespace {
@@ -119,8 +123,12 @@ void modconv_winograd_up(const ConvChoice& c, const ModConvParams& p, const ModC
     }
     return;
   }
-  run_groups(pl, a, workspace, {isa_base::up_transform_weight, isa_base::up_run_task},
-             {isa_avx512::up_transform_weight, isa_avx512::up_run_task});
+  const WinoGroupFns base{isa_base::up_transform_weight, isa_base::up_run_task};
+#if GPEN_HAVE_AVX512_KERNELS
+  run_groups(pl, a, workspace, base, {isa_avx512::up_transform_weight, isa_avx512::up_run_task});
+#else
+  run_groups(pl, a, workspace, base, base);  // a build without the AVX-512 copies (not x86-64)
+#endif
 }
 
 }  // namespace gpen::cpu::winograd_detail

@@ -150,7 +150,7 @@ void output_transform(const WinoPlan& pl, const WinoArgs& a, int64_t t0, int64_t
       });
     }
   }
-  if (a.stream_y) _mm_sfence();  // the streaming stores done before the task ends (store_raw)
+  if (a.stream_y) stream_fence();  // the streaming stores done before the task ends (store_raw)
 }
 
 template <int M>
@@ -229,7 +229,7 @@ void rim_output(const WinoPlan& pl, const WinoArgs& a, int64_t o0, int64_t nco, 
         put(2 * i + 1, 2 * pl.W, two * vld(c1 + e));
       }
     }
-  if (a.stream_y) _mm_sfence();
+  if (a.stream_y) stream_fence();
 }
 
 // K block kb of one chunk (output channels [o0, o0 + nco)): its slice of the transformed weight
