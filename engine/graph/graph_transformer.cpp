@@ -74,8 +74,8 @@ int Graph::attention(const AttentionInputs& in, int heads, const std::string& na
 }
 
 Graph::CodeLookupOutputs Graph::code_lookup(int z, int codebook, CodeLookup mode, const std::string& name) {
-  const Shape& zs = tensor(z).shape;
-  const Shape& cb = tensor(codebook).shape;
+  const Shape zs = tensor(z).shape;
+  const Shape cb = tensor(codebook).shape;
   std::string nm = auto_name(name, mode == CodeLookup::argmax ? "code_argmax" : "code_argmin");
   GPEN_CHECK(zs.rank == 4 && cb.rank == 2 && zs[3] == (mode == CodeLookup::argmax ? cb[0] : cb[1]),
              nm + ": input " + zs.str() + " does not fit the codebook " + cb.str());
@@ -87,7 +87,7 @@ Graph::CodeLookupOutputs Graph::code_lookup(int z, int codebook, CodeLookup mode
 }
 
 int Graph::fuse_sft(int dec, int scale, int shift, float w, const std::string& name) {
-  const Shape& ds = tensor(dec).shape;
+  const Shape ds = tensor(dec).shape;
   std::string nm = auto_name(name, "fuse_sft");
   GPEN_CHECK(ds.rank == 4 && tensor(scale).shape == ds && tensor(shift).shape == ds,
              nm + ": scale " + tensor(scale).shape.str() + " and shift " + tensor(shift).shape.str() + " must be " +
