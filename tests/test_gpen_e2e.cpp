@@ -12,6 +12,7 @@
 #include "engine/models/gpen_model.h"
 #include "engine/photo/npy.h"
 #include "kernels/cpu/ops.h"
+#include "test_paths.h"
 
 using namespace gpen;
 namespace fs = std::filesystem;
@@ -60,7 +61,7 @@ Diff compare_flat(const TensorView& v, const npy::Array& ref) {
 }
 
 std::unique_ptr<GpenModel> load(const std::string& cfg, Backend& be) {
-  std::string gpw = (fs::temp_directory_path() / ("gpen_e2e_" + cfg + ".gpw")).string();
+  std::string gpw = (gpen_test::scratch_path("e2e_" + cfg + ".gpw")).string();
   conv::convert(kDir + cfg + "/checkpoint.pth", gpw);
   auto m = GpenModel::open(gpw, be);
   fs::remove(gpw);  // the mapping stays valid after unlink
@@ -210,7 +211,7 @@ TEST_CASE("GPEN model refuses a RetinaFace file") {
   auto be = make_cpu_backend();
   std::string pth = std::string(GPEN_SHARED_DIR) + "/models/retinaface-mobilenet0.25.pth";
   if (!fs::exists(pth)) return;
-  std::string gpw = (fs::temp_directory_path() / "gpen_e2e_retina.gpw").string();
+  std::string gpw = (gpen_test::scratch_path("e2e_retina.gpw")).string();
   conv::convert(pth, gpw);
   CHECK_THROWS_WITH_AS(GpenModel::open(gpw, *be), doctest::Contains("not GPEN"), Error);
   fs::remove(gpw);

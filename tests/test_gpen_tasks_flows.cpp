@@ -28,7 +28,7 @@ namespace {
 const std::string kDir = gpen_test::fixture_dir() + "/gpen_tasks/";
 
 std::string convert_tmp(const std::string& name) {
-  std::string gpw = (fs::temp_directory_path() / ("gpen_tasks_flows_" + name + ".gpw")).string();
+  std::string gpw = (gpen_test::scratch_path("tasks_flows_" + name + ".gpw")).string();
   conv::convert(kDir + name + ".pth", gpw);
   return gpw;
 }
@@ -134,7 +134,7 @@ TEST_CASE("tasks: FullGenerator_SR on an aligned crop matches FaceGAN.process (z
 
 TEST_CASE("tasks: gpen restore --task through the CLI, and its refusals") {
   const std::string gpen = gpen_test::binary_dir() + "/gpen";
-  const fs::path tmp = fs::temp_directory_path() / "gpen_tasks_cli";
+  const fs::path tmp = gpen_test::scratch_path("tasks_cli");
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   const std::string task = convert_tmp("task64"), sr = convert_tmp("sr_noise");

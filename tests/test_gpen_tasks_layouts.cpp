@@ -189,7 +189,7 @@ TEST_CASE("tasks layouts: converting a FullGenerator_SR checkpoint records both 
   CHECK(s.config["size"] == 32);
   CHECK(s.config["out_size"] == 64);
   CHECK(gpen_model_name(GpenConfig::from_json(s.config)) == "FullGenerator_SR 32 -> 64");
-  const std::string gpw = (fs::temp_directory_path() / "gpen_tasks_layouts_sr.gpw").string();
+  const std::string gpw = (gpen_test::scratch_path("tasks_layouts_sr.gpw")).string();
   ConvertResult res = convert(pth, gpw);
   CHECK(res.config["out_size"] == 64);
   {

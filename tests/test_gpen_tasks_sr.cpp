@@ -23,7 +23,7 @@ namespace {
 const std::string kDir = gpen_test::fixture_dir() + "/gpen_tasks/";
 
 std::unique_ptr<GpenModel> load(const std::string& name, Backend& be) {
-  std::string gpw = (fs::temp_directory_path() / ("gpen_tasks_sr_" + name + ".gpw")).string();
+  std::string gpw = (gpen_test::scratch_path("tasks_sr_" + name + ".gpw")).string();
   conv::convert(kDir + name + ".pth", gpw);
   auto m = GpenModel::open(gpw, be);
   fs::remove(gpw);

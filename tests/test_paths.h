@@ -2,7 +2,10 @@
 // Where a test finds its inputs: the compile-time paths of the build machine, unless the
 // environment names others. A bundle of test binaries carried to another machine
 // (scripts/gpu_bundle.sh) sets GPEN_FIXTURE_DIR, GPEN_SHARED_DIR and GPEN_BINARY_DIR there.
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace gpen_test {
@@ -17,5 +20,10 @@ inline std::string fixture_dir() { return dir_from_env("GPEN_FIXTURE_DIR", GPEN_
 inline std::string shared_dir() { return dir_from_env("GPEN_SHARED_DIR", GPEN_SHARED_DIR); }
 // the folder that holds the gpen CLI
 inline std::string binary_dir() { return dir_from_env("GPEN_BINARY_DIR", GPEN_BINARY_DIR); }
+// A scratch file or folder of this process: ctest runs the variants of one test binary
+// (avx512/, winograd/, ...) at the same time, so a fixed name would be shared between them.
+inline std::filesystem::path scratch_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() / ("gpen_" + std::to_string(::getpid()) + "_" + name);
+}
 
 }  // namespace gpen_test
