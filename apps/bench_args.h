@@ -35,6 +35,7 @@ struct BenchArgs {
   int group_size = -1;                                    // synthetic 8-bit weights: scales per group
   bool profile = false;
   std::string detector, image, pytorch_checkpoint;  // --arch retinaface
+  std::string save_weights;                          // --arch gfpgan: keep the synthetic weights' .gpw here
   int sr_scale = 2, num_block = 23;                  // --arch realesrnet (--size: the input side)
 };
 void run_bench(BenchArgs a);

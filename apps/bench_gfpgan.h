@@ -18,6 +18,7 @@ struct GfpganBenchArgs {
   std::vector<std::string> onnx_peers;  // onnxruntime, openvino
   std::string peers_python;
   int peer_timeout = 0;  // seconds per export / peer run; 0: none
+  std::string save_weights;  // without model: the synthetic weights' .gpw is copied here
 };
 
 void run_gfpgan_bench(const GfpganBenchArgs& a);

@@ -43,6 +43,8 @@ void run_bench(BenchArgs a) {
   const std::vector<std::string> onnx_list =
       parse_peer_list(a.compare, a.compare_onnxruntime, a.compare_openvino, a.compare_pytorch);
   const std::string peers_py = onnx_list.empty() ? "" : peers_python(a.peers_python);
+  GPEN_CHECK(a.save_weights.empty() || (a.arch == "gfpgan" && a.model.empty()),
+             "--save-weights keeps the synthetic weights of --arch gfpgan (without -m)");
   if (a.arch == "realesrnet") {
     SrBenchArgs s;
     s.scale = a.sr_scale;
@@ -92,6 +94,7 @@ void run_bench(BenchArgs a) {
     g.onnx_peers = onnx_list;
     g.peers_python = peers_py;
     g.peer_timeout = a.pytorch_timeout;
+    g.save_weights = a.save_weights;
     run_gfpgan_bench(g);
     return;
   }

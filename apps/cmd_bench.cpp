@@ -28,6 +28,9 @@ Command reg(
                      "--arch retinaface / parsenet --compare-pytorch: the .pth the PyTorch reference loads "
                      "(parsenet: random weights without it); --arch gfpgan -m with --accuracy or --compare: the .pth "
                      "the .gpw was converted from");
+      sub.add_option("--save-weights", g_args.save_weights,
+                     "--arch gfpgan without -m: also keep the synthetic weights as this .gpw (a random-weight "
+                     "model of the configuration, which `gpen restore`, `video` and `serve` take)");
       sub.add_option("--size", g_args.size, "GPEN resolution for synthetic weights")->capture_default_str();
       sub.add_option("--channel-multiplier", g_args.channel_multiplier, "GPEN channel multiplier")->capture_default_str();
       sub.add_option("--narrow", g_args.narrow, "GPEN narrow factor")->capture_default_str();

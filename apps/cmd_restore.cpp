@@ -1,6 +1,6 @@
 // gpen restore: GPEN or GFPGAN on photos (detect, align, restore, paste back; the model file's
-// kind picks the flow, engine/photo/face_flow.h) or, with --aligned, GPEN on face crops that are
-// already aligned (images of any size, or .npy batches in model space).
+// kind picks the flow, engine/photo/face_flow.h) or, with --aligned, on face crops that are
+// already aligned (images of any size; with GPEN also .npy batches in model space).
 // Inputs are checked before work starts where that is cheap; every output is written atomically
 // and never over an input; in a folder run a bad file is reported and skipped, and the exit
 // status says that something failed.
@@ -160,10 +160,12 @@ Command reg(
           ->check(CLI::ExistingFile);
       sub.add_option("inputs", g_args.inputs,
                      "Photos or directories (recursive; .jpg .jpeg .png .webp .bmp); with --aligned: face crops of any size "
-                     "or .npy float32 N x 3 x S x S in [-1, 1]")
+                     "or, with GPEN, .npy float32 N x 3 x S x S in [-1, 1]")
           ->required();
       sub.add_option("-o,--output", g_args.output, "Output file (one input) or directory")->required();
-      sub.add_flag("--aligned", g_args.aligned, "Inputs are aligned face crops (no detection)");
+      sub.add_flag("--aligned", g_args.aligned,
+                   "Inputs are aligned face crops (no detection): resized to the model's size (bilinear, as "
+                   "cv2.resize), restored and written whole; with GFPGAN as GFPGANer.enhance(has_aligned=True)");
       sub.add_option("--device", g_args.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
       sub.add_option("--precision", g_args.precision,
                      "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; the CPU runs fp32 "
@@ -181,7 +183,8 @@ Command reg(
       sub.add_option("--bands", g_args.bands, "Run GPEN banded with exactly this many bands of output rows")
           ->check(CLI::Range(1, 2048));
       sub.add_option("--blend,--alpha", g_args.alpha,
-                     "Every model: restored face * blend + original aligned crop * (1 - blend), before the paste")
+                     "Every model: restored face * blend + original aligned crop * (1 - blend), before the paste; with "
+                     "GFPGAN and --aligned, the crop resized to 512")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));
       sub.add_option("--threshold", g_args.threshold,
@@ -228,8 +231,6 @@ Command reg(
         if (flow != FaceFlow::gpen) {
           GPEN_CHECK(g_args.task == "enhance", "--task " + g_args.task + " is an option of GPEN models; " +
                                                    g_args.model + " is a " + face_flow_name(flow) + " model");
-          GPEN_CHECK(!g_args.aligned, std::string("--aligned is an option of GPEN models; ") + g_args.model + " is a " +
-                                          face_flow_name(flow) + " model");
         }
         finish_task_options(g_args);
         if (g_args.aligned) {

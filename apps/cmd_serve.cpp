@@ -91,28 +91,38 @@ Command reg(
     "serve", "Serve restoration over HTTP: photos in, restored photos out (API: docs/openapi.yaml)",
     [](CLI::App& sub) {
       auto& e = g_args.engine.args;
-      sub.add_option("-m,--model", e.model, "Converted GPEN model (.gpw)")->required()->check(CLI::ExistingFile);
+      sub.add_option("-m,--model", e.model,
+                     "Converted GPEN or GFPGAN model (.gpw); its kind picks the flow, as `gpen restore` (GFPGAN: "
+                     "one face per run, requests take no mask or sr)")
+          ->required()
+          ->check(CLI::ExistingFile);
       sub.add_option("-d,--detector", e.detector, "Converted RetinaFace model (.gpw)")
           ->required()
           ->check(CLI::ExistingFile);
       sub.add_option("--parse", e.parse,
                      "Converted ParseNet model (.gpw): paste faces through the face-parsing mask by default, as "
-                     "`gpen restore --parse`; requests may still ask for mask=rect")
+                     "`gpen restore --parse`; requests may still ask for mask=rect (GPEN models)")
           ->check(CLI::ExistingFile);
-      sub.add_option("--sr", e.sr_model, "RealESRNet model (.gpw): requests may ask for sr=1, as `gpen restore --sr`")
+      sub.add_option("--sr", e.sr_model, "RealESRNet model (.gpw): requests may ask for sr=1, as `gpen restore --sr` (GPEN models)")
           ->check(CLI::ExistingFile);
       sub.add_option("--host", g_args.host, "Address to listen on (another than loopback exposes the service)")
           ->capture_default_str();
       sub.add_option("--port", g_args.port, "Port to listen on (0: any free one, printed at start)")
           ->capture_default_str()
           ->check(CLI::Range(0, 65535));
-      sub.add_option("--device", e.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
+      sub.add_option("--device", e.device, "cpu, cuda or auto (CUDA when a GPU is present; GFPGAN: the CPU)")
+          ->capture_default_str();
+      sub.add_option("--upscale", e.upscale, "GFPGAN: answers at N x the photo's size, as `gpen restore --upscale`")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 8));
+      sub.add_flag("--only-center-face", e.only_center_face,
+                   "GFPGAN: restore only the face nearest each photo's centre");
       sub.add_option("--precision", e.precision,
-                     "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA)");
+                     "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; GFPGAN runs fp32)");
       sub.add_option("--memory-budget,--vram-budget", e.vram_budget,
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB: GPEN's batch limit is the largest "
                      "that fits, planned once at start (default: half the free RAM on CPU, 80% of the free GPU "
-                     "memory on CUDA; with --sr, half of it)");
+                     "memory on CUDA; with --sr, half of it); GPEN models");
       sub.add_option("--max-body", g_args.max_body, "Largest request body, e.g. 32MiB (larger: 413, left unread)")
           ->capture_default_str();
       sub.add_option("--max-pixels", g_args.max_pixels,

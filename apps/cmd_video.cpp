@@ -159,10 +159,14 @@ void run_videos(const VideoArgs& a) {
 VideoArgs g_args;
 
 Command reg(
-    "video", "Restore the faces of every frame of videos, through FFmpeg's libraries",
+    "video", "Restore the faces of every frame of videos (GPEN or GFPGAN), through FFmpeg's libraries",
     [](CLI::App& sub) {
       RestoreArgs& r = g_args.restore;
-      sub.add_option("-m,--model", r.model, "Converted GPEN model (.gpw)")->required()->check(CLI::ExistingFile);
+      sub.add_option("-m,--model", r.model,
+                     "Converted GPEN or GFPGAN model (.gpw); its kind picks the flow, as `gpen restore` (GFPGAN: "
+                     "GFPGANer.enhance's on every frame)")
+          ->required()
+          ->check(CLI::ExistingFile);
       sub.add_option("-d,--detector", r.detector, "Converted RetinaFace model (.gpw)")
           ->required()
           ->check(CLI::ExistingFile);
@@ -180,6 +184,13 @@ Command reg(
                      "Converted RealESRNet model (.gpw): super-resolve each frame's background first, as `gpen "
                      "restore --sr` (the output is that many times larger)")
           ->check(CLI::ExistingFile);
+      sub.add_option("--upscale", r.upscale,
+                     "GFPGAN: frames at N x the input's size (the background Lanczos-resized), as `gpen restore "
+                     "--upscale`")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 8));
+      sub.add_flag("--only-center-face", r.only_center_face,
+                   "GFPGAN: restore only the face nearest each frame's centre");
       sub.add_option("--codec", g_args.encode.codec,
                      "Encoder (any FFmpeg has, e.g. libx264, libx265, libvpx-vp9, libaom-av1, ffv1); default: the "
                      "input's codec family at visually lossless settings (docs/video.md)");
@@ -194,14 +205,14 @@ Command reg(
                      "Follow each face from frame to frame (by box overlap) and align it by the mean of its "
                      "landmarks over the last N frames, so that the crop of a still face stops jittering (a moving "
                      "face's crop trails it by (N-1)/2 frames); 1 tracks and measures only. Default: off, every "
-                     "frame aligned by its own landmarks as `gpen restore` does (docs/video.md)")
+                     "frame aligned by its own landmarks as `gpen restore` does (docs/video.md); GPEN models")
           ->check(CLI::Range(0, 64));  // beyond 64 frames (2.5 s at 25 fps) a track only lags
       sub.add_option("--report", r.report,
                      "Write a JSON report: frames, faces, fps, time per stage, peak RSS, planned memory, codecs and "
                      "settings, decode errors, with --smooth the landmark jitter detected and smoothed");
       sub.add_option("--device", r.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
       sub.add_option("--precision", r.precision,
-                     "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA)");
+                     "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; GFPGAN runs fp32)");
       sub.add_option("--memory-budget,--vram-budget", r.vram_budget,
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB (default: half the free RAM on CPU, "
                      "80% of the free GPU memory on CUDA; with --sr, GPEN's batch comes from half of it and "

@@ -1,4 +1,5 @@
-// gpen restore --aligned: GPEN on aligned face crops (any size) or model-space .npy batches.
+// gpen restore --aligned: GPEN on aligned face crops (any size) or model-space .npy batches;
+// GFPGAN on aligned face crops as GFPGANer.enhance(has_aligned=True) restores them.
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,9 @@
 #include "engine/photo/image.h"
 #include "engine/photo/npy.h"
 #include "engine/photo/restorer.h"
+#include "engine/models/gfpgan.h"
+#include "engine/photo/face_flow.h"
+#include "engine/photo/gfpgan_flow.h"
 #include "engine/photo/tasks.h"
 
 namespace fs = std::filesystem;
@@ -54,21 +58,12 @@ void load_aligned(const std::string& path, int S, const ReadOptions& ro, GpenTas
   faces.push_back(std::move(f));
 }
 
-}  // namespace
-
-void run_aligned(const RestoreArgs& a) {
-  auto backend = make_backend(device_options(a));
-  auto model = open_gpen_model(a.model, *backend, a.precision);
-  const int S = model->size(), O = model->output_size();  // O > S: FullGenerator_SR
-  const GpenTask task = parse_task(a.task);
-  model->set_noise_seed(a.seed);
-
-  std::vector<AlignedFace> faces;
-  for (const auto& in : a.inputs) load_aligned(in, S, photo_read_options(a), task, faces);
-  const bool to_dir = faces.size() > 1 || fs::is_directory(a.output) || a.output.back() == '/';
+// One output per face: OUT itself for one face, else OUT/<stem>.png; never an input, never twice.
+std::vector<std::string> aligned_outputs(const RestoreArgs& a, const std::vector<std::string>& stems) {
+  const bool to_dir = stems.size() > 1 || fs::is_directory(a.output) || a.output.back() == '/';
   std::vector<std::string> out_paths;
-  for (const AlignedFace& f : faces) {
-    std::string p = to_dir ? (fs::path(a.output) / (f.stem + ".png")).string() : a.output;
+  for (const std::string& stem : stems) {
+    std::string p = to_dir ? (fs::path(a.output) / (stem + ".png")).string() : a.output;
     GPEN_CHECK(to_dir || is_image_name(p), p + ": the output must end in .png, .jpg, .jpeg or .webp (or be a directory)");
     for (const auto& in : a.inputs)
       GPEN_CHECK(!fs::exists(p) || !fs::equivalent(p, in), p + ": refusing to overwrite an input");
@@ -77,6 +72,59 @@ void run_aligned(const RestoreArgs& a) {
     out_paths.push_back(p);
   }
   if (to_dir) fs::create_directories(a.output);
+  return out_paths;
+}
+
+// GFPGAN: each crop resized to 512 (cv2.resize INTER_LINEAR), the network, the restored face
+// (blended with the resized crop by --blend), as GFPGANer.enhance(has_aligned=True).
+void run_aligned_gfpgan(const RestoreArgs& a) {
+  RestoreConfig c = restore_config(a);
+  check_config(c, FaceFlow::gfpgan);  // GPEN's options refused, naming them
+  GPEN_CHECK(c.upscale == 1 && !c.only_center_face,
+             "--upscale and --only-center-face act on photos; --aligned writes each restored face as the network "
+             "makes it");
+  GPEN_CHECK(a.save_raw.empty(), "--save-raw writes GPEN's model-space output; " + a.model + " is a GFPGAN model");
+  for (const auto& in : a.inputs) {
+    GPEN_CHECK(fs::exists(in), in + ": no such file");
+    GPEN_CHECK(!ends_with(in, ".npy"), in + ": GFPGAN's aligned mode takes face images (.npy model-space batches are "
+                                             "an input of GPEN models)");
+  }
+  std::vector<std::string> stems;
+  for (const auto& in : a.inputs) stems.push_back(fs::path(in).stem().string());
+  const std::vector<std::string> out_paths = aligned_outputs(a, stems);
+  auto backend = make_cpu_backend();  // GFPGAN's ops have CPU kernels only
+  GfpganModel net(a.model, *backend);
+  std::vector<float> in, out;
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    const Image face = read_image(a.inputs[i], photo_read_options(a));
+    if (a.trace_start && i == 0) {
+      timespec now{};
+      clock_gettime(CLOCK_REALTIME, &now);
+      std::fprintf(stderr, "gpen: first op at %lld ns\n", now.tv_sec * 1000000000LL + now.tv_nsec);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    const Image restored = gfpgan_restore_aligned(net, face, a.alpha, in, out);
+    const double ms = ms_since(t0);
+    write_image(out_paths[i], restored, a.jpeg_quality);
+    std::fprintf(stderr, "restored %zu/%zu faces (%.0f ms)\n", i + 1, a.inputs.size(), ms);
+  }
+}
+
+}  // namespace
+
+void run_aligned(const RestoreArgs& a) {
+  if (face_flow_of_file(a.model) == FaceFlow::gfpgan) return run_aligned_gfpgan(a);
+  auto backend = make_backend(device_options(a));
+  auto model = open_gpen_model(a.model, *backend, a.precision);
+  const int S = model->size(), O = model->output_size();  // O > S: FullGenerator_SR
+  const GpenTask task = parse_task(a.task);
+  model->set_noise_seed(a.seed);
+
+  std::vector<AlignedFace> faces;
+  for (const auto& in : a.inputs) load_aligned(in, S, photo_read_options(a), task, faces);
+  std::vector<std::string> stems;
+  for (const AlignedFace& f : faces) stems.push_back(f.stem);
+  const std::vector<std::string> out_paths = aligned_outputs(a, stems);
 
   // --sr: the official aligned flow super-resolves each restored face (s * S square).
   std::unique_ptr<RrdbModel> sr;

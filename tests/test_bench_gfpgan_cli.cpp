@@ -2,7 +2,8 @@
 // timing and memory fields; with the peers' environment (scripts/peers_venv.sh), torch and the
 // official GFPGAN code (tests/reference/gfpgan_official.py) present, --accuracy and --compare
 // onnxruntime,openvino run the official network with the engine's synthetic weights and input,
-// and the outputs agree. Without them that part is skipped, saying why.
+// and the outputs agree. Without them that part is skipped, saying why. --save-weights keeps the
+// synthetic weights as a .gpw the engine opens.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -74,6 +75,23 @@ TEST_CASE("gpen bench --arch gfpgan: what it cannot do is refused before any run
   CHECK_MESSAGE(out.find("CPU only") != std::string::npos, out);
   CHECK(run(kGpen + " bench --arch gfpgan --size 48 --runs 1", &out) != 0);
   CHECK_MESSAGE(out.find("power of two") != std::string::npos, out);
+  CHECK(run(kGpen + kSmall + " -m /nonexistent.gpw --save-weights /nonexistent-out.gpw", &out) != 0);
+  CHECK_MESSAGE(out.find("--save-weights keeps the synthetic weights") != std::string::npos, out);
+  CHECK(run(kGpen + " bench --arch gpen --size 32 --runs 1 --save-weights /nonexistent-out.gpw", &out) != 0);
+  CHECK_MESSAGE(out.find("--save-weights keeps the synthetic weights") != std::string::npos, out);
+}
+
+TEST_CASE("gpen bench --arch gfpgan --save-weights: the synthetic weights kept as a .gpw the engine opens") {
+  const fs::path gpw = fs::temp_directory_path() / ("gpen_test_bench_gfpgan_" + std::to_string(getpid()) + ".gpw");
+  const nlohmann::json j = bench_json(kGpen + kSmall + " --save-weights " + gpw.string());
+  std::string out;
+  REQUIRE_MESSAGE(run(kGpen + " info " + gpw.string() + " --json", &out) == 0, out);
+  const nlohmann::json info = nlohmann::json::parse(out);
+  CHECK(info["arch"] == "gfpgan");
+  // The kept file is the one timed: the same plan for the same configuration.
+  const nlohmann::json kept = bench_json(kGpen + " --threads 1 bench --arch gfpgan -m " + gpw.string() + " --runs 1");
+  CHECK(kept["weights_bytes"] == j["weights_bytes"]);
+  fs::remove(gpw);
 }
 
 TEST_CASE("gpen bench --arch gfpgan --accuracy --compare onnxruntime,openvino: equal work on the same weights") {

@@ -6,7 +6,8 @@
 // of tree (GFPGAN_OFFICIAL, default /tmp/gfpgan-official: gfpgan, basicsr, facexlib, --no-deps);
 // the test is skipped with a message where those are missing. Also: the LMEDS similarity against
 // cv2.estimateAffinePartial2D on the shared photos' detections, the Lanczos background against
-// cv2.resize, the model kind taken from the file, GPEN-only options refused, --blend.
+// cv2.resize, the model kind taken from the file, GPEN-only options refused, --blend, and the
+// aligned mode (`gpen restore --aligned`) against GFPGANer.enhance(has_aligned=True).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -251,8 +252,8 @@ TEST_CASE("gpen restore with a GFPGAN model: GPEN-only options are refused, nami
   const std::string base = gpen + " restore -m " + small_gfpgan() + " -d " + detector_gpw() + " " +
                            gpen_test::shared_dir() + "/images/kids_1024x768.jpg -o " +
                            (cache_dir() / ("never_" + std::to_string(getpid()) + ".png")).string();
-  for (const std::string& opt : {std::string("--bands 2"), std::string("--task colorize"), std::string("--aligned"),
-                                 std::string("--det-max-side 800")}) {
+  for (const std::string& opt : {std::string("--bands 2"), std::string("--task colorize"),
+                                 std::string("--det-max-side 800"), std::string("--aligned --batch 2")}) {
     std::string out;
     CHECK(gpen_test::run(base + " " + opt, &out) != 0);
     CHECK_MESSAGE(out.find("GPEN models") != std::string::npos, opt << ": " << out);
@@ -276,5 +277,51 @@ TEST_CASE("--blend mixes each restored face with its aligned crop before the pas
   CHECK(read_image((dir / "alpha.png").string()).bgr == half.bgr);
   CHECK(full.bgr != half.bgr);
   CHECK(gpen_test::run(base + (dir / "bad.png").string() + " --blend 1.5", &out) != 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("gpen restore --aligned with a GFPGAN model: a degraded aligned face as GFPGANer.enhance(has_aligned=True)") {
+  if (skipped()) return;
+  // 1024 x 1024: the official code resizes it to 512 (cv2.resize, INTER_LINEAR) first.
+  const std::string face = gpen_test::shared_dir() + "/images/ffhq_lq_00001.png";
+  const std::string model = small_gfpgan();
+  const fs::path dir = cache_dir() / ("aligned_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string out;
+  REQUIRE_MESSAGE(gpen_test::run("GFPGAN_OFFICIAL=" + official_root() + " " + reference() + " " + face +
+                                     " --checkpoint " + (cache_dir() / "gfpgan512_small_seed1.pth").string() +
+                                     " --aligned -o " + (dir / "ref.png").string() + " --save-faces " +
+                                     (dir / "ref").string(),
+                                 &out) == 0,
+                  out);
+  const std::string gpen = gpen_test::binary_dir() + "/gpen";
+  const std::string base = gpen + " --threads 1 restore --aligned -m " + model + " " + face + " -o ";
+  REQUIRE_MESSAGE(gpen_test::run(base + (dir / "out.png").string(), &out) == 0, out);
+  const Image got = read_image((dir / "out.png").string());
+  CHECK(got.width == 512);
+  CHECK(got.height == 512);
+  int max_diff = 0;
+  const double p = psnr(got, read_image((dir / "ref.png").string()), &max_diff);
+  MESSAGE("aligned: PSNR " << p << " dB against the official flow, max diff " << max_diff);
+  CHECK(p >= 60.0);
+  // --blend 0 writes the crop the network saw: cv2.resize's, exactly.
+  REQUIRE_MESSAGE(gpen_test::run(base + (dir / "crop.png").string() + " --blend 0", &out) == 0, out);
+  CHECK(read_image((dir / "crop.png").string()).bgr == read_image((dir / "ref" / "crop0.png").string()).bgr);
+  // --blend 0.5 lies between them; the Restorer's restore_aligned is the CLI's.
+  REQUIRE_MESSAGE(gpen_test::run(base + (dir / "half.png").string() + " --blend 0.5", &out) == 0, out);
+  const Image half = read_image((dir / "half.png").string());
+  CHECK(half.bgr != got.bgr);
+  RestoreConfig c;
+  c.model = model;
+  c.detector = detector_gpw();
+  c.alpha = 0.5;
+  c.threads = 1;
+  CHECK(Restorer::open(c)->restore_aligned(read_image(face)).bgr == half.bgr);
+  // What aligned crops cannot take, named.
+  for (const std::string& opt : {std::string("--upscale 2"), std::string("--save-raw x.npy")}) {
+    CHECK(gpen_test::run(base + (dir / "never.png").string() + " " + opt, &out) != 0);
+    CHECK_MESSAGE(out.find(opt.substr(0, opt.find(' '))) != std::string::npos, opt << ": " << out);
+  }
+  CHECK(!fs::exists(dir / "never.png"));
   fs::remove_all(dir);
 }

@@ -3,7 +3,9 @@
 // frame; the output keeps the frame count, the timestamps and the audio packets; a file FFmpeg
 // cannot open gets one line with FFmpeg's reason and no output; a damaged one is restored as far
 // as it decodes with exit status 1; SIGINT stops the run within a second and leaves nothing; a
-// folder is restored into a folder; with --sr each frame is what `gpen restore --sr` makes of it.
+// folder is restored into a folder; with --sr each frame is what `gpen restore --sr` makes of it;
+// with a GFPGAN model (a small random-weight one) each frame is what `gpen restore` makes of it
+// with that model, the report's memory is GFPGAN's, and --smooth is refused.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -19,6 +21,7 @@
 
 #include "converter/convert.h"
 #include "engine/photo/image.h"
+#include "tests/gfpgan_synthetic.h"
 #include "tests/realesrnet_fixture.h"
 #include "tests/video/clips.h"
 
@@ -52,6 +55,16 @@ const Models& models() {
     return s;
   }();
   return m;
+}
+
+// A small random-weight GFPGAN at 512 (tests/gfpgan_synthetic.h), written when first asked for.
+const fs::path& gfpgan_model() {
+  static const fs::path p = [] {
+    const fs::path gpw = models().root / "gfpgan_small.gpw";
+    gpen_test::write_small_gfpgan(gpw.string());
+    return gpw;
+  }();
+  return p;
 }
 
 fs::path fresh_dir(const std::string& name) {
@@ -253,4 +266,62 @@ TEST_CASE("gpen video: a folder of videos into a folder") {
   CHECK(listing(out) == std::set<std::string>{"sub", "sub/vp9.webm", "vfr.mp4"});
   CHECK(probe((out / "sub" / "vp9.webm").string(), "v:0", "stream=codec_name") == "codec_name=vp9\n");
   CHECK(probe(clip("vfr.mp4"), "v:0", "frame=pts_time") == probe((out / "vfr.mp4").string(), "v:0", "frame=pts_time"));
+}
+
+TEST_CASE("gpen video with a GFPGAN model: each frame restored as gpen restore restores it, GFPGAN's memory reported") {
+  const fs::path dir = fresh_dir("gfpgan");
+  const std::string in = clip("faces_320.mp4"), out = (dir / "out.mov").string();
+  const std::string models_args = " --threads 1 -m " + gfpgan_model().string() + " -d " + models().det.string() + " ";
+  std::string log;
+  REQUIRE_MESSAGE(gpen_test::run(kGpen + " video" + models_args + in + " -o " + out +
+                                     " --codec ffv1 --pix-fmt bgr0 --report " + (dir / "r.json").string(),
+                                 &log) == 0,
+                  log);
+  CHECK(log.find("GFPGAN 512x512") != std::string::npos);
+  const auto report = nlohmann::json::parse(read_bytes((dir / "r.json").string()));
+  const auto& v = report["videos"][0];
+  CHECK(v["frames"] == 6);
+  CHECK(v["faces"].get<int>() >= 1);
+  // The memory section: GFPGAN's network, its arena and the detector's, nothing of GPEN's.
+  const auto& m = v["memory"];
+  const auto& r = m["restorer"];
+  CHECK(r["model"] == "gfpgan");
+  CHECK(r["plan"]["precision"] == "fp32");
+  CHECK(r["parsenet_weights_bytes"] == 0);
+  const size_t parts = r["weights_bytes"].get<size_t>() + r["arena_bytes"].get<size_t>() +
+                       r["workspace_bytes"].get<size_t>() + r["detector_arena_bytes"].get<size_t>();
+  CHECK(r["weights_bytes"].get<size_t>() > 0);
+  CHECK(r["detector_arena_bytes"].get<size_t>() > 0);
+  CHECK(r["planned_bytes"].get<size_t>() == parts);
+  CHECK(m["planned_bytes"].get<size_t>() == parts + m["queue_bytes"].get<size_t>());
+  const auto input = read_all(in), restored = read_all(out);
+  REQUIRE(restored.size() == input.size());
+  for (int i : {0, 5}) {
+    INFO("frame " << i);
+    const std::string frame = (dir / ("frame" + std::to_string(i) + ".png")).string();
+    const std::string want = (dir / ("restored" + std::to_string(i) + ".png")).string();
+    write_image(frame, input[i]);
+    REQUIRE(gpen_test::run(kGpen + " restore" + models_args + frame + " -o " + want, &log) == 0);
+    CHECK(read_image(want).bgr == restored[i].bgr);
+  }
+  CHECK(restored[0].bgr != input[0].bgr);
+  // --upscale 2: frames twice the size, each as `gpen restore --upscale 2` makes it.
+  const std::string up = (dir / "up.mov").string();
+  REQUIRE_MESSAGE(gpen_test::run(kGpen + " video" + models_args + in + " -o " + up +
+                                     " --codec ffv1 --pix-fmt bgr0 --upscale 2 --duration 0.1",
+                                 &log) == 0,
+                  log);
+  const auto upscaled = read_all(up);
+  REQUIRE(!upscaled.empty());
+  CHECK(upscaled[0].width == 2 * input[0].width);
+  const std::string want_up = (dir / "restored_up.png").string();
+  REQUIRE(gpen_test::run(kGpen + " restore" + models_args + (dir / "frame0.png").string() + " -o " + want_up +
+                             " --upscale 2", &log) == 0);
+  CHECK(read_image(want_up).bgr == upscaled[0].bgr);
+  // Landmark smoothing is GPEN's: refused before anything is written, naming the option.
+  CHECK(gpen_test::run(kGpen + " video" + models_args + in + " -o " + (dir / "never.mov").string() + " --smooth 3",
+                       &log) != 0);
+  CHECK_MESSAGE(log.find("--smooth") != std::string::npos, log);
+  CHECK_MESSAGE(log.find("GFPGAN model") != std::string::npos, log);
+  CHECK(!fs::exists(dir / "never.mov"));
 }

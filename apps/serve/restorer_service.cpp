@@ -6,6 +6,7 @@
 #include "engine/core/bytes.h"
 #include "apps/restore_tasks.h"
 #include "engine/core/error.h"
+#include "engine/photo/face_flow.h"
 #include "engine/photo/parse_mask.h"
 #include "kernels/cpu/face_io.h"
 #include "kernels/cpu/ops.h"
@@ -20,6 +21,34 @@ namespace {
 // The largest input the detector plans for: photos over 1500 px are shrunk to 1000 for detection
 // (DetectOptions), so 1500 x 1500 is the most a photo makes it plan.
 constexpr int kLargestDetectorInput = 1500;
+
+// /v1/plan for GFPGAN: its network at batch 1 and the detector at the warm-up's 1500 x 1500, each
+// in an arena of its own (GFPGAN's flow shares none), in the keys of `gpen plan --pipeline`.
+nlohmann::json gfpgan_plan(const std::string& model, const std::string& detector_arch) {
+  report::PlanArgs g;
+  g.arch = "gfpgan";
+  g.model = model;
+  report::PlanArgs d;
+  d.arch = detector_arch;
+  d.input_size = std::to_string(kLargestDetectorInput) + "x" + std::to_string(kLargestDetectorInput);
+  nlohmann::json gen = report::plan_report(g), det = report::plan_report(d);
+  gen["model"] = model;
+  size_t arena = 0, workspace = 0, weights = 0;
+  for (const nlohmann::json* part : {&gen, &det}) {
+    arena += (*part)["arena_bytes"].get<size_t>();
+    workspace += (*part)["workspace_bytes"].get<size_t>();
+    weights += (*part)["weights_bytes"].get<size_t>();
+  }
+  const size_t total = arena + workspace + weights;
+  return {{"device", "cpu"},
+          {"detector", det},
+          {"generator", gen},
+          {"joint", {{"arena_bytes", arena}, {"workspace_bytes", workspace}, {"weights_bytes", weights},
+                     {"total_bytes", total}}},
+          {"separate", {{"arena_bytes", arena}, {"workspace_bytes", workspace}, {"total_bytes", total}}},
+          {"bytes_saved", 0},
+          {"batch_limit", 1}};
+}
 
 }  // namespace
 
@@ -103,6 +132,8 @@ void RestorerService::restore_photos(const std::vector<PhotoJob*>& group) {
     for (PhotoJob* j : group) j->done.set_exception(std::current_exception());
     return;
   }
+  // GFPGAN's detector is planned for each photo's size: its arena may have grown.
+  if (restorer_->flow() == FaceFlow::gfpgan) update_memory();
   int faces = 0;
   for (size_t i = 0; i < group.size(); ++i) {
     RestoreResult r;
@@ -141,6 +172,21 @@ void RestorerService::load() {
   c.plan_at_limit = true;  // memory fixed at start, whatever the load
   restorer_ = Restorer::open(c);
   const RestorePlan& p = restorer_->plan();
+  info_.model = face_flow_name(restorer_->flow());
+  info_.device = p.device;
+  info_.precision = p.precision;
+  info_.size = p.size;
+  info_.batch_limit = p.split.batch;
+  info_.parser = restorer_->parser() != nullptr;
+  info_.sr = restorer_->sr_model() != nullptr;
+  const std::string detector_arch =
+      restorer_->detector().backbone() == RetinaFaceBackbone::resnet50 ? "retinaface-r50" : "retinaface-mnet";
+  if (restorer_->flow() == FaceFlow::gfpgan) {
+    plan_ = gfpgan_plan(a.model, detector_arch);
+    std::fprintf(stderr, "gpen serve: GFPGAN %dx%d on %s (%s), one face per run; facexlib's flow, upscale %d\n",
+                 p.size, p.size, p.device.c_str(), p.precision.c_str(), c.upscale);
+    return;
+  }
   GpenModel& model = restorer_->model();
 
   // Aligned crops of concurrent requests share GPEN batches, run on the engine thread.
@@ -154,16 +200,9 @@ void RestorerService::load() {
       bo, [this](int n, const float* in, float* out) { on_engine([&] { restorer_->model().run(n, in, out); }); },
       opt_.on_batch);
 
-  info_.device = p.device;
-  info_.precision = p.precision;
-  info_.size = p.size;
-  info_.batch_limit = p.split.batch;
-  info_.parser = restorer_->parser() != nullptr;
-  info_.sr = restorer_->sr_model() != nullptr;
-
   report::PlanArgs pa;
   pa.pipeline = true;
-  pa.arch = restorer_->detector().backbone() == RetinaFaceBackbone::resnet50 ? "retinaface-r50" : "retinaface-mnet";
+  pa.arch = detector_arch;
   pa.input_size = std::to_string(kLargestDetectorInput) + "x" + std::to_string(kLargestDetectorInput);
   pa.model = a.model;
   pa.batch = p.split.batch;
@@ -178,6 +217,21 @@ void RestorerService::load() {
 }
 
 void RestorerService::warm_up() {
+  Image blank;
+  blank.width = blank.height = kLargestDetectorInput;
+  blank.bgr.assign(blank.pixels() * 3, 128);
+  const ImageView view = blank;
+  if (restorer_->flow() == FaceFlow::gfpgan) {
+    // The network once, and the detector at 1500 x 1500 (GFPGAN's flow detects on photos at
+    // their own size: a larger one grows the detector's arena, and the figures follow it).
+    Image face;
+    face.width = face.height = info_.size;
+    face.bgr.assign(face.pixels() * 3, 128);
+    (void)restorer_->restore_aligned(face);
+    (void)restorer_->restore(view);
+    update_memory();
+    return;
+  }
   // GPEN at the full batch, the detector at its largest input and the paste steps (each mask's)
   // touch every page they will use.
   GpenModel& model = restorer_->model();
@@ -185,10 +239,6 @@ void RestorerService::warm_up() {
   std::vector<float> in(static_cast<size_t>(S) * S * 3 * static_cast<size_t>(B), 0.0f),
       out(static_cast<size_t>(model.output_size()) * model.output_size() * 3 * static_cast<size_t>(B));
   model.run(B, in.data(), out.data());
-  Image blank;
-  blank.width = blank.height = kLargestDetectorInput;
-  blank.bgr.assign(blank.pixels() * 3, 128);
-  const ImageView view = blank;
   RestoreCall call;
   call.sr = false;
   (void)restorer_->restore({&view, 1}, call);
@@ -197,11 +247,25 @@ void RestorerService::warm_up() {
     (void)restorer_->restore({&view, 1}, call);
     (void)face_parse(*parser, model_to_face(out.data(), S));
   }
-  const MemoryPlan& p = model.plan();
-  RetinaFaceDetector& det = restorer_->detector();
-  memory_.weights_bytes = p.weights_bytes;
-  memory_.workspace_bytes = model.workspace_bytes();
-  memory_.arena_bytes = model.arena_bytes() + (det.uses_shared_memory() ? 0 : det.arena_capacity());
+  update_memory();
+}
+
+void RestorerService::update_memory() {
+  MemoryFigures m;
+  if (restorer_->flow() == FaceFlow::gfpgan) {
+    const nlohmann::json j = restorer_->memory_json();
+    m.weights_bytes = j["weights_bytes"].get<size_t>();
+    m.workspace_bytes = j["workspace_bytes"].get<size_t>();
+    m.arena_bytes = j["arena_bytes"].get<size_t>() + j["detector_arena_bytes"].get<size_t>();
+  } else {
+    GpenModel& model = restorer_->model();
+    RetinaFaceDetector& det = restorer_->detector();
+    m.weights_bytes = model.plan().weights_bytes;
+    m.workspace_bytes = model.workspace_bytes();
+    m.arena_bytes = model.arena_bytes() + (det.uses_shared_memory() ? 0 : det.arena_capacity());
+  }
+  std::lock_guard lock(mu_);
+  memory_ = m;
 }
 
 int RestorerService::batch_depth() const {
@@ -211,13 +275,23 @@ int RestorerService::batch_depth() const {
 
 ServiceInfo RestorerService::info() const { return info_; }
 nlohmann::json RestorerService::plan() const { return plan_; }
-MemoryFigures RestorerService::memory() const { return memory_; }
+MemoryFigures RestorerService::memory() const {
+  std::lock_guard lock(mu_);
+  return memory_;
+}
 
 RestoreResult RestorerService::restore(const Image& photo, const RestoreRequest& req) {
   RestoreCall call;
   call.rect_mask = req.mask == "rect";
   call.sr = req.sr;
   RestoreResult out;
+  if (req.aligned && restorer_->flow() == FaceFlow::gfpgan) {
+    // As `gpen restore --aligned` with GFPGAN (GFPGANer.enhance(has_aligned=True)), one crop per run.
+    out.image = on_engine([&] { return restorer_->restore_aligned(photo); });
+    if (opt_.on_batch) opt_.on_batch(1);
+    out.faces_found = out.faces_restored = 1;
+    return out;
+  }
   if (req.aligned) {
     // As `gpen restore --aligned`: the crop resized to the model's size, GPEN (in a batch with
     // other requests' crops), then RealESRNet when asked; the conversions on this request thread.

@@ -61,6 +61,8 @@ class RestorerService : public RestoreService {
   };
   void load();
   void warm_up();
+  // The /metrics figures from what the engine holds now (on the engine thread).
+  void update_memory();
   int batch_depth() const override;
   // Runs f on the engine thread and waits for its result (or exception).
   template <class F>

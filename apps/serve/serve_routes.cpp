@@ -106,6 +106,9 @@ RestoreQuery restore_query(const Target& t, const ServiceInfo& info) {
       if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > 100)
         throw BadRequest("quality=" + v + ": expected an integer from 1 to 100");
       q.quality = n;
+    } else if ((k == "mask" || k == "sr") && info.model != "GPEN") {
+      // GFPGAN's flow has one paste mask (facexlib's) and no background super-resolution.
+      throw BadRequest(k + " is an option of GPEN models; this server runs a " + info.model + " model");
     } else if (k == "mask") {
       if (v != "rect" && v != "parse") throw BadRequest("mask=" + v + ": expected rect or parse");
       q.request.mask = v;

@@ -13,6 +13,7 @@
 #include "engine/photo/facexlib_paste.h"
 #include "engine/photo/paste.h"
 #include "engine/photo/resize_lanczos.h"
+#include "kernels/cpu/image_resize.h"
 
 // The pre- and post-processing round as numpy's and torch's float32 steps do, one by one.
 #include "engine/core/no_fp_contract.h"  // NOLINT: must follow the other includes
@@ -69,6 +70,24 @@ Image gfpgan_output(const float* y, int size) {
   return out;
 }
 
+Image gfpgan_restore_aligned(GfpganModel& net, ImageView face, double blend, std::vector<float>& in,
+                             std::vector<float>& out) {
+  GPEN_CHECK(face.width > 0 && face.height > 0 && face.bgr.size() == face.pixels() * 3,
+             "restore: empty or malformed face crop");
+  GPEN_CHECK(blend >= 0.0 && blend <= 1.0, "blend must be in [0, 1]");
+  const int S = net.config().out_size;
+  // cv2.resize to the size the crop already has is a copy.
+  const Image crop = face.width == S && face.height == S ? to_image(face) : resize_bilinear(face, S, S);
+  const size_t px = static_cast<size_t>(S) * static_cast<size_t>(S) * 3;
+  if (in.size() < px) in.resize(px);
+  if (out.size() < px) out.resize(px);
+  gfpgan_input(crop, in.data());
+  net.run(in.data(), 1, out.data());
+  Image restored = gfpgan_output(out.data(), S);
+  if (blend != 1.0) restored = blend_faces(restored, crop, blend);
+  return restored;
+}
+
 GfpganRestorer::GfpganRestorer(GfpganModel& net, RetinaFaceDetector& detector, const GfpganFlowOptions& opt)
     : net_(net), det_(detector), opt_(opt) {
   GPEN_CHECK(opt.upscale >= 1 && opt.upscale <= 8, "upscale must be in 1..8, got " + std::to_string(opt.upscale));
@@ -115,6 +134,10 @@ PhotoResult GfpganRestorer::process(ImageView photo) {
   r.restored = static_cast<int>(pasted.size());
   r.times.paste_ms = ms_since(t0);
   return r;
+}
+
+Image GfpganRestorer::restore_aligned(ImageView face) {
+  return gfpgan_restore_aligned(net_, face, opt_.blend, in_, out_);
 }
 
 }  // namespace gpen

@@ -6,6 +6,8 @@
 // 0.5; its output clamped to [-1, 1], mapped to [0, 255] and rounded as basicsr's tensor2img),
 // the optional blend with the aligned crop, and the paste-back (facexlib_paste.h) onto the photo
 // resized by the upscale (Lanczos, as cv2.resize INTER_LANCZOS4). GPEN's flow is pipeline.h.
+// Its aligned mode (has_aligned=True) takes a face crop that is already aligned: resized to the
+// network's size (cv2.resize INTER_LINEAR), the network, the restored face itself.
 #include <vector>
 
 #include "engine/models/gfpgan.h"
@@ -33,10 +35,19 @@ void gfpgan_input(const Image& crop, float* nhwc_rgb);
 // tensor2img(out, rgb2bgr=True, min_max=(-1, 1)): clamp, (x + 1) / 2, * 255, rounded half to even.
 Image gfpgan_output(const float* nhwc_rgb, int size);
 
+// GFPGANer.enhance(face, has_aligned=True): the crop resized to the network's size with
+// cv2.resize's INTER_LINEAR (8-bit), the network, the output as tensor2img makes it; blend < 1
+// mixes it with the resized crop (restored * blend + crop * (1 - blend)). `in` and `out` hold
+// S * S * 3 floats each (grown when smaller).
+Image gfpgan_restore_aligned(GfpganModel& net, ImageView face, double blend, std::vector<float>& in,
+                             std::vector<float>& out);
+
 class GfpganRestorer {
  public:
   GfpganRestorer(GfpganModel& net, RetinaFaceDetector& detector, const GfpganFlowOptions& opt);
   PhotoResult process(ImageView photo);
+  // An aligned face crop of any size (gfpgan_restore_aligned with the options' blend).
+  Image restore_aligned(ImageView face);
   const GfpganFlowOptions& options() const { return opt_; }
 
  private:

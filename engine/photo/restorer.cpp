@@ -253,7 +253,7 @@ std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos, 
 
 Image Restorer::restore_aligned(ImageView face, const RestoreCall& call) {
   apply_threads();
-  GPEN_CHECK(model_, "aligned face crops: GFPGAN runs on whole photos here (its aligned mode is not available)");
+  if (gfpgan_faces_) return gfpgan_faces_->restore_aligned(face);  // GFPGANer.enhance(has_aligned=True)
   const int S = model_->size();
   std::vector<float> x(static_cast<size_t>(S) * S * 3), y(x.size());
   face_to_model(face, S, x.data());

@@ -149,8 +149,9 @@ class Restorer {
   // (photos in order) before alignment and may change their landmarks (FaceAdjust, pipeline.h).
   std::vector<RestoreResult> restore(std::span<const ImageView> photos, const RestoreCall& call = {},
                                      const FaceAdjust& adjust = {});
-  // An aligned face crop of any size, resized to GPEN's input as `gpen restore --aligned` does;
-  // with SR, the restored face super-resolved (the official aligned flow).
+  // An aligned face crop of any size, resized to the model's input as `gpen restore --aligned`
+  // does; with SR, the restored face super-resolved (the official aligned flow). With GFPGAN:
+  // GFPGANer.enhance(has_aligned=True), blended by RestoreConfig::alpha (gfpgan_flow.h).
   Image restore_aligned(ImageView face, const RestoreCall& call = {});
   // RealESRNet on an image (SR configured), its tile as the restore methods choose it: for a
   // photo's background from the budget GPEN's plan leaves; for a restored face crop (`aligned`)

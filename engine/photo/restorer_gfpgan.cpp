@@ -74,16 +74,29 @@ std::unique_ptr<Restorer> Restorer::open_gfpgan(const RestoreConfig& c) {
 }
 
 nlohmann::json Restorer::gfpgan_memory_json() const {
+  // The keys of GPEN's memory_json where they apply, so that a report reads the same for both
+  // kinds: GFPGAN's arena is its own (nothing shares it), its flow runs on the host.
   const MemoryPlan& plan = gfpgan_->plan_for(1);
   return {{"device", backend_->name()},
           {"precision", "fp32"},
           {"model", "gfpgan"},
           {"batch", 1},
+          {"batch_limit", 1},
           {"weights_bytes", gfpgan_->weights_bytes()},
           {"arena_bytes", plan.arena_bytes},
           {"workspace_bytes", plan.workspace_bytes},
+          // Planned for each photo at its own size (facexlib detects on the photo as it is): the
+          // capacity of the largest photo so far.
           {"detector_arena_bytes", detector_->arena_capacity()},
-          {"mask", plan_.mask}};
+          {"detector_in_generator_arena", false},
+          {"mask", plan_.mask},
+          {"parsenet_arena_bytes", 0},
+          {"parsenet_workspace_bytes", 0},
+          {"parsenet_weights_bytes", 0},
+          {"parsenet_in_generator_arena", false},
+          {"shared_arena_bytes", plan.arena_bytes},
+          {"pipeline_on_device", false},
+          {"pipeline_buffer_bytes", 0}};
 }
 
 }  // namespace gpen

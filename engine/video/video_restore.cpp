@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "engine/core/error.h"
 #include "engine/video/video_report.h"
 
 namespace fs = std::filesystem;
@@ -20,13 +21,20 @@ constexpr int kMaxFramesPerCall = 8;
 }  // namespace
 
 RestoreFrames::RestoreFrames(Restorer& restorer, int smooth) : r_(&restorer) {
+  // GFPGAN's flow aligns each face by its own detection, as GFPGANer.enhance does per frame.
+  GPEN_CHECK(smooth == 0 || restorer.flow() == FaceFlow::gpen,
+             "--smooth (landmarks averaged along face tracks) is an option of GPEN models; " + restorer.config().model +
+                 " is a GFPGAN model, whose flow aligns every frame's faces by their own landmarks");
   if (smooth > 0) tracks_.emplace(smooth);
 }
 
 int RestoreFrames::max_frames() const { return std::clamp(r_->plan().split.batch, 1, kMaxFramesPerCall); }
 
 std::pair<int, int> RestoreFrames::output_size(int width, int height) const {
-  const int s = r_->sr_model() ? r_->sr_model()->config().scale : 1;
+  // Background super-resolution (GPEN) or the upscale of GFPGAN's paste.
+  const int s = r_->sr_model() ? r_->sr_model()->config().scale
+                : r_->flow() == FaceFlow::gfpgan ? r_->config().upscale
+                                                 : 1;
   return {width * s, height * s};
 }
 
@@ -47,6 +55,12 @@ void RestoreFrames::process(std::span<VideoFrame* const> frames) {
 
 std::string RestoreFrames::describe() const {
   const RestorePlan& p = r_->plan();
+  if (r_->flow() == FaceFlow::gfpgan) {
+    std::string s = "GFPGAN " + std::to_string(p.size) + "x" + std::to_string(p.size) + " on " + p.device + " (" +
+                    p.precision + "), one face per run, facexlib's flow frame by frame";
+    if (r_->config().upscale > 1) s += ", upscale " + std::to_string(r_->config().upscale);
+    return s;
+  }
   std::string s = "GPEN " + std::to_string(p.size) + "x" + std::to_string(p.size) + " on " + p.device + " (" +
                   p.precision + "), up to " + std::to_string(p.split.batch) + " faces per run from up to " +
                   std::to_string(max_frames()) + " frames";

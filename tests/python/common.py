@@ -45,6 +45,17 @@ def models():
     return g, d
 
 
+def gfpgan():
+    """A random-weight GFPGANv1Clean at 512 (the size GFPGAN's photo flow aligns to), narrow 1/8
+    and channel multiplier 1: the synthetic weights of `gpen bench --arch gfpgan`, kept (once)."""
+    os.makedirs(TMP, exist_ok=True)
+    g = os.path.join(TMP, "gfpgan_small.gpw")
+    if not os.path.exists(g):
+        gpen("--threads", "1", "bench", "--arch", "gfpgan", "--size", "512", "--channel-multiplier", "1", "--narrow",
+             "0.125", "--runs", "1", "--warmup", "0", "--save-weights", g)
+    return g
+
+
 def read(path):
     with open(path, "rb") as f:
         return f.read()

@@ -178,5 +178,57 @@ class Package(unittest.TestCase):
             np.testing.assert_array_equal(r, want)
 
 
+class Gfpgan(unittest.TestCase):
+    """Restorer with a GFPGAN model: the flow the file's kind picks, as `gpen restore` runs it."""
+
+    @classmethod
+    def setUpClass(cls):
+        _, cls.det = common.models()
+        cls.model = common.gfpgan()
+        cls.out = os.path.join(common.TMP, "package_gfpgan")
+        os.makedirs(cls.out, exist_ok=True)
+
+    def cli(self, name, *args):
+        out = os.path.join(self.out, name)
+        common.gpen("restore", "-m", self.model, *args, "-o", out)
+        return common.read(out)
+
+    def test_restore_equals_cli(self):
+        photo = common.PHOTOS[0]
+        want = self.cli("kids_cli.png", "-d", self.det, photo)
+        r = ge.Restorer(self.model, self.det)
+        composite, faces = r.restore(ge.imread(photo))
+        self.assertGreater(len(faces), 0)
+        self.assertEqual(ge.imencode(".png", composite), want)
+        self.assertEqual(r.size, 512)
+        self.assertEqual(r.memory["model"], "gfpgan")
+        self.assertGreater(r.memory["arena_bytes"], 0)
+
+    def test_upscale_and_only_center_face_reach_the_flow(self):
+        photo = common.PHOTOS[0]
+        want = self.cli("kids_up2_cli.png", "-d", self.det, photo, "--upscale", "2", "--only-center-face")
+        img = ge.imread(photo)
+        r = ge.Restorer(self.model, self.det, upscale=2, only_center_face=True)
+        composite, _ = r.restore(img)
+        self.assertEqual(composite.shape, (2 * img.shape[0], 2 * img.shape[1], 3))
+        self.assertEqual(ge.imencode(".png", composite), want)
+
+    def test_restore_aligned_equals_cli(self):
+        crop = os.path.join(common.SHARED, "images", "ffhq_lq_00000.png")
+        want = self.cli("aligned_cli.png", "--aligned", crop, "--blend", "0.5")
+        face = ge.Restorer(self.model, self.det, alpha=0.5).restore_aligned(ge.imread(crop))
+        self.assertEqual(face.shape, (512, 512, 3))
+        self.assertEqual(ge.imencode(".png", face), want)
+
+    def test_options_of_the_other_kind_are_refused(self):
+        with self.assertRaises(ge.Error) as e:
+            ge.Restorer(self.model, self.det, batch=2)
+        self.assertIn("--batch is an option of GPEN models", str(e.exception))
+        gpen_model, _ = common.models()
+        with self.assertRaises(ge.Error) as e:
+            ge.Restorer(gpen_model, self.det, upscale=2)
+        self.assertIn("--upscale is an option of GFPGAN models", str(e.exception))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -77,6 +77,26 @@ class Video(unittest.TestCase):
         for s in ("v:0", "a:0"):
             self.assertEqual(probe(py_out, s, "packet=pts,dts,duration"), probe(cli_out, s, "packet=pts,dts,duration"))
 
+    def test_gfpgan_equals_cli(self):
+        # A GFPGAN model: the frames `gpen video` writes with it; its memory in the report.
+        model = common.gfpgan()
+        cli_out, py_out = os.path.join(BASE, "gfpgan_cli.mkv"), os.path.join(BASE, "gfpgan_py.mkv")
+        report = cli_out + ".json"
+        common.gpen("video", "-m", model, "-d", self.det, "--quiet", "--codec", "ffv1", "--pix-fmt",
+                    "bgr0", "--report", report, self.clip, "-o", cli_out, "--duration", "0.2")
+        with open(report) as f:
+            want = json.load(f)["videos"][0]
+        r = gpen_engine.Restorer(model, self.det)
+        got = r.restore_video(self.clip, py_out, duration=0.2, **LOSSLESS)
+        self.assertEqual((got["frames"], got["faces"]), (want["frames"], want["faces"]))
+        self.assertEqual(frames(py_out), frames(cli_out))
+        self.assertEqual(got["memory"]["restorer"]["model"], "gfpgan")
+        self.assertEqual(got["memory"]["restorer"]["weights_bytes"], want["memory"]["restorer"]["weights_bytes"])
+        with self.assertRaises(gpen_engine.Error) as e:
+            r.restore_video(self.clip, os.path.join(BASE, "never.mkv"), smooth=3)
+        self.assertIn("GFPGAN model", str(e.exception))
+        self.assertFalse(os.path.exists(os.path.join(BASE, "never.mkv")))
+
     def test_cut_equals_cli(self):
         cli_out, py_out = os.path.join(BASE, "cli_cut.mkv"), os.path.join(BASE, "py_cut.mkv")
         want = self.cli(cli_out, "--start", "0.1", "--duration", "0.25")

@@ -5,7 +5,7 @@ network, image in, image out (return_rgb=False, randomize_noise=False: the store
 
 The weights are the engine's: --checkpoint, the .pth the .gpw was converted from, or else the
 synthetic weights `gpen bench --arch gfpgan` makes for a configuration (--seed), which
-synthetic_state_dict() below draws bit for bit as apps/bench_gfpgan.cpp does. The input is
+synthetic_state_dict() below draws bit for bit as converter/synthetic_gfpgan.cpp does. The input is
 uniform in [-1, 1) (seed 0). Writes into --out-dir the .onnx, ..._input.npy (N, 3, S, S) and
 ..._expect.npy (the official PyTorch forward on that input), reusing them when present, and
 prints one JSON line with their paths.

@@ -25,6 +25,9 @@ What is given instead of the packages' own parts (they download weights or need 
 
   gfpgan_flow_reference.py PHOTO --checkpoint CKPT.pth --dets DETS.json -o OUT.png
         [--upscale N] [--only-center-face] [--weight W] [--save-faces DIR] [--matrices OUT.json]
+  gfpgan_flow_reference.py FACE --checkpoint CKPT.pth --aligned -o OUT.png [--weight W] [--save-faces DIR]
+        GFPGANer.enhance(face, has_aligned=True): the face resized to 512 (cv2.resize), the network,
+        the restored face written (no detector: --dets is not read)
   gfpgan_flow_reference.py --make-checkpoint OUT.pth [--seed S]
         random weights for the small configuration the flow test uses (SMALL below)
   gfpgan_flow_reference.py --lmeds DETS.json...
@@ -147,13 +150,16 @@ def restore(args):
     g.gfpgan = _Net(model)
     g.face_helper = FaceRestoreHelper(args.upscale, face_size=512, crop_ratio=(1, 1), det_model='retinaface_resnet50',
                                       save_ext='png', use_parse=False, device=g.device, model_rootpath=None)
-    g.face_helper.face_det.rows = read_dets(args.dets)
+    if not args.aligned:
+        g.face_helper.face_det.rows = read_dets(args.dets)
     img = cv2.imread(args.photo, cv2.IMREAD_COLOR)
     if img is None:
         sys.exit(f'{args.photo}: cannot read')
     with torch.no_grad():
-        cropped, restored, out = g.enhance(img, has_aligned=False, only_center_face=args.only_center_face,
+        cropped, restored, out = g.enhance(img, has_aligned=args.aligned, only_center_face=args.only_center_face,
                                            paste_back=True, weight=args.weight)
+    if args.aligned:
+        out = restored[0]
     cv2.imwrite(args.output, out)
     if args.save_faces:
         os.makedirs(args.save_faces, exist_ok=True)
@@ -195,6 +201,7 @@ def main():
     ap.add_argument('--dets')
     ap.add_argument('--upscale', type=int, default=1)
     ap.add_argument('--only-center-face', action='store_true')
+    ap.add_argument('--aligned', action='store_true')
     ap.add_argument('--weight', type=float, default=0.5)
     ap.add_argument('--save-faces')
     ap.add_argument('--matrices')
@@ -208,8 +215,8 @@ def main():
     elif a.lmeds:
         lmeds(a.lmeds)
     else:
-        if not (a.photo and a.output and a.checkpoint and a.dets):
-            ap.error('PHOTO, -o, --checkpoint and --dets are needed')
+        if not (a.photo and a.output and a.checkpoint and (a.dets or a.aligned)):
+            ap.error('PHOTO, -o, --checkpoint and --dets (or --aligned) are needed')
         restore(a)
 
 

@@ -23,6 +23,7 @@ namespace {
 struct FakeService : RestoreService {
   bool is_ready = true;
   bool parser = false;
+  std::string model = "GPEN";
   int restores = 0;
   RestoreRequest last;
   ServiceInfo info() const override {
@@ -32,6 +33,7 @@ struct FakeService : RestoreService {
     i.size = 32;
     i.batch_limit = 2;
     i.parser = parser;
+    i.model = model;
     return i;
   }
   bool ready() const override { return is_ready; }
@@ -255,6 +257,24 @@ TEST_CASE("serve routes: the query of /v1/restore is checked, each parameter onc
   CHECK(f.call("POST", "/v1/restore?mask=parse", png).status == 200);
   CHECK(f.service.last.mask == "parse");
   CHECK(f.call("POST", "/v1/restore?aligned=1", png).status == 200);
+  CHECK(f.service.last.aligned);
+}
+
+TEST_CASE("serve routes: with a GFPGAN model, GPEN's mask and sr are 400 naming the option") {
+  Fixture f;
+  f.service.model = "GFPGAN";
+  f.service.parser = true;  // even so: GFPGAN's flow has its own paste mask
+  const std::string png = bytes_of(encode_image("png", gradient(8, 8)));
+  for (const std::string q : {"mask=rect", "mask=parse", "sr=0", "sr=1", "aligned=1&mask=rect"}) {
+    const Reply r = f.call("POST", "/v1/restore?" + q, png);
+    CHECK_MESSAGE(r.status == 400, q);
+    const std::string name = q.find("sr") != std::string::npos ? "sr" : "mask";
+    CHECK_MESSAGE(r.body.find(name + " is an option of GPEN models; this server runs a GFPGAN model") !=
+                      std::string::npos,
+                  q << ": " << r.body);
+  }
+  CHECK(f.service.restores == 0);
+  CHECK(f.call("POST", "/v1/restore?aligned=1&format=png", png).status == 200);
   CHECK(f.service.last.aligned);
 }
 
