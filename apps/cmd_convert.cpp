@@ -46,13 +46,13 @@ void run_convert(const ConvertArgs& a) {
 }
 
 gpen::cli::Command reg(
-    "convert", "Convert a PyTorch (.pth) or safetensors checkpoint of GPEN or RetinaFace into a .gpw weight file",
+    "convert", "Convert a PyTorch (.pth) or safetensors checkpoint (GPEN, RetinaFace, RealESRNet, ParseNet, GFPGAN, CodeFormer) into a .gpw weight file",
     [](CLI::App& sub) {
       auto a = std::make_shared<ConvertArgs>();
       sub.add_option("input", a->in, "Checkpoint (.pth zip or legacy format, or .safetensors)")->required();
       sub.add_option("-o,--output", a->out, "Output .gpw file (written atomically)")->required();
-      sub.add_option("--arch", a->arch, "Model: auto (recognised from the tensor names), gpen, retinaface, realesrnet, parsenet or gfpgan")
-          ->check(CLI::IsMember({"auto", "gpen", "retinaface", "realesrnet", "parsenet"}));
+      sub.add_option("--arch", a->arch, "Model: auto (recognised from the tensor names), gpen, retinaface, realesrnet, parsenet, gfpgan or codeformer")
+          ->check(CLI::IsMember({"auto", "gpen", "retinaface", "realesrnet", "parsenet", "gfpgan", "codeformer"}));
       sub.add_option("--key", a->key, "Nested dict holding the weights (e.g. g_ema, params_ema, state_dict)");
       sub.add_option("--task", a->task,
                      "GPEN: record the task the weights were trained for (enhance, colorize, inpaint, seg2face) in the "

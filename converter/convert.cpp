@@ -54,6 +54,13 @@ std::string describe(const Recognition& r) {
                   r.gfpgan.channel_multiplier, r.gfpgan.narrow);
     return buf;
   }
+  if (r.arch == Arch::codeformer) {
+    std::string connect;
+    for (int s : r.codeformer.connect_list) connect += (connect.empty() ? "" : ", ") + std::to_string(s);
+    return codeformer_model_name(r.codeformer) + " (dim_embd " + std::to_string(r.codeformer.dim_embd) + ", " +
+           std::to_string(r.codeformer.n_layers) + " layers, codebook " + std::to_string(r.codeformer.codebook_size) +
+           ", connect " + (connect.empty() ? "none" : connect) + ")";
+  }
   return std::string("RetinaFace ") + backbone_name(r.backbone);
 }
 
@@ -301,6 +308,7 @@ ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) 
   if (rec.arch == Arch::gpen) plan_gpen(ck, rec, opt, w);
   else if (rec.arch == Arch::realesrnet) plan_realesrnet(ck, rec, opt.dtype, w);
   else if (rec.arch == Arch::gfpgan) convert_detail::plan_gfpgan(ck, rec, opt.dtype, w);
+  else if (rec.arch == Arch::codeformer) convert_detail::plan_codeformer(ck, rec, opt.dtype, w);
   else if (rec.arch == Arch::parsenet) plan_units(ck, parsenet_units(), opt.dtype, w);
   else plan_units(ck, retinaface_units(rec.backbone), opt.dtype, w);
   nlohmann::json src = {{"format", ck.format()}};

@@ -75,5 +75,7 @@ inline void add_computed(GpwWriter& w, const std::string& name, DType dt, const 
 
 // GFPGANv1Clean (converter/convert_gfpgan.cpp).
 void plan_gfpgan(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWriter& w);
+// CodeFormer (converter/convert_codeformer.cpp).
+void plan_codeformer(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWriter& w);
 
 }  // namespace gpen::conv::convert_detail

@@ -250,6 +250,7 @@ const char* arch_name(Arch a) {
     case Arch::realesrnet: return "realesrnet";
     case Arch::parsenet: return "parsenet";
     case Arch::gfpgan: return "gfpgan";
+    case Arch::codeformer: return "codeformer";
     case Arch::unknown: break;
   }
   return "unknown";
@@ -262,7 +263,9 @@ Arch parse_arch(const std::string& s) {
   if (s == "realesrnet") return Arch::realesrnet;
   if (s == "parsenet") return Arch::parsenet;
   if (s == "gfpgan") return Arch::gfpgan;
-  throw Error("unknown architecture '" + s + "' (expected auto, gpen, retinaface, realesrnet, parsenet or gfpgan)");
+  if (s == "codeformer") return Arch::codeformer;
+  throw Error("unknown architecture '" + s +
+              "' (expected auto, gpen, retinaface, realesrnet, parsenet, gfpgan or codeformer)");
 }
 
 static const std::vector<int64_t>* shape_of(const ShapeMap& m, const std::string& k) {
@@ -317,6 +320,8 @@ static GpenConfig infer_gpen(const ShapeMap& m) {
 Recognition recognize(const ShapeMap& shapes, Arch want) {
   Recognition r;
   if (want == Arch::gfpgan || (want == Arch::unknown && looks_like_gfpgan(shapes))) return recognize_gfpgan(shapes);
+  if (want == Arch::codeformer || (want == Arch::unknown && looks_like_codeformer(shapes)))
+    return recognize_codeformer(shapes);
   if (want == Arch::unknown && looks_like_realesrnet(shapes)) want = Arch::realesrnet;
   if (want == Arch::realesrnet) {
     r.arch = want;

@@ -119,9 +119,32 @@ std::string gfpgan_model_name(const GfpganConfig& c);  // "GFPGANv1Clean 512"
 bool looks_like_gfpgan(const std::map<std::string, std::vector<int64_t>>& shapes);
 GfpganConfig infer_gfpgan(const std::map<std::string, std::vector<int64_t>>& shapes);
 
+// ---- CodeFormer (a VQGAN encoder and decoder with a transformer predicting its codes) -------
+// The official constructor arguments that shape the checkpoint (converter/layouts_codeformer.cpp).
+// CodeFormer's constructor fixes its VQGAN: 512 x 512 input, nf 64, ch_mult (1, 2, 2, 4, 4, 8), two
+// ResBlocks per resolution, attention at 16, 256-dimensional codes; the released model (codeformer.pth)
+// is dim_embd 512, n_head 8, n_layers 9, codebook_size 1024, connect_list 32, 64, 128, 256.
+struct CodeformerConfig {
+  int dim_embd = 512;
+  int n_head = 8;  // leaves no trace in the shapes: the official value
+  int n_layers = 9;
+  int codebook_size = 1024;
+  std::vector<int> connect_list = {32, 64, 128, 256};  // the fuse blocks' resolutions, ascending
+
+  static constexpr int kResolution = 512, kNf = 64, kEmbDim = 256, kLatent = 256;
+  static int vqgan_channels(int res);  // the encoder's and generator's width at a resolution
+  void check() const;
+  nlohmann::json to_json() const;
+  static CodeformerConfig from_json(const nlohmann::json& j);
+};
+std::vector<TensorSpec> codeformer_layout(const CodeformerConfig& c);
+std::string codeformer_model_name(const CodeformerConfig& c);  // "CodeFormer 512"
+bool looks_like_codeformer(const std::map<std::string, std::vector<int64_t>>& shapes);
+CodeformerConfig infer_codeformer(const std::map<std::string, std::vector<int64_t>>& shapes);
+
 // ---- Recognition --------------------------------------------------------------------------
-enum class Arch { unknown, gpen, retinaface, realesrnet, parsenet, gfpgan };
-const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface", "realesrnet", "parsenet", "gfpgan"
+enum class Arch { unknown, gpen, retinaface, realesrnet, parsenet, gfpgan, codeformer };
+const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface", "realesrnet", "parsenet", "gfpgan", "codeformer"
 Arch parse_arch(const std::string& s);
 
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;
@@ -137,6 +160,7 @@ struct Recognition {
   RetinaBackbone backbone = RetinaBackbone::mobilenet025;  // when arch == retinaface
   RealesrnetConfig realesrnet;                      // when arch == realesrnet
   GfpganConfig gfpgan;                              // when arch == gfpgan
+  CodeformerConfig codeformer;                      // when arch == codeformer
   nlohmann::json config;                            // the configuration as stored in .gpw
   std::vector<TensorSpec> layout;                   // the expected tensors for that configuration
 };
@@ -145,6 +169,7 @@ struct Recognition {
 // the architecture (Arch::unknown: auto). Throws gpen::Error when the model is not recognised.
 Recognition recognize(const ShapeMap& shapes, Arch want = Arch::unknown);
 Recognition recognize_gfpgan(const ShapeMap& shapes);  // recognize() for Arch::gfpgan
+Recognition recognize_codeformer(const ShapeMap& shapes);  // recognize() for Arch::codeformer
 
 // Checks that every required tensor of `layout` is present with its exact shape (and every
 // optional one present has its shape). Throws gpen::Error naming the first missing or misshaped

@@ -213,6 +213,14 @@ struct LayerNormParams {
   bool affine = true;
 };
 
+// CodeFormer's adaptive_instance_normalization: per sample and channel, the content's mean and
+// standard deviation traded for the style's, y = (x - mean_x) / std_x * std_s + mean_s, with
+// std = sqrt(var + eps) and var unbiased (torch.var) over the H x W positions. Inputs: content x
+// [N, H, W, C] and style [N, H', W', C], each with at least two positions. Not in place.
+struct AdaInParams {
+  float eps = 1e-5f;
+};
+
 // The smooth activations of the transformer blocks, elementwise (may run in place): GELU in the
 // exact erf form of nn.GELU(), x * 0.5 * (1 + erf(x / sqrt 2)); SiLU / swish, x * sigmoid(x).
 enum class SmoothAct : uint8_t { gelu, silu };

@@ -9,13 +9,20 @@ namespace gpen::report {
 
 namespace {
 
-// GPEN and GFPGAN files: which official class they build and, for GPEN when the file records it,
+// GPEN, GFPGAN and CodeFormer files: which official class they build and, for GPEN when the file records it,
 // the task. The official task models (colorization, inpainting, seg2face) share the FullGenerator
 // layout with GPEN-BFR-*, so the shapes alone never tell the task.
 void add_gpen_model(nlohmann::json& out, const std::string& arch, const nlohmann::json& config) {
   if (arch == "gfpgan" && !config.is_null()) {
     try {
       out["model"] = conv::gfpgan_model_name(conv::GfpganConfig::from_json(config));
+    } catch (const Error&) {
+    }
+    return;
+  }
+  if (arch == "codeformer" && !config.is_null()) {
+    try {
+      out["model"] = conv::codeformer_model_name(conv::CodeformerConfig::from_json(config));
     } catch (const Error&) {
     }
     return;

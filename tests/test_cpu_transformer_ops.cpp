@@ -1,7 +1,8 @@
 // The transformer ops of CodeFormer and RestoreFormer++ on the CPU against PyTorch fixtures
 // (tests/reference/make_transformer_fixtures.py: torch.nn and CodeFormer's official modules):
 // GroupNorm (with the swish VQGAN puts after it), LayerNorm, GELU, SiLU, TransformerSALayer's
-// attention, the code lookups, the sine position embedding and the fuse block's output, on
+// attention, the code lookups, the sine position embedding, the fuse block's output and the
+// adaptive instance normalisation (against a double-precision loop), on
 // strided views where the op takes them, in place where it may run so, and the refusals.
 #include <doctest/doctest.h>
 
@@ -166,4 +167,33 @@ TEST_CASE("fuse_sft is Fuse_sft_block's dec + w * (dec * scale + shift), also in
   cpu::fuse_sft(FuseSftParams{0.7f}, dec.view(), scale.view(), shift.view(), dec.view());
   CHECK(worst_rel(dec.v, want.v) < 1e-6);
   CHECK_THROWS_AS(cpu::fuse_sft(FuseSftParams{}, dec.view(), load("ln_x").view(), shift.view(), dec.view()), Error);
+}
+
+TEST_CASE("adain trades each channel's mean and unbiased std for the style's, on strided views") {
+  // Statistics over a 2 x 2 content and a 2 x 3 style of another size, recomputed here in double.
+  const std::vector<float> xs = {1, -1, 2, 0.5f, 3, 4, 4, 9};  // [1, 2, 2, 2]
+  const std::vector<float> ss = {0, 2, 0, 2, 0, 2, 10, 2, 0, 3, 0, 2};  // [1, 2, 3, 2]
+  Strided x(Shape{1, 2, 2, 2}, &xs), s(Shape{1, 2, 3, 2}, &ss), y(Shape{1, 2, 2, 2});
+  cpu::adain(AdaInParams{1e-5f}, x.v, s.v, y.v);
+  const std::vector<float> got = y.dense();
+  for (int c = 0; c < 2; ++c) {
+    auto stats = [&](const std::vector<float>& v, int C, double& m, double& var) {
+      const int P = static_cast<int>(v.size()) / C;
+      m = 0;
+      for (int i = 0; i < P; ++i) m += v[static_cast<size_t>(i * C + c)];
+      m /= P;
+      var = 0;
+      for (int i = 0; i < P; ++i) var += (v[static_cast<size_t>(i * C + c)] - m) * (v[static_cast<size_t>(i * C + c)] - m);
+      var /= P - 1;
+    };
+    double xm, xv, sm, sv;
+    stats(xs, 2, xm, xv);
+    stats(ss, 2, sm, sv);
+    for (int i = 0; i < 4; ++i) {
+      const double want = (xs[static_cast<size_t>(i * 2 + c)] - xm) / std::sqrt(xv + 1e-5) * std::sqrt(sv + 1e-5) + sm;
+      CHECK(std::abs(got[static_cast<size_t>(i * 2 + c)] - want) < 1e-5 * std::max(1.0, std::abs(want)));
+    }
+  }
+  CHECK_THROWS_AS(cpu::adain(AdaInParams{}, x.v, Strided(Shape{1, 2, 3, 3}).v, y.v), Error);
+  CHECK_THROWS_AS(cpu::adain(AdaInParams{}, Strided(Shape{1, 1, 1, 2}).v, s.v, Strided(Shape{1, 1, 1, 2}).v), Error);
 }

@@ -1,4 +1,4 @@
-// CUDA group_norm, layer_norm, smooth_act, attention, code_lookup and fuse_sft (the transformer
+// CUDA group_norm, layer_norm, smooth_act, attention, code_lookup, fuse_sft and adain (the transformer
 // ops of CodeFormer and RestoreFormer++) against the CPU ops, f32 / f16 / bf16, on channel slices
 // and in place where the op may run so. Inputs are rounded to the tested dtype before the CPU
 // reference sees them; the statistics and products are f32 on the device (double on the CPU for
@@ -160,4 +160,16 @@ TEST_CASE("cuda transformer ops refuse mismatched shapes and dtypes") {
   auto book = make_pair(Shape{5, 6}, DType::f32, 28);
   const TensorView no_idx = make_view(nullptr, DType::f32, Shape{1, 4, 4});
   CHECK_THROWS_AS(cuda::code_lookup(CodeLookupParams{CodeLookup::argmin}, x.dv, book.dv, x.dv, no_idx, nullptr), Error);
+}
+
+TEST_CASE("cuda adain matches the CPU op on a style of another size") {
+  for (DType dt : kTypes) {
+    CAPTURE(std::string(dtype_name(dt)));
+    auto x = make_pair(Shape{2, 4, 5, 6}, dt, 31, -2.0f, 3.0f, 10, 3);
+    auto style = make_pair(Shape{2, 3, 3, 6}, dt, 32, -1.0f, 5.0f);
+    auto y = make_pair(Shape{2, 4, 5, 6}, dt, 33, -1.0f, 1.0f, 8, 1);
+    cpu::adain(AdaInParams{1e-5f}, x.hv, style.hv, y.hv);
+    cuda::adain(AdaInParams{1e-5f}, x.dv, style.dv, y.dv, nullptr);
+    check_close(y.fetch(), y.host, output_tolerance(dt, kNorm), "adain");
+  }
 }

@@ -36,6 +36,7 @@ const char* op_name(const OpParams& p) {
                         [](const AttentionParams&) { return "attention"; },
                         [](const CodeLookupParams& c) { return c.mode == CodeLookup::argmax ? "code_argmax" : "code_argmin"; },
                         [](const FuseSftParams&) { return "fuse_sft"; },
+                        [](const AdaInParams&) { return "adain"; },
                     },
                     p);
 }

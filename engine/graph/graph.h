@@ -35,7 +35,7 @@ using OpParams = std::variant<Conv2dParams, DenseParams, BiasActParams, AddParam
                               UpFirDn2dParams, SoftmaxParams, PixelNormParams, DemodParams, ModConvParams,
                               MaxPool2dParams, PixelUnshuffleParams, PadReflectParams, ResizeBilinearParams,
                               NoiseBiasActParams, SftParams, GroupNormParams, LayerNormParams, SmoothActParams,
-                              AttentionParams, CodeLookupParams, FuseSftParams>;
+                              AttentionParams, CodeLookupParams, FuseSftParams, AdaInParams>;
 
 const char* op_name(const OpParams& p);
 
@@ -104,6 +104,8 @@ class Graph {
   };
   CodeLookupOutputs code_lookup(int z, int codebook, CodeLookup mode, const std::string& name = "");
   int fuse_sft(int dec, int scale, int shift, float w, const std::string& name = "");
+  // The content's per-channel statistics traded for the style's (AdaInParams).
+  int adain(int content, int style, const AdaInParams& p, const std::string& name = "");
   // Inputs as in ModConvParams (x, x2, x2_scale, x2_bias, w, s, d, bias, residual); -1 if absent.
   struct ModConvInputs {
     int x = -1, x2 = -1, x2_scale = -1, x2_bias = -1, w = -1, s = -1, d = -1, bias = -1, residual = -1;

@@ -1,5 +1,6 @@
 // The graph ops of CodeFormer and RestoreFormer++ (kernels/params.h): GroupNorm, LayerNorm, GELU /
-// SiLU, self-attention, the codebook lookup and the fuse block's output, with their shape checks.
+// SiLU, self-attention, the codebook lookup, the fuse block's output and CodeFormer's adaptive
+// instance normalisation, with their shape checks.
 // The attention's projected q, k, v and its [heads, L, L] score matrix are its workspace, which
 // the backend declares to the planner (cpu::attention_workspace_bytes).
 #include "engine/graph/graph.h"
@@ -96,6 +97,19 @@ int Graph::fuse_sft(int dec, int scale, int shift, float w, const std::string& n
   Node n{nm, FuseSftParams{w}, {dec, scale, shift}, {y}};
   n.inplace_input = 0;
   add_node(std::move(n));
+  return y;
+}
+
+int Graph::adain(int content, int style, const AdaInParams& p, const std::string& name) {
+  const Shape xs = tensor(content).shape;
+  const Shape ss = tensor(style).shape;
+  std::string nm = auto_name(name, "adain");
+  GPEN_CHECK(xs.rank == 4 && ss.rank == 4 && xs[0] == ss[0] && xs[3] == ss[3] && xs[1] * xs[2] >= 2 &&
+                 ss[1] * ss[2] >= 2,
+             nm + ": content " + xs.str() + " and style " + ss.str() +
+                 " must be [N, H, W, C] with the same N and C and at least two positions each");
+  int y = new_intermediate(nm, act_dtype_, xs);
+  add_node({nm, p, {content, style}, {y}});
   return y;
 }
 

@@ -154,6 +154,8 @@ class CpuBackend final : public Backend {
             cpu::code_lookup(p, in[0], in[1], out[0], out[1]);
           else if constexpr (std::is_same_v<P, FuseSftParams>)
             cpu::fuse_sft(p, in[0], in[1], in[2], out[0]);
+          else if constexpr (std::is_same_v<P, AdaInParams>)
+            cpu::adain(p, in[0], in[1], out[0]);
           else
             static_assert(sizeof(P) == 0, "CPU backend misses an op");
         },

@@ -95,6 +95,8 @@ void group_norm(const GroupNormParams& p, const TensorView& x, const TensorView*
 // layer_norm over the last axis: x, y [..., C]; gamma, beta [C] with affine. May run in place.
 void layer_norm(const LayerNormParams& p, const TensorView& x, const TensorView* gamma, const TensorView* beta,
                 const TensorView& y);
+// adain: content x, y [N,H,W,C]; style [N,H',W',C]. Not in place.
+void adain(const AdaInParams& p, const TensorView& x, const TensorView& style, const TensorView& y);
 // smooth_act (GELU / SiLU): any shape; may run in place.
 void smooth_act(const SmoothActParams& p, const TensorView& x, const TensorView& y);
 // attention: operands as in AttentionParams; y [N, L, E], not overlapping x. The workspace holds

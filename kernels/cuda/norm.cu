@@ -4,6 +4,8 @@
 //  - group_norm: one block per (sample, group); the block's threads stride over the group's
 //    H x W x C / groups elements, channels fastest, and reduce through shared memory.
 //  - layer_norm: one warp per row, as the softmax.
+//  - adain: one block per (sample, channel), the statistics of the content and of the style
+//    each reduced over their positions the same way.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/ops_transformer.h"
 
@@ -90,6 +92,43 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   });
 }
 
+struct AdainShape {
+  int64_t c;
+  int64_t xp, sp;  // positions of the content and of the style
+  int64_t xw, sw;  // their widths
+  float eps;
+  NhwcStrides xs, ss, ys;
+};
+
+// Mean and unbiased variance over `count` positions of one channel, read through at(i).
+template <class At>
+__device__ void channel_stats(int64_t count, At at, float* red, float& mean, float& var) {
+  float sum = 0.0f;
+  for (int64_t i = threadIdx.x; i < count; i += kBlock) sum += at(i);
+  mean = block_sum(sum, red) / static_cast<float>(count);
+  float sq = 0.0f;
+  for (int64_t i = threadIdx.x; i < count; i += kBlock) {
+    const float d = at(i) - mean;
+    sq += d * d;
+  }
+  var = block_sum(sq, red) / static_cast<float>(count - 1);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kBlock) adain_kernel(const AdainShape s, const T* x, const T* style, T* y) {
+  GPEN_SHARED(float, red, [kBlock / 32]);
+  const int64_t n = blockIdx.x / s.c, c = blockIdx.x % s.c;
+  auto off = [&](int64_t i, int64_t w, const NhwcStrides& st) {
+    return n * st.n + (i / w) * st.h + (i % w) * st.w + c * st.c;
+  };
+  float xm, xv, sm, sv;
+  channel_stats(s.xp, [&](int64_t i) { return to_f32(x[off(i, s.xw, s.xs)]); }, red, xm, xv);
+  channel_stats(s.sp, [&](int64_t i) { return to_f32(style[off(i, s.sw, s.ss)]); }, red, sm, sv);
+  const float gain = sqrtf(sv + s.eps) / sqrtf(xv + s.eps);
+  for (int64_t i = threadIdx.x; i < s.xp; i += kBlock)
+    y[off(i, s.xw, s.ys)] = from_f32<T>((to_f32(x[off(i, s.xw, s.xs)]) - xm) * gain + sm);
+}
+
 void check_affine(bool affine, const TensorView* gamma, const TensorView* beta, int64_t C, DType dt, const char* op) {
   GPEN_CHECK(affine == (gamma != nullptr && beta != nullptr),
              std::string(op) + ": affine needs gamma and beta, and only with affine");
@@ -142,6 +181,27 @@ void layer_norm(const LayerNormParams& p, const TensorView& x, const TensorView*
         beta ? beta->as<const T>() : nullptr, a);
   });
   check_launch("layer_norm");
+}
+
+void adain(const AdaInParams& p, const TensorView& x, const TensorView& style, const TensorView& y, Stream stream) {
+  check_view(x, x.dtype, "adain", "input");
+  check_view(style, x.dtype, "adain", "style");
+  check_view(y, x.dtype, "adain", "output");
+  check_rank(x, 4, "adain", "input");
+  check_rank(style, 4, "adain", "style");
+  check_same_shape(x, y, "adain", "input", "output");
+  const int64_t N = x.dim(0), C = x.dim(3), xp = x.dim(1) * x.dim(2), sp = style.dim(1) * style.dim(2);
+  GPEN_CHECK(style.dim(0) == N && style.dim(3) == C && xp >= 2 && sp >= 2,
+             "adain: input " + x.shape.str() + " and style " + style.shape.str() +
+                 " need the same N and C and at least two positions each");
+  if (x.numel() == 0) return;
+  const AdainShape s{C, xp, sp, x.dim(2), style.dim(2), p.eps, nhwc_strides(x), nhwc_strides(style), nhwc_strides(y)};
+  dispatch_float(x.dtype, "adain", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    GPEN_LAUNCH(static_cast<unsigned>(N * C), kBlock, 0, stream, adain_kernel<T>)(s, x.as<const T>(),
+                                                                                   style.as<const T>(), y.as<T>());
+  });
+  check_launch("adain");
 }
 
 GPEN_CUDA_NAMESPACE_END

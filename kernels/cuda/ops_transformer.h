@@ -15,6 +15,8 @@ void group_norm(const GroupNormParams& p, const TensorView& x, const TensorView*
 // LayerNorm over the last axis; may run in place (kernels/cuda/norm.cu).
 void layer_norm(const LayerNormParams& p, const TensorView& x, const TensorView* gamma, const TensorView* beta,
                 const TensorView& y, Stream stream);
+// Adaptive instance normalisation of x by style's statistics (kernels/cuda/norm.cu).
+void adain(const AdaInParams& p, const TensorView& x, const TensorView& style, const TensorView& y, Stream stream);
 // GELU (erf form) or SiLU; may run in place (kernels/cuda/smooth_act.cu).
 void smooth_act(const SmoothActParams& p, const TensorView& x, const TensorView& y, Stream stream);
 // Self-attention as cpu::attention (kernels/cuda/attention.cu). The workspace holds one sample's

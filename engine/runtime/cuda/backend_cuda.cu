@@ -138,6 +138,8 @@ class CudaBackend final : public DeviceBackend {
             code_lookup(p, in[0], in[1], out[0], out[1], s);
           else if constexpr (std::is_same_v<P, FuseSftParams>)
             fuse_sft(p, in[0], in[1], in[2], out[0], s);
+          else if constexpr (std::is_same_v<P, AdaInParams>)
+            adain(p, in[0], in[1], out[0], s);
           else
             static_assert(sizeof(P) == 0, "CUDA backend misses an op");
         },

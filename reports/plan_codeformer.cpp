@@ -1,0 +1,33 @@
+// `gpen plan --arch codeformer`: CodeFormer's plan (weights, arena, workspace, lower bound, GFLOP)
+// for --batch at 512 x 512, of the released configuration or of a converted model (-m), with
+// the fuse blocks in (fidelity w 0.5; at w 0 the official code skips them).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/models/codeformer.h"
+#include "reports/plan.h"
+#include "weights/gpw.h"
+
+namespace gpen::report {
+
+void run_codeformer_plan(const PlanArgs& a, const PlanDevice& dev) {
+  GPEN_CHECK(a.precision == "fp32", "CodeFormer runs in fp32 only (--precision " + a.precision + ")");
+  GPEN_CHECK(a.size == CodeformerNetConfig::kSize,
+             "CodeFormer's input is 512 x 512 (--size " + std::to_string(a.size) + ")");
+  CodeformerNetConfig c;
+  if (!a.model.empty()) c = codeformer_config_from_gpw(GpwFile::open(a.model));
+  c.batch = a.batch;
+  c.w = 0.5f;
+  CodeformerGraph cg = build_codeformer_graph(c);
+  const double flops = graph_flops(cg.graph);
+  char title[160];
+  std::snprintf(title, sizeof title, "CodeFormer 512 (dim_embd %d, %d layers), batch %d, w %.1f, fp32 (%.1f GFLOP per run)",
+                c.dim_embd, c.n_layers, c.batch, static_cast<double>(c.w), flops / 1e9);
+  report_single_plan(a, dev, cg.graph,
+                     {{"arch", "codeformer"}, {"size", CodeformerNetConfig::kSize}, {"batch", c.batch},
+                      {"precision", "fp32"}, {"w", c.w}, {"gflop", flops / 1e9}},
+                     title);
+}
+
+}  // namespace gpen::report
