@@ -14,6 +14,7 @@
 
 #include "converter/convert.h"
 #include "converter/layouts.h"
+#include "tests/layout_shapes.h"
 #include "engine/core/error.h"
 #include "tests/converter_fixtures.h"
 #include "tests/test_paths.h"
@@ -21,15 +22,10 @@
 using namespace gpen;
 using namespace gpen::conv;
 using gpen_test::error_of;
+using gpen_test::shapes_of;
 namespace fs = std::filesystem;
 
 namespace {
-
-ShapeMap shapes_of(const std::vector<TensorSpec>& layout) {
-  ShapeMap m;
-  for (const auto& s : layout) m[s.name] = s.shape;
-  return m;
-}
 
 nlohmann::json official_layout() {
   std::ifstream f(gpen_test::fixture_dir() + "/codeformer/layout_official.json");

@@ -18,6 +18,7 @@
 #include "converter/convert.h"
 #include "converter/fetch/fetch.h"
 #include "converter/layouts.h"
+#include "tests/layout_shapes.h"
 #include "engine/core/error.h"
 #include "tests/converter_fixtures.h"
 #include "tests/test_paths.h"
@@ -26,15 +27,10 @@
 using namespace gpen;
 using namespace gpen::conv;
 using gpen_test::error_of;
+using gpen_test::shapes_of;
 namespace fs = std::filesystem;
 
 namespace {
-
-ShapeMap shapes_of(const std::vector<TensorSpec>& layout) {
-  ShapeMap m;
-  for (const auto& s : layout) m[s.name] = s.shape;
-  return m;
-}
 
 nlohmann::json read_json(const std::string& p) {
   std::ifstream f(p);

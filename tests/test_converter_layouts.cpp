@@ -9,12 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "converter/layouts.h"
+#include "tests/layout_shapes.h"
 #include "engine/core/error.h"
 #include "tests/converter_fixtures.h"
 
 using namespace gpen;
 using namespace gpen::conv;
 using gpen_test::error_of;
+using gpen_test::shapes_of;
 
 namespace {
 
@@ -22,12 +24,6 @@ nlohmann::json official() {
   std::ifstream f(GPEN_SHARED_DIR "/reference/checkpoint_layouts.json");
   if (!f.good()) return nullptr;
   return nlohmann::json::parse(f);
-}
-
-ShapeMap shapes_of(const std::vector<TensorSpec>& layout) {
-  ShapeMap m;
-  for (const auto& s : layout) m[s.name] = s.shape;
-  return m;
 }
 
 void check_same(const std::vector<TensorSpec>& mine, const nlohmann::json& tensors) {

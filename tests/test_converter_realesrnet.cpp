@@ -11,22 +11,14 @@
 
 #include "converter/fetch/fetch_models.h"
 #include "converter/layouts.h"
+#include "tests/layout_shapes.h"
 #include "engine/core/error.h"
 #include "tests/converter_fixtures.h"
 
 using namespace gpen;
 using namespace gpen::conv;
 using gpen_test::error_of;
-
-namespace {
-
-ShapeMap shapes_of(const std::vector<TensorSpec>& layout) {
-  ShapeMap m;
-  for (const auto& s : layout) m[s.name] = s.shape;
-  return m;
-}
-
-}  // namespace
+using gpen_test::shapes_of;
 
 TEST_CASE("realesrnet layouts match the official checkpoints") {
   std::ifstream f(GPEN_SHARED_DIR "/reference/checkpoint_layouts.json");

@@ -12,21 +12,17 @@
 #include "converter/convert.h"
 #include "converter/fetch/fetch_models.h"
 #include "converter/layouts.h"
+#include "tests/layout_shapes.h"
 #include "engine/core/error.h"
 #include "test_paths.h"
 #include "weights/gpw.h"
 
 using namespace gpen;
 using namespace gpen::conv;
+using gpen_test::shapes_of;
 namespace fs = std::filesystem;
 
 namespace {
-
-ShapeMap shapes_of(const std::vector<TensorSpec>& layout) {
-  ShapeMap m;
-  for (const auto& s : layout) m[s.name] = s.shape;
-  return m;
-}
 
 std::string error_of(const ShapeMap& m) {
   try {
