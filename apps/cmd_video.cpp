@@ -113,7 +113,11 @@ void run_videos(const VideoArgs& a) {
   const std::vector<Job> jobs = pair_inputs(
       a.restore.inputs, a.restore.output, is_video_name, [](const std::string& out, bool) { return out; });
   GPEN_CHECK(!jobs.empty(), "no videos found in the inputs (extensions .mp4 .mkv .mov .webm .avi and others)");
-  const std::unique_ptr<Restorer> engine = Restorer::open(restore_config(a.restore));
+  RestoreConfig config = restore_config(a.restore);
+  // A film's memory is fixed before its first frame: GPEN planned at its batch limit (and every
+  // smaller batch with it), not grown when a scene first has more faces.
+  config.plan_at_limit = true;
+  const std::unique_ptr<Restorer> engine = Restorer::open(config);
   video::RestoreFrames restorer(*engine, a.smooth);
   if (!a.quiet) std::fprintf(stderr, "%s\n", restorer.describe().c_str());
 

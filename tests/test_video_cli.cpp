@@ -100,6 +100,9 @@ TEST_CASE("gpen video: each frame restored as gpen restore restores it, written 
   CHECK(v["faces"].get<int>() >= 6);  // the kids' faces in every frame
   CHECK(v["encoding"]["encoder"] == "ffv1");
   CHECK(v["decode_errors"]["any"] == false);
+  // Memory fixed when the video opens: GPEN planned at its batch limit, whatever the frames held.
+  const auto& mem = v["memory"]["restorer"];
+  CHECK(mem["gpen_batch"] == mem["gpen_batch_limit"]);
   const auto input = read_all(in), restored = read_all(out);
   REQUIRE(restored.size() == input.size());
   for (int i : {0, 5}) {

@@ -377,6 +377,10 @@ void GpenModel::run(int n, const float* in, float* out) {
   run_on(*p.exec, *p.graph, n, in, out);
 }
 
+void GpenModel::prepare_smaller() {
+  for (int n = 1; n < batch_; ++n) prepared_for(n);
+}
+
 void GpenModel::run_in_place(int n, const std::function<void(const TensorView& x)>& fill,
                              const std::function<void(const TensorView& y)>& drain) {
   Prepared p = prepared_for(n);

@@ -67,6 +67,9 @@ class GpenModel {
   // The first n <= batch() faces only: runs a plan for n faces inside the arena made for batch()
   // (planned once per n, no new memory), so a short last batch costs only its own faces.
   void run(int n, const float* in, float* out);
+  // Plans every smaller batch now instead of the first time a run has that many faces: a
+  // service or a video planned at its batch limit then has all its memory at the start.
+  void prepare_smaller();
   // One run of the prepared batch with every node timed (Executor::run_profiled): milliseconds per
   // node of graph(), in order. For `gpen bench --profile`.
   std::vector<double> run_profiled(const float* in);

@@ -115,6 +115,7 @@ void FaceRestorer::plan_batch(int batch) {
     gpen_.set_min_memory(pp.arena_bytes, pp.workspace_bytes);
   }
   gpen_.prepare(batch, opt_.plan);
+  if (!opt_.grow_batch) gpen_.prepare_smaller();
   batch_ = batch;
   // Detection and restoration take turns, so the detector runs in the generator's arena (on the
   // same device) and the photo pipeline holds the larger of the two arenas, not their sum.
