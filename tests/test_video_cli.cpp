@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "converter/convert.h"
 #include "engine/photo/image.h"
@@ -80,6 +81,23 @@ std::string gpen_cmd(const std::string& sub, const std::string& args) {
 }
 std::string video_cmd(const std::string& args) { return gpen_cmd("video", args); }
 
+// Frames 0 and 5 of a restored clip equal what `restore` (the gpen command line up to its inputs)
+// makes of the same decoded input frames, written as photos into dir.
+void check_frames_as_restore(const fs::path& dir, const std::vector<gpen::Image>& input,
+                             const std::vector<gpen::Image>& restored, const std::string& restore) {
+  REQUIRE(restored.size() == input.size());
+  for (int i : {0, 5}) {
+    INFO("frame " << i);
+    const std::string frame = (dir / ("frame" + std::to_string(i) + ".png")).string();
+    const std::string want = (dir / ("restored" + std::to_string(i) + ".png")).string();
+    write_image(frame, input[i]);
+    std::string log;
+    REQUIRE_MESSAGE(gpen_test::run(restore + " " + frame + " -o " + want, &log) == 0, log);
+    CHECK(read_image(want).bgr == restored[i].bgr);
+    CHECK(restored[i].bgr != input[i].bgr);
+  }
+}
+
 std::set<std::string> listing(const fs::path& dir) {
   std::set<std::string> s;
   for (const auto& e : fs::recursive_directory_iterator(dir)) s.insert(fs::relative(e.path(), dir).string());
@@ -103,17 +121,7 @@ TEST_CASE("gpen video: each frame restored as gpen restore restores it, written 
   // Memory fixed when the video opens: GPEN planned at its batch limit, whatever the frames held.
   const auto& mem = v["memory"]["restorer"];
   CHECK(mem["gpen_batch"] == mem["gpen_batch_limit"]);
-  const auto input = read_all(in), restored = read_all(out);
-  REQUIRE(restored.size() == input.size());
-  for (int i : {0, 5}) {
-    INFO("frame " << i);
-    const std::string frame = (dir / ("frame" + std::to_string(i) + ".png")).string();
-    const std::string want = (dir / ("restored" + std::to_string(i) + ".png")).string();
-    write_image(frame, input[i]);
-    REQUIRE(gpen_test::run(gpen_cmd("restore", frame + " -o " + want), &log) == 0);
-    CHECK(read_image(want).bgr == restored[i].bgr);
-    CHECK(restored[i].bgr != input[i].bgr);
-  }
+  check_frames_as_restore(dir, read_all(in), read_all(out), gpen_cmd("restore", ""));
 }
 
 // --smooth on a still photo under fresh noise in every frame: the detections are the same with and
@@ -297,17 +305,8 @@ TEST_CASE("gpen video with a GFPGAN model: each frame restored as gpen restore r
   CHECK(r["detector_arena_bytes"].get<size_t>() > 0);
   CHECK(r["planned_bytes"].get<size_t>() == parts);
   CHECK(m["planned_bytes"].get<size_t>() == parts + m["queue_bytes"].get<size_t>());
-  const auto input = read_all(in), restored = read_all(out);
-  REQUIRE(restored.size() == input.size());
-  for (int i : {0, 5}) {
-    INFO("frame " << i);
-    const std::string frame = (dir / ("frame" + std::to_string(i) + ".png")).string();
-    const std::string want = (dir / ("restored" + std::to_string(i) + ".png")).string();
-    write_image(frame, input[i]);
-    REQUIRE(gpen_test::run(kGpen + " restore" + models_args + frame + " -o " + want, &log) == 0);
-    CHECK(read_image(want).bgr == restored[i].bgr);
-  }
-  CHECK(restored[0].bgr != input[0].bgr);
+  const auto input = read_all(in);
+  check_frames_as_restore(dir, input, read_all(out), kGpen + " restore" + models_args);
   // --upscale 2: frames twice the size, each as `gpen restore --upscale 2` makes it.
   const std::string up = (dir / "up.mov").string();
   REQUIRE_MESSAGE(gpen_test::run(kGpen + " video" + models_args + in + " -o " + up +
