@@ -1,4 +1,4 @@
-// gpen restore: GPEN or GFPGAN on photos (detect, align, restore, paste back; the model file's
+// gpen restore: GPEN, GFPGAN or CodeFormer on photos (detect, align, restore, paste back; the model file's
 // kind picks the flow, engine/photo/face_flow.h) or, with --aligned, on face crops that are
 // already aligned (images of any size; with GPEN also .npy batches in model space).
 // Inputs are checked before work starts where that is cheap; every output is written atomically
@@ -24,7 +24,7 @@
 #include "engine/core/stopwatch.h"
 #include "engine/photo/image.h"
 #include "engine/photo/restorer.h"
-#include "engine/models/gfpgan.h"
+#include "engine/photo/facexlib_flow.h"
 
 namespace fs = std::filesystem;
 
@@ -36,11 +36,14 @@ using namespace restore_detail;
 // What the setup decided, in words.
 void print_plan(Restorer& r) {
   const RestorePlan& p = r.plan();
-  if (GfpganModel* g = r.gfpgan_model()) {
-    const MemoryPlan& plan = g->plan_for(1);
-    std::fprintf(stderr, "GFPGAN %dx%d on %s (fp32), one face per run (weights %s, arena %s); facexlib's flow, upscale %d\n",
-                 p.size, p.size, p.device.c_str(), human_bytes(double(g->weights_bytes())).c_str(),
-                 human_bytes(double(plan.arena_bytes)).c_str(), r.config().upscale);
+  if (FacexlibRestorer* f = r.facexlib()) {
+    const nlohmann::json m = r.memory_json();
+    std::string what = face_flow_name(r.flow());
+    if (r.flow() == FaceFlow::codeformer) what += " (fidelity " + std::to_string(r.config().fidelity).substr(0, 4) + ")";
+    std::fprintf(stderr, "%s %dx%d on %s (fp32), one face per run (weights %s, arena %s); %s, upscale %d, %s paste mask\n",
+                 what.c_str(), p.size, p.size, p.device.c_str(),
+                 human_bytes(m["weights_bytes"].get<double>()).c_str(), human_bytes(m["arena_bytes"].get<double>()).c_str(),
+                 f->rules().name, r.config().upscale, r.parser() ? "face-parsing" : "square");
     return;
   }
   if (p.split.banded)
@@ -148,12 +151,13 @@ void run_photos(const RestoreArgs& a) {
 RestoreArgs g_args;
 
 Command reg(
-    "restore", "Restore faces in photos (detect, align, GPEN or GFPGAN, paste back), or aligned crops with --aligned",
+    "restore", "Restore faces in photos (detect, align, GPEN, GFPGAN or CodeFormer, paste back), or aligned crops with --aligned",
     [](CLI::App& sub) {
       sub.add_option("-m,--model", g_args.model,
-                     "Converted GPEN or GFPGAN model (.gpw); its kind picks the flow: GPEN's official one, or "
-                     "GFPGANer.enhance's (facexlib: FFHQ template, LMEDS alignment, gray crop border, eroded and "
-                     "blurred square mask)")
+                     "Converted GPEN, GFPGAN or CodeFormer model (.gpw); its kind picks the flow: GPEN's official "
+                     "one, GFPGANer.enhance's (facexlib: FFHQ template, LMEDS alignment, gray crop border, eroded and "
+                     "blurred square mask) or inference_codeformer.py's (the same with its facelib's rules: photos "
+                     "under 512 scaled up, detection at 640, gray photos' faces given the crop's tones)")
           ->required()
           ->check(CLI::ExistingFile);
       sub.add_option("-d,--detector", g_args.detector, "Converted RetinaFace model (.gpw); not used with --aligned")
@@ -165,7 +169,7 @@ Command reg(
       sub.add_option("-o,--output", g_args.output, "Output file (one input) or directory")->required();
       sub.add_flag("--aligned", g_args.aligned,
                    "Inputs are aligned face crops (no detection): resized to the model's size (bilinear, as "
-                   "cv2.resize), restored and written whole; with GFPGAN as GFPGANer.enhance(has_aligned=True)");
+                   "cv2.resize), restored and written whole; with GFPGAN and CodeFormer as their has_aligned=True");
       sub.add_option("--device", g_args.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
       sub.add_option("--precision", g_args.precision,
                      "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; the CPU runs fp32 "
@@ -184,17 +188,24 @@ Command reg(
           ->check(CLI::Range(1, 2048));
       sub.add_option("--blend,--alpha", g_args.alpha,
                      "Every model: restored face * blend + original aligned crop * (1 - blend), before the paste; with "
-                     "GFPGAN and --aligned, the crop resized to 512")
+                     "GFPGAN or CodeFormer and --aligned, the crop resized to 512")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));
       sub.add_option("--threshold", g_args.threshold,
-                     "Detection score threshold (default: 0.9 with GPEN, 0.97 with GFPGAN, as their official flows)");
+                     "Detection score threshold (default: 0.9 with GPEN, 0.97 with GFPGAN, 0.8 with CodeFormer, as "
+                     "their official flows)");
       sub.add_option("--upscale", g_args.upscale,
-                     "GFPGAN: output at N x the photo's size (the background Lanczos-resized, faces pasted at that size)")
+                     "GFPGAN and CodeFormer: output at N x the photo's size (the background resized, Lanczos with "
+                     "GFPGAN, bilinear with CodeFormer; faces pasted at that size)")
           ->capture_default_str()
           ->check(CLI::Range(1, 8));
       sub.add_flag("--only-center-face", g_args.only_center_face,
-                   "GFPGAN: restore only the face nearest the photo's centre");
+                   "GFPGAN and CodeFormer: restore only the face nearest the photo's centre");
+      sub.add_option("--fidelity,-w", g_args.fidelity,
+                     "CodeFormer's fidelity weight w: 0 favours quality, 1 the input's identity (as "
+                     "inference_codeformer.py -w)")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 1.0));
       sub.add_option("--det-max-side", g_args.det_max_side,
                      "Shrink photos whose longer side exceeds N to N for detection (default: > 1500 -> 1000; 0: never)");
       sub.add_option("--save-faces", g_args.save_faces, "Also write every restored face crop into this directory, as <output path without extension>_face<K>.png mirroring the output tree");
@@ -209,8 +220,9 @@ Command reg(
           ->check(CLI::Range(1, 100));
       add_image_read_options(sub, g_args.max_pixels, g_args.ignore_orientation);
       sub.add_option("--parse", g_args.parse,
-                     "Converted ParseNet model (.gpw, from ParseNet-latest.pth): paste faces through the face-parsing "
-                     "mask, as the official flow does (the default whenever it is given); GPEN models")
+                     "Converted ParseNet model (.gpw, from GPEN's ParseNet-latest.pth or facexlib's "
+                     "parsing_parsenet.pth, the same network): paste faces through the face-parsing mask, as the "
+                     "official flows do (the default whenever it is given); each flow makes the mask its own way")
           ->check(CLI::ExistingFile);
       sub.add_option("--mask", g_args.mask,
                      "Paste mask: parse (face parsing, needs --parse) or rect (the feathered rectangle); default: "

@@ -92,8 +92,8 @@ Command reg(
     [](CLI::App& sub) {
       auto& e = g_args.engine.args;
       sub.add_option("-m,--model", e.model,
-                     "Converted GPEN or GFPGAN model (.gpw); its kind picks the flow, as `gpen restore` (GFPGAN: "
-                     "one face per run, requests take no mask or sr)")
+                     "Converted GPEN, GFPGAN or CodeFormer model (.gpw); its kind picks the flow, as `gpen restore` "
+                     "(GFPGAN, CodeFormer: one face per run, requests take no mask or sr)")
           ->required()
           ->check(CLI::ExistingFile);
       sub.add_option("-d,--detector", e.detector, "Converted RetinaFace model (.gpw)")
@@ -101,7 +101,7 @@ Command reg(
           ->check(CLI::ExistingFile);
       sub.add_option("--parse", e.parse,
                      "Converted ParseNet model (.gpw): paste faces through the face-parsing mask by default, as "
-                     "`gpen restore --parse`; requests may still ask for mask=rect (GPEN models)")
+                     "`gpen restore --parse`; with GPEN models requests may still ask for mask=rect")
           ->check(CLI::ExistingFile);
       sub.add_option("--sr", e.sr_model, "RealESRNet model (.gpw): requests may ask for sr=1, as `gpen restore --sr` (GPEN models)")
           ->check(CLI::ExistingFile);
@@ -110,15 +110,19 @@ Command reg(
       sub.add_option("--port", g_args.port, "Port to listen on (0: any free one, printed at start)")
           ->capture_default_str()
           ->check(CLI::Range(0, 65535));
-      sub.add_option("--device", e.device, "cpu, cuda or auto (CUDA when a GPU is present; GFPGAN: the CPU)")
+      sub.add_option("--device", e.device, "cpu, cuda or auto (CUDA when a GPU is present; GFPGAN, CodeFormer: the CPU)")
           ->capture_default_str();
-      sub.add_option("--upscale", e.upscale, "GFPGAN: answers at N x the photo's size, as `gpen restore --upscale`")
+      sub.add_option("--upscale", e.upscale,
+                     "GFPGAN, CodeFormer: answers at N x the photo's size, as `gpen restore --upscale`")
           ->capture_default_str()
           ->check(CLI::Range(1, 8));
       sub.add_flag("--only-center-face", e.only_center_face,
-                   "GFPGAN: restore only the face nearest each photo's centre");
+                   "GFPGAN, CodeFormer: restore only the face nearest each photo's centre");
+      sub.add_option("--fidelity,-w", e.fidelity, "CodeFormer's fidelity weight w, as `gpen restore --fidelity`")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 1.0));
       sub.add_option("--precision", e.precision,
-                     "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; GFPGAN runs fp32)");
+                     "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; GFPGAN and CodeFormer run fp32)");
       sub.add_option("--memory-budget,--vram-budget", e.vram_budget,
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB: GPEN's batch limit is the largest "
                      "that fits, planned once at start (default: half the free RAM on CPU, 80% of the free GPU "

@@ -163,12 +163,12 @@ void run_videos(const VideoArgs& a) {
 VideoArgs g_args;
 
 Command reg(
-    "video", "Restore the faces of every frame of videos (GPEN or GFPGAN), through FFmpeg's libraries",
+    "video", "Restore the faces of every frame of videos (GPEN, GFPGAN or CodeFormer), through FFmpeg's libraries",
     [](CLI::App& sub) {
       RestoreArgs& r = g_args.restore;
       sub.add_option("-m,--model", r.model,
-                     "Converted GPEN or GFPGAN model (.gpw); its kind picks the flow, as `gpen restore` (GFPGAN: "
-                     "GFPGANer.enhance's on every frame)")
+                     "Converted GPEN, GFPGAN or CodeFormer model (.gpw); its kind picks the flow, as `gpen restore` "
+                     "(GFPGAN, CodeFormer: their scripts' flow on every frame)")
           ->required()
           ->check(CLI::ExistingFile);
       sub.add_option("-d,--detector", r.detector, "Converted RetinaFace model (.gpw)")
@@ -189,12 +189,15 @@ Command reg(
                      "restore --sr` (the output is that many times larger)")
           ->check(CLI::ExistingFile);
       sub.add_option("--upscale", r.upscale,
-                     "GFPGAN: frames at N x the input's size (the background Lanczos-resized), as `gpen restore "
-                     "--upscale`")
+                     "GFPGAN, CodeFormer: frames at N x the input's size, as `gpen restore --upscale` (CodeFormer: "
+                     "frames under 512 pixels high or wide scaled up to 512 first)")
           ->capture_default_str()
           ->check(CLI::Range(1, 8));
       sub.add_flag("--only-center-face", r.only_center_face,
-                   "GFPGAN: restore only the face nearest each frame's centre");
+                   "GFPGAN, CodeFormer: restore only the face nearest each frame's centre");
+      sub.add_option("--fidelity,-w", r.fidelity, "CodeFormer's fidelity weight w, as `gpen restore --fidelity`")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 1.0));
       sub.add_option("--codec", g_args.encode.codec,
                      "Encoder (any FFmpeg has, e.g. libx264, libx265, libvpx-vp9, libaom-av1, ffv1); default: the "
                      "input's codec family at visually lossless settings (docs/video.md)");

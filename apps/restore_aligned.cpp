@@ -1,5 +1,5 @@
 // gpen restore --aligned: GPEN on aligned face crops (any size) or model-space .npy batches;
-// GFPGAN on aligned face crops as GFPGANer.enhance(has_aligned=True) restores them.
+// GFPGAN and CodeFormer on aligned face crops as their has_aligned=True restores them.
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,9 +16,8 @@
 #include "engine/photo/image.h"
 #include "engine/photo/npy.h"
 #include "engine/photo/restorer.h"
-#include "engine/models/gfpgan.h"
 #include "engine/photo/face_flow.h"
-#include "engine/photo/gfpgan_flow.h"
+#include "engine/photo/facexlib_flow.h"
 #include "engine/photo/tasks.h"
 
 namespace fs = std::filesystem;
@@ -75,26 +74,30 @@ std::vector<std::string> aligned_outputs(const RestoreArgs& a, const std::vector
   return out_paths;
 }
 
-// GFPGAN: each crop resized to 512 (cv2.resize INTER_LINEAR), the network, the restored face
-// (blended with the resized crop by --blend), as GFPGANer.enhance(has_aligned=True).
-void run_aligned_gfpgan(const RestoreArgs& a) {
+// GFPGAN and CodeFormer: each crop resized to 512 (cv2.resize INTER_LINEAR), the network, the
+// restored face (blended with the resized crop by --blend), as their has_aligned=True.
+void run_aligned_facexlib(const RestoreArgs& a, FaceFlow flow) {
+  const char* kind = face_flow_name(flow);
   RestoreConfig c = restore_config(a);
-  check_config(c, FaceFlow::gfpgan);  // GPEN's options refused, naming them
+  check_config(c, flow);  // other models' options refused, naming them
   GPEN_CHECK(c.upscale == 1 && !c.only_center_face,
              "--upscale and --only-center-face act on photos; --aligned writes each restored face as the network "
              "makes it");
-  GPEN_CHECK(a.save_raw.empty(), "--save-raw writes GPEN's model-space output; " + a.model + " is a GFPGAN model");
+  GPEN_CHECK(a.save_raw.empty(), "--save-raw writes GPEN's model-space output; " + a.model + " is a " + kind + " model");
   for (const auto& in : a.inputs) {
     GPEN_CHECK(fs::exists(in), in + ": no such file");
-    GPEN_CHECK(!ends_with(in, ".npy"), in + ": GFPGAN's aligned mode takes face images (.npy model-space batches are "
-                                             "an input of GPEN models)");
+    GPEN_CHECK(!ends_with(in, ".npy"), in + ": " + kind + "'s aligned mode takes face images (.npy model-space batches "
+                                             "are an input of GPEN models)");
   }
   std::vector<std::string> stems;
   for (const auto& in : a.inputs) stems.push_back(fs::path(in).stem().string());
   const std::vector<std::string> out_paths = aligned_outputs(a, stems);
-  auto backend = make_cpu_backend();  // GFPGAN's ops have CPU kernels only
-  GfpganModel net(a.model, *backend);
-  std::vector<float> in, out;
+  auto backend = make_cpu_backend();  // the facexlib flows run on the CPU backend
+  const std::unique_ptr<FacexlibNet> net = open_facexlib_net(a.model, flow, *backend, c.fidelity);
+  FacexlibFlowOptions o;
+  o.helper = facexlib_helper(flow);
+  o.blend = a.alpha;
+  FacexlibRestorer restorer(net->run, nullptr, nullptr, o);
   for (size_t i = 0; i < a.inputs.size(); ++i) {
     const Image face = read_image(a.inputs[i], photo_read_options(a));
     if (a.trace_start && i == 0) {
@@ -103,7 +106,7 @@ void run_aligned_gfpgan(const RestoreArgs& a) {
       std::fprintf(stderr, "gpen: first op at %lld ns\n", now.tv_sec * 1000000000LL + now.tv_nsec);
     }
     auto t0 = std::chrono::steady_clock::now();
-    const Image restored = gfpgan_restore_aligned(net, face, a.alpha, in, out);
+    const Image restored = restorer.restore_aligned(face);
     const double ms = ms_since(t0);
     write_image(out_paths[i], restored, a.jpeg_quality);
     std::fprintf(stderr, "restored %zu/%zu faces (%.0f ms)\n", i + 1, a.inputs.size(), ms);
@@ -113,7 +116,7 @@ void run_aligned_gfpgan(const RestoreArgs& a) {
 }  // namespace
 
 void run_aligned(const RestoreArgs& a) {
-  if (face_flow_of_file(a.model) == FaceFlow::gfpgan) return run_aligned_gfpgan(a);
+  if (const FaceFlow flow = face_flow_of_file(a.model); is_facexlib_flow(flow)) return run_aligned_facexlib(a, flow);
   auto backend = make_backend(device_options(a));
   auto model = open_gpen_model(a.model, *backend, a.precision);
   const int S = model->size(), O = model->output_size();  // O > S: FullGenerator_SR

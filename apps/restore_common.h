@@ -33,9 +33,10 @@ struct RestoreArgs {
   int bands = 0;
   int batch = 0;
   double alpha = 1.0;
-  float threshold = 0.0f;  // 0: the model's flow's own (GPEN 0.9, GFPGAN 0.97)
+  float threshold = 0.0f;  // 0: the model's flow's own (GPEN 0.9, GFPGAN 0.97, CodeFormer 0.8)
   int upscale = 1;
   bool only_center_face = false;
+  float fidelity = 0.5f;
   int det_max_side = -1;
   int jpeg_quality = 95;
   int64_t max_pixels = kMaxImagePixels;

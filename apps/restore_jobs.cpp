@@ -63,6 +63,7 @@ RestoreConfig restore_config(const RestoreArgs& a) {
   c.threshold = a.threshold;
   c.upscale = a.upscale;
   c.only_center_face = a.only_center_face;
+  c.fidelity = a.fidelity;
   c.det_max_side = a.det_max_side;
   return c;
 }

@@ -6,7 +6,8 @@
 // of tree (GFPGAN_OFFICIAL, default /tmp/gfpgan-official: gfpgan, basicsr, facexlib, --no-deps);
 // the test is skipped with a message where those are missing. Also: the LMEDS similarity against
 // cv2.estimateAffinePartial2D on the shared photos' detections, the Lanczos background against
-// cv2.resize, the model kind taken from the file, GPEN-only options refused, --blend, and the
+// cv2.resize, the face-parsing paste (a random ParseNet, tests/parsenet_fixture.h), the model kind
+// taken from the file, GPEN-only options refused, --blend, and the
 // aligned mode (`gpen restore --aligned`) against GFPGANer.enhance(has_aligned=True).
 #include <doctest/doctest.h>
 
@@ -29,6 +30,8 @@
 #include "engine/photo/facexlib_align.h"
 #include "engine/photo/image.h"
 #include "engine/photo/restorer.h"
+#include "tests/facexlib_flow_fixture.h"
+#include "tests/parsenet_fixture.h"
 #include "tests/run_command.h"
 #include "tests/test_paths.h"
 
@@ -86,41 +89,13 @@ std::string small_gfpgan() {
   return gpw.string();
 }
 
-std::string detector_gpw() {
-  const fs::path gpw = cache_dir() / "retinaface_mnet.gpw";
-  if (fs::exists(gpw)) return gpw.string();
-  const fs::path tmp = gpw.string() + "." + std::to_string(getpid());
-  conv::convert(gpen_test::shared_dir() + "/models/retinaface-mobilenet0.25.pth", tmp.string());
-  fs::rename(tmp, gpw);
-  return gpw.string();
-}
+std::string detector_gpw() { return gpen_test::facexlib_detector_gpw(cache_dir()); }
 
-// The engine's detections of a photo as facexlib's detector would report them (the photo at its
-// own size), as the reference reads them.
 std::string write_dets(RetinaFaceDetector& det, const std::string& photo, const fs::path& json) {
-  DetectOptions o;
-  o.post.threshold = 0.5f;
-  o.max_side = 0;
-  nlohmann::json faces = nlohmann::json::array();
-  for (const Face& f : det.detect(read_image(photo), o))
-    faces.push_back({{"box", f.box}, {"score", f.score}, {"landmarks", f.landmarks}});
-  std::ofstream(json) << nlohmann::json{{"faces", faces}}.dump();
-  return json.string();
+  return gpen_test::write_facexlib_dets(det, read_image(photo), json);
 }
 
-double psnr(const Image& a, const Image& b, int* max_diff) {
-  REQUIRE(a.width == b.width);
-  REQUIRE(a.height == b.height);
-  double se = 0;
-  *max_diff = 0;
-  for (size_t i = 0; i < a.bgr.size(); ++i) {
-    const int d = int(a.bgr[i]) - int(b.bgr[i]);
-    se += double(d) * d;
-    *max_diff = std::max(*max_diff, std::abs(d));
-  }
-  const double mse = se / double(a.bgr.size());
-  return mse > 0 ? 10 * std::log10(255.0 * 255.0 / mse) : 999.0;
-}
+double psnr(const Image& a, const Image& b, int* max_diff) { return gpen_test::image_psnr(a, b, max_diff); }
 
 struct Case {
   std::string photo, args, ref_args;
@@ -244,6 +219,16 @@ TEST_CASE("gpen restore with a GFPGAN model: kids_1024x768.jpg as GFPGANer.enhan
 TEST_CASE("gpen restore with a GFPGAN model: --upscale 2 and --only-center-face as the official flow") {
   compare_with_official({"kids_1024x768.jpg", "--upscale 2 --only-center-face", "--upscale 2 --only-center-face"},
                         "kids_up2_center");
+}
+
+TEST_CASE("gpen restore with a GFPGAN model: --parse pastes through facexlib's face-parsing mask as the official flow") {
+  if (skipped()) return;
+  std::string why;
+  const std::string pd = parsenet_test::parsenet_cache(&why);
+  REQUIRE_MESSAGE(!pd.empty(), why);
+  compare_with_official({"kids_1024x768.jpg", "--parse " + pd + "/parsenet_seed1.gpw --upscale 2",
+                         "--parse " + pd + "/parsenet_seed1.pth --upscale 2"},
+                        "kids_parse_up2");
 }
 
 TEST_CASE("gpen restore with a GFPGAN model: GPEN-only options are refused, naming the option and the kind") {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "engine/core/bytes.h"
+#include "engine/photo/facexlib_flow.h"
 #include "apps/restore_tasks.h"
 #include "engine/core/error.h"
 #include "engine/photo/face_flow.h"
@@ -22,11 +23,12 @@ namespace {
 // (DetectOptions), so 1500 x 1500 is the most a photo makes it plan.
 constexpr int kLargestDetectorInput = 1500;
 
-// /v1/plan for GFPGAN: its network at batch 1 and the detector at the warm-up's 1500 x 1500, each
-// in an arena of its own (GFPGAN's flow shares none), in the keys of `gpen plan --pipeline`.
-nlohmann::json gfpgan_plan(const std::string& model, const std::string& detector_arch) {
+// /v1/plan for GFPGAN or CodeFormer: the network at batch 1 and the detector at the warm-up's
+// 1500 x 1500, each in an arena of its own (the facexlib flows share none), in the keys of
+// `gpen plan --pipeline`.
+nlohmann::json facexlib_plan(FaceFlow flow, const std::string& model, const std::string& detector_arch) {
   report::PlanArgs g;
-  g.arch = "gfpgan";
+  g.arch = flow == FaceFlow::codeformer ? "codeformer" : "gfpgan";
   g.model = model;
   report::PlanArgs d;
   d.arch = detector_arch;
@@ -132,8 +134,8 @@ void RestorerService::restore_photos(const std::vector<PhotoJob*>& group) {
     for (PhotoJob* j : group) j->done.set_exception(std::current_exception());
     return;
   }
-  // GFPGAN's detector is planned for each photo's size: its arena may have grown.
-  if (restorer_->flow() == FaceFlow::gfpgan) update_memory();
+  // The facexlib flows' detector is planned for each photo's size: its arena may have grown.
+  if (is_facexlib_flow(restorer_->flow())) update_memory();
   int faces = 0;
   for (size_t i = 0; i < group.size(); ++i) {
     RestoreResult r;
@@ -181,10 +183,11 @@ void RestorerService::load() {
   info_.sr = restorer_->sr_model() != nullptr;
   const std::string detector_arch =
       restorer_->detector().backbone() == RetinaFaceBackbone::resnet50 ? "retinaface-r50" : "retinaface-mnet";
-  if (restorer_->flow() == FaceFlow::gfpgan) {
-    plan_ = gfpgan_plan(a.model, detector_arch);
-    std::fprintf(stderr, "gpen serve: GFPGAN %dx%d on %s (%s), one face per run; facexlib's flow, upscale %d\n",
-                 p.size, p.size, p.device.c_str(), p.precision.c_str(), c.upscale);
+  if (is_facexlib_flow(restorer_->flow())) {
+    plan_ = facexlib_plan(restorer_->flow(), a.model, detector_arch);
+    std::fprintf(stderr, "gpen serve: %s %dx%d on %s (%s), one face per run; %s, upscale %d, paste mask %s\n",
+                 info_.model.c_str(), p.size, p.size, p.device.c_str(), p.precision.c_str(),
+                 restorer_->facexlib()->rules().name, c.upscale, p.mask.c_str());
     return;
   }
   GpenModel& model = restorer_->model();
@@ -221,8 +224,8 @@ void RestorerService::warm_up() {
   blank.width = blank.height = kLargestDetectorInput;
   blank.bgr.assign(blank.pixels() * 3, 128);
   const ImageView view = blank;
-  if (restorer_->flow() == FaceFlow::gfpgan) {
-    // The network once, and the detector at 1500 x 1500 (GFPGAN's flow detects on photos at
+  if (is_facexlib_flow(restorer_->flow())) {
+    // The network once, and the detector at 1500 x 1500 (the facexlib flows detect on photos at
     // their own size: a larger one grows the detector's arena, and the figures follow it).
     Image face;
     face.width = face.height = info_.size;
@@ -252,7 +255,7 @@ void RestorerService::warm_up() {
 
 void RestorerService::update_memory() {
   MemoryFigures m;
-  if (restorer_->flow() == FaceFlow::gfpgan) {
+  if (is_facexlib_flow(restorer_->flow())) {
     const nlohmann::json j = restorer_->memory_json();
     m.weights_bytes = j["weights_bytes"].get<size_t>();
     m.workspace_bytes = j["workspace_bytes"].get<size_t>();
@@ -285,8 +288,8 @@ RestoreResult RestorerService::restore(const Image& photo, const RestoreRequest&
   call.rect_mask = req.mask == "rect";
   call.sr = req.sr;
   RestoreResult out;
-  if (req.aligned && restorer_->flow() == FaceFlow::gfpgan) {
-    // As `gpen restore --aligned` with GFPGAN (GFPGANer.enhance(has_aligned=True)), one crop per run.
+  if (req.aligned && is_facexlib_flow(restorer_->flow())) {
+    // As `gpen restore --aligned` with GFPGAN or CodeFormer (has_aligned=True), one crop per run.
     out.image = on_engine([&] { return restorer_->restore_aligned(photo); });
     if (opt_.on_batch) opt_.on_batch(1);
     out.faces_found = out.faces_restored = 1;

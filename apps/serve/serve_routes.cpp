@@ -107,7 +107,8 @@ RestoreQuery restore_query(const Target& t, const ServiceInfo& info) {
         throw BadRequest("quality=" + v + ": expected an integer from 1 to 100");
       q.quality = n;
     } else if ((k == "mask" || k == "sr") && info.model != "GPEN") {
-      // GFPGAN's flow has one paste mask (facexlib's) and no background super-resolution.
+      // The facexlib flows (GFPGAN, CodeFormer) paste by the mask chosen at start and have no
+      // background super-resolution.
       throw BadRequest(k + " is an option of GPEN models; this server runs a " + info.model + " model");
     } else if (k == "mask") {
       if (v != "rect" && v != "parse") throw BadRequest("mask=" + v + ": expected rect or parse");

@@ -16,11 +16,11 @@ namespace gpen::serve {
 
 // What a service can do, fixed at start: the routes refuse options it cannot honour (400).
 struct ServiceInfo {
-  std::string model = "GPEN";  // the model's kind, "GPEN" or "GFPGAN" (face_flow_name): the options it takes
+  std::string model = "GPEN";  // the model's kind, "GPEN", "GFPGAN" or "CodeFormer" (face_flow_name): the options it takes
   std::string device;     // "cpu", "cuda"
   std::string precision;  // the model's
   int size = 0;           // the model's input resolution
-  int batch_limit = 1;    // most faces per run, from the memory budget (GFPGAN: 1)
+  int batch_limit = 1;    // most faces per run, from the memory budget (GFPGAN, CodeFormer: 1)
   bool parser = false;    // mask=parse possible (--parse given)
   bool sr = false;        // sr=1 possible (--sr given)
 };

@@ -14,7 +14,11 @@ struct FlowRow {
   FaceFlow flow;
   const char* name;
 };
-constexpr FlowRow kFlows[] = {{"gpen", FaceFlow::gpen, "GPEN"}, {"gfpgan", FaceFlow::gfpgan, "GFPGAN"}};
+constexpr FlowRow kFlows[] = {
+    {"gpen", FaceFlow::gpen, "GPEN"},
+    {"gfpgan", FaceFlow::gfpgan, "GFPGAN"},
+    {"codeformer", FaceFlow::codeformer, "CodeFormer"},
+};
 
 }  // namespace
 

@@ -19,11 +19,11 @@ constexpr int kN = kParseSize;
 constexpr int kThres = 26;
 constexpr int kKsize = 101, kRadius = kKsize / 2;
 
-// cv::getGaussianKernel(101, 4, CV_64F): exp(-x^2 / (2 sigma^2)) for x = i - 50, divided by the sum.
-std::vector<double> gaussian_kernel64() {
+// cv::getGaussianKernel(101, sigma, CV_64F): exp(-x^2 / (2 sigma^2)) for x = i - 50, divided by the sum.
+std::vector<double> gaussian_kernel64(double sigma) {
   std::vector<double> k(kKsize);
   double sum = 0.0;
-  const double scale2x = -0.5 / (4.0 * 4.0);
+  const double scale2x = -0.5 / (sigma * sigma);
   for (int i = 0; i < kKsize; ++i) {
     const double x = i - (kKsize - 1) * 0.5;
     k[static_cast<size_t>(i)] = std::exp(scale2x * x * x);
@@ -108,12 +108,33 @@ std::vector<float> parse_paste_mask(const std::vector<uint8_t>& mask512, int siz
       const size_t i = static_cast<size_t>(y) * kN + static_cast<size_t>(x);
       m[i] = border ? 0.0 : mask512[i] / 255.0;
     }
-  const std::vector<double> k = gaussian_kernel64();
+  const std::vector<double> k = gaussian_kernel64(4.0);
   blur64(m, kN, k);
   blur64(m, kN, k);
   std::vector<float> f(m.size());
   for (size_t i = 0; i < m.size(); ++i) f[i] = static_cast<float>(m[i]);
   return resize_paste_mask(f, size);
+}
+
+std::vector<double> facexlib_parse_mask(const std::vector<uint8_t>& labels512) {
+  GPEN_CHECK(labels512.size() == static_cast<size_t>(kN) * kN,
+             "face parsing: the labels must be 512 x 512, got " + std::to_string(labels512.size()) + " values");
+  // facexlib's MASK_COLORMAP: labels 0, 14, 16, 17 and 18 give 0, every other 255.
+  constexpr bool kDrop[kParseClasses] = {true,  false, false, false, false, false, false, false, false, false,
+                                         false, false, false, false, true,  false, true,  true,  true};
+  std::vector<double> m(labels512.size());
+  for (size_t i = 0; i < m.size(); ++i) m[i] = labels512[i] < kParseClasses && !kDrop[labels512[i]] ? 255.0 : 0.0;
+  const std::vector<double> k = gaussian_kernel64(11.0);
+  blur64(m, kN, k);
+  blur64(m, kN, k);
+  constexpr int kBorder = 10;
+  for (int y = 0; y < kN; ++y)
+    for (int x = 0; x < kN; ++x) {
+      const size_t i = static_cast<size_t>(y) * kN + static_cast<size_t>(x);
+      const bool border = y < kBorder || y >= kN - kBorder || x < kBorder || x >= kN - kBorder;
+      m[i] = border ? 0.0 : m[i] / 255.0;
+    }
+  return m;
 }
 
 }  // namespace gpen

@@ -25,4 +25,11 @@ std::vector<uint8_t> face_parse(ParseNetModel& net, const Image& face);
 // 1..kMaxFaceSize.
 std::vector<float> parse_paste_mask(const std::vector<uint8_t>& mask512, int size);
 
+// facexlib's (and CodeFormer's facelib's) parsing mask of paste_faces_to_input_image, from
+// ParseNet's 512 x 512 labels of the restored face: their MASK_COLORMAP (labels 0, 14, 16, 17, 18
+// -> 0, the others -> 255) in float64, cv2.GaussianBlur 101 x 101 sigma 11 twice, rows and columns
+// within 10 pixels of the border set to 0, / 255. (ParseNet's input there is the restored face as
+// float32 / 255 in float32, then (x - 0.5) / 0.5: facexlib_flow.cpp.) gpen::Error for another length.
+std::vector<double> facexlib_parse_mask(const std::vector<uint8_t>& labels512);
+
 }  // namespace gpen

@@ -2,8 +2,9 @@
 // decoded images (restorer.h).
 #include "engine/photo/restorer.h"
 
+#include "engine/models/codeformer.h"
 #include "engine/models/gfpgan.h"
-#include "engine/photo/gfpgan_flow.h"
+#include "engine/photo/facexlib_flow.h"
 
 #include <omp.h>
 
@@ -73,7 +74,7 @@ std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c, const CudaProvi
   check_config(c);
   const FaceFlow flow = face_flow_of_file(c.model);
   check_config(c, flow);
-  if (flow == FaceFlow::gfpgan) return open_gfpgan(c);
+  if (is_facexlib_flow(flow)) return open_facexlib(c, flow);
   std::unique_ptr<Restorer> r(new Restorer);
   r->config_ = c;
   r->apply_threads();
@@ -148,7 +149,7 @@ std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c, const CudaProvi
 Restorer::~Restorer() = default;
 
 GpenModel& Restorer::model() {
-  GPEN_CHECK(model_, "this Restorer runs GFPGAN, not GPEN");
+  GPEN_CHECK(model_, std::string("this Restorer runs ") + face_flow_name(flow_) + ", not GPEN");
   return *model_;
 }
 
@@ -165,7 +166,7 @@ void Restorer::apply_threads() const {
 }
 
 nlohmann::json Restorer::memory_json() const {
-  if (gfpgan_) return gfpgan_memory_json();
+  if (facexlib_faces_) return facexlib_memory_json();
   const MemoryPlan& plan = model_->plan();  // the plan of the batch the photos needed
   return {{"device", backend_->name()},
           {"precision", precision_name(model_->precision())},
@@ -207,8 +208,8 @@ Image Restorer::super_resolved(ImageView photo, const std::function<void(int, in
 RestoreResult Restorer::restore(ImageView photo, const std::function<void(int, int)>& sr_progress) {
   apply_threads();
   RestoreResult r;
-  if (gfpgan_faces_) {
-    static_cast<PhotoResult&>(r) = gfpgan_faces_->process(photo);
+  if (facexlib_faces_) {
+    static_cast<PhotoResult&>(r) = facexlib_faces_->process(photo);
     return r;
   }
   if (!sr_) {
@@ -228,9 +229,10 @@ std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos, 
                                              const FaceAdjust& adjust) {
   apply_threads();
   std::vector<RestoreResult> out(photos.size());
-  if (gfpgan_faces_) {
-    GPEN_CHECK(!adjust, "GFPGAN's flow takes the detector's landmarks as they are (no landmark smoothing)");
-    for (size_t i = 0; i < photos.size(); ++i) static_cast<PhotoResult&>(out[i]) = gfpgan_faces_->process(photos[i]);
+  if (facexlib_faces_) {
+    GPEN_CHECK(!adjust, std::string(face_flow_name(flow_)) +
+                            "'s flow takes the detector's landmarks as they are (no landmark smoothing)");
+    for (size_t i = 0; i < photos.size(); ++i) static_cast<PhotoResult&>(out[i]) = facexlib_faces_->process(photos[i]);
     return out;
   }
   FaceRestorer& steps = call.rect_mask ? rect_faces() : *faces_;
@@ -253,7 +255,7 @@ std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos, 
 
 Image Restorer::restore_aligned(ImageView face, const RestoreCall& call) {
   apply_threads();
-  if (gfpgan_faces_) return gfpgan_faces_->restore_aligned(face);  // GFPGANer.enhance(has_aligned=True)
+  if (facexlib_faces_) return facexlib_faces_->restore_aligned(face);  // has_aligned=True
   const int S = model_->size();
   std::vector<float> x(static_cast<size_t>(S) * S * 3), y(x.size());
   face_to_model(face, S, x.data());

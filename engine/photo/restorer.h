@@ -32,12 +32,14 @@
 
 namespace gpen {
 
-class GfpganModel;     // engine/models/gfpgan.h
-class GfpganRestorer;  // engine/photo/gfpgan_flow.h
+class GfpganModel;       // engine/models/gfpgan.h
+class CodeformerModel;   // engine/models/codeformer.h
+class FacexlibRestorer;  // engine/photo/facexlib_flow.h
+struct FacexlibNet;      // engine/photo/facexlib_flow.h
 
 struct RestoreConfig {
   // Converted models (.gpw).
-  std::string model;     // GPEN or GFPGAN (required): the file's arch picks the flow (face_flow.h)
+  std::string model;     // GPEN, GFPGAN or CodeFormer (required): the file's arch picks the flow (face_flow.h)
   std::string detector;  // RetinaFace (required)
   std::string parser;    // ParseNet: paste through the face-parsing mask ("": none)
   std::string mask;      // "rect" or "parse"; "": parse when a parser is given, else rect
@@ -56,11 +58,12 @@ struct RestoreConfig {
   int bands = 0;            // run GPEN with exactly this many bands (0: as the arena budget says)
   // The photo steps.
   double alpha = 1.0;       // the blend (--blend): restored * alpha + aligned crop * (1 - alpha), both flows
-  // GFPGAN's flow only (gfpgan_flow.h): the output at upscale x the photo's size (the background
-  // Lanczos-resized), and only the face nearest the photo's centre.
+  // The facexlib flows only (GFPGAN, CodeFormer: facexlib_flow.h): the output at upscale x the
+  // photo's size, and only the face nearest the photo's centre.
   int upscale = 1;
   bool only_center_face = false;
-  float threshold = 0.0f;   // detection score threshold (faces below are left alone); 0: the flow's (GPEN 0.9, GFPGAN 0.97)
+  float fidelity = 0.5f;    // CodeFormer's w in [0, 1] (inference_codeformer.py's default 0.5)
+  float threshold = 0.0f;   // detection score threshold (faces below are left alone); 0: the flow's (GPEN 0.9, GFPGAN 0.97, CodeFormer 0.8)
   int det_max_side = -1;    // shrink photos whose longer side exceeds N to N for detection (-1: > 1500 -> 1000; 0: never)
   int threads = 0;          // OpenMP threads of each call (0: as the calling thread has it)
   // GPEN planned at the batch limit when opened (a service whose memory must not grow with
@@ -81,7 +84,7 @@ struct RestoreCall {
 // parse without a parser, an alpha outside [0, 1], ...), with a message naming the option.
 void check_config(const RestoreConfig& c);
 // The same for the flow the model file runs: options of the other model kind refused, naming the
-// option and the kind (restorer_gfpgan.cpp holds the rule table).
+// option and the kind (restorer_facexlib.cpp holds the rule table).
 void check_config(const RestoreConfig& c, FaceFlow flow);
 // RestoreConfig::threshold, or the flow's own when it is 0.
 float detection_threshold(const RestoreConfig& c, FaceFlow flow);
@@ -150,8 +153,8 @@ class Restorer {
   std::vector<RestoreResult> restore(std::span<const ImageView> photos, const RestoreCall& call = {},
                                      const FaceAdjust& adjust = {});
   // An aligned face crop of any size, resized to the model's input as `gpen restore --aligned`
-  // does; with SR, the restored face super-resolved (the official aligned flow). With GFPGAN:
-  // GFPGANer.enhance(has_aligned=True), blended by RestoreConfig::alpha (gfpgan_flow.h).
+  // does; with SR, the restored face super-resolved (the official aligned flow). With GFPGAN or
+  // CodeFormer: their has_aligned=True, blended by RestoreConfig::alpha (facexlib_flow.h).
   Image restore_aligned(ImageView face, const RestoreCall& call = {});
   // RealESRNet on an image (SR configured), its tile as the restore methods choose it: for a
   // photo's background from the budget GPEN's plan leaves; for a restored face crop (`aligned`)
@@ -160,9 +163,11 @@ class Restorer {
   // The SR tile (and why) a width x height photo gets; 0: untiled. Needs SR configured.
   int sr_tile(int width, int height, std::string* why = nullptr);
 
-  // Which flow the model file runs; with GFPGAN the GPEN accessors below throw.
-  FaceFlow flow() const { return gfpgan_ ? FaceFlow::gfpgan : FaceFlow::gpen; }
-  GfpganModel* gfpgan_model() { return gfpgan_.get(); }
+  // Which flow the model file runs; with GFPGAN or CodeFormer the GPEN accessors below throw.
+  FaceFlow flow() const { return flow_; }
+  GfpganModel* gfpgan_model();
+  CodeformerModel* codeformer_model();
+  FacexlibRestorer* facexlib() { return facexlib_faces_.get(); }
   GpenModel& model();
   RetinaFaceDetector& detector() { return *detector_; }
   ParseNetModel* parser() { return parser_.get(); }
@@ -176,11 +181,12 @@ class Restorer {
  private:
   Restorer() = default;
   void apply_threads() const;
-  static std::unique_ptr<Restorer> open_gfpgan(const RestoreConfig& config);
-  nlohmann::json gfpgan_memory_json() const;
+  static std::unique_ptr<Restorer> open_facexlib(const RestoreConfig& config, FaceFlow flow);
+  nlohmann::json facexlib_memory_json() const;
   Image super_resolved(ImageView photo, const std::function<void(int, int)>& progress, SrReport* report,
                        std::string* why);
   RestoreConfig config_;
+  FaceFlow flow_ = FaceFlow::gpen;
   RestorePlan plan_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<GpenModel> model_;
@@ -190,9 +196,9 @@ class Restorer {
   SrSettings sr_settings_;
   std::unique_ptr<FaceRestorer> faces_;
   std::unique_ptr<FaceRestorer> rect_faces_;  // with a parser and plan_at_limit: the rectangle mask's steps
-  // GFPGAN's flow (instead of model_ and faces_).
-  std::unique_ptr<GfpganModel> gfpgan_;
-  std::unique_ptr<GfpganRestorer> gfpgan_faces_;
+  // The facexlib flows (instead of model_ and faces_): GFPGAN's or CodeFormer's network.
+  std::unique_ptr<FacexlibNet> net_;
+  std::unique_ptr<FacexlibRestorer> facexlib_faces_;
 };
 
 }  // namespace gpen

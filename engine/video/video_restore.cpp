@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/photo/facexlib_flow.h"
 #include "engine/video/video_report.h"
 
 namespace fs = std::filesystem;
@@ -21,20 +22,20 @@ constexpr int kMaxFramesPerCall = 8;
 }  // namespace
 
 RestoreFrames::RestoreFrames(Restorer& restorer, int smooth) : r_(&restorer) {
-  // GFPGAN's flow aligns each face by its own detection, as GFPGANer.enhance does per frame.
+  // The facexlib flows align each face by its own detection, as their scripts do per frame.
   GPEN_CHECK(smooth == 0 || restorer.flow() == FaceFlow::gpen,
              "--smooth (landmarks averaged along face tracks) is an option of GPEN models; " + restorer.config().model +
-                 " is a GFPGAN model, whose flow aligns every frame's faces by their own landmarks");
+                 " is a " + face_flow_name(restorer.flow()) +
+                 " model, whose flow aligns every frame's faces by their own landmarks");
   if (smooth > 0) tracks_.emplace(smooth);
 }
 
 int RestoreFrames::max_frames() const { return std::clamp(r_->plan().split.batch, 1, kMaxFramesPerCall); }
 
 std::pair<int, int> RestoreFrames::output_size(int width, int height) const {
-  // Background super-resolution (GPEN) or the upscale of GFPGAN's paste.
-  const int s = r_->sr_model() ? r_->sr_model()->config().scale
-                : r_->flow() == FaceFlow::gfpgan ? r_->config().upscale
-                                                 : 1;
+  // Background super-resolution (GPEN) or the facexlib flows' upsizing and upscale.
+  if (FacexlibRestorer* f = r_->facexlib()) return f->output_size(width, height);
+  const int s = r_->sr_model() ? r_->sr_model()->config().scale : 1;
   return {width * s, height * s};
 }
 
@@ -55,10 +56,12 @@ void RestoreFrames::process(std::span<VideoFrame* const> frames) {
 
 std::string RestoreFrames::describe() const {
   const RestorePlan& p = r_->plan();
-  if (r_->flow() == FaceFlow::gfpgan) {
-    std::string s = "GFPGAN " + std::to_string(p.size) + "x" + std::to_string(p.size) + " on " + p.device + " (" +
-                    p.precision + "), one face per run, facexlib's flow frame by frame";
+  if (FacexlibRestorer* f = r_->facexlib()) {
+    std::string s = std::string(face_flow_name(r_->flow())) + " " + std::to_string(p.size) + "x" +
+                    std::to_string(p.size) + " on " + p.device + " (" + p.precision + "), one face per run, " +
+                    f->rules().name + " frame by frame";
     if (r_->config().upscale > 1) s += ", upscale " + std::to_string(r_->config().upscale);
+    if (p.mask == "parse") s += ", face-parsing paste mask";
     return s;
   }
   std::string s = "GPEN " + std::to_string(p.size) + "x" + std::to_string(p.size) + " on " + p.device + " (" +
@@ -77,6 +80,8 @@ size_t RestoreFrames::planned_bytes() const {
                  m["shared_arena_bytes"].get<size_t>() + m["parsenet_weights_bytes"].get<size_t>() +
                  m["pipeline_buffer_bytes"].get<size_t>();
   if (!m["detector_in_generator_arena"].get<bool>()) total += m["detector_arena_bytes"].get<size_t>();
+  if (!m["parsenet_in_generator_arena"].get<bool>())
+    total += m["parsenet_arena_bytes"].get<size_t>() + m["parsenet_workspace_bytes"].get<size_t>();
   if (r_->sr_model()) total += r_->plan().split.sr_budget;  // RealESRNet's weights, arena and tile at most
   return total;
 }

@@ -66,14 +66,14 @@ void resize_bilinear_f32(const uint8_t* src, int sw, int sh, int cn, float* dst,
   resize_f32_any(src, sw, sh, cn, dst, dw, dh, fx, fy);
 }
 
-Image resize_bilinear(ImageView src, int dw, int dh) {
+Image resize_bilinear(ImageView src, int dw, int dh, double fx, double fy) {
   GPEN_CHECK(src.width > 0 && src.height > 0 && src.bgr.size() == src.pixels() * 3, "resize: empty image");
   GPEN_CHECK(dw > 0 && dh > 0 && dw <= kMaxImageSide && dh <= kMaxImageSide &&
                  int64_t{dw} * dh <= kMaxImagePixels,
              "resize: target size " + std::to_string(dw) + "x" + std::to_string(dh) + " is out of range");
   const int sw = src.width, sh = src.height, cn = 3;
-  const std::vector<LinearTap> tx = linear_taps(sw, dw, static_cast<double>(dw) / sw);
-  const std::vector<LinearTap> ty = linear_taps(sh, dh, static_cast<double>(dh) / sh);
+  const std::vector<LinearTap> tx = linear_taps(sw, dw, fx > 0 ? fx : static_cast<double>(dw) / sw);
+  const std::vector<LinearTap> ty = linear_taps_rows(sh, dh, fy > 0 ? fy : static_cast<double>(dh) / sh);
   // OpenCV's 8-bit path: weights as 11-bit fixed point, horizontal sums in int, and the vertical
   // blend of its SIMD kernel: ((b0 * (r0 >> 4)) >> 16) + ((b1 * (r1 >> 4)) >> 16), rounded by 2 bits.
   auto fix = [](float a) { return static_cast<int>(std::lrint(a * 2048.0f)); };

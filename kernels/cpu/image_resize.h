@@ -15,7 +15,8 @@ void resize_bilinear_f32(const float* src, int sw, int sh, int channels, float* 
 // The same reading 8-bit pixels as the floats they convert to exactly (no float copy of the source).
 void resize_bilinear_f32(const uint8_t* src, int sw, int sh, int channels, float* dst, int dw, int dh,
                          double scale_x = 0.0, double scale_y = 0.0);
-// The same on 8-bit images with OpenCV's fixed-point arithmetic (11-bit weights).
-Image resize_bilinear(ImageView src, int dw, int dh);
+// The same on 8-bit images with OpenCV's fixed-point arithmetic (11-bit weights); scale_x/scale_y
+// as above (cv2.resize(img, (0, 0), fx=f, fy=f) maps with f, not with the rounded size's ratio).
+Image resize_bilinear(ImageView src, int dw, int dh, double scale_x = 0.0, double scale_y = 0.0);
 
 }  // namespace gpen

@@ -29,4 +29,16 @@ std::vector<LinearTap> linear_taps(int src, int dst, double inv_scale) {
   return taps;
 }
 
+std::vector<LinearTap> linear_taps_rows(int src, int dst, double inv_scale) {
+  const double scale = 1.0 / inv_scale;
+  std::vector<LinearTap> taps(static_cast<size_t>(dst));
+  for (int d = 0; d < dst; ++d) {
+    float f = static_cast<float>((d + 0.5) * scale - 0.5);
+    const int s = static_cast<int>(std::floor(f));
+    f -= static_cast<float>(s);
+    taps[static_cast<size_t>(d)] = {std::clamp(s, 0, src - 1), std::clamp(s + 1, 0, src - 1), 1.0f - f, f};
+  }
+  return taps;
+}
+
 }  // namespace gpen

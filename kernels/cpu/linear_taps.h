@@ -13,5 +13,9 @@ struct LinearTap {
 
 // inv_scale is cv2's: dst / src, or the fx / fy the caller passed to cv2.resize.
 std::vector<LinearTap> linear_taps(int src, int dst, double inv_scale);
+// The vertical axis of OpenCV's 8-bit resize: there the row indices are clipped to the image but
+// the weights are kept (a destination row above the first source row blends row 0 with itself by
+// (1 - f, f)), which its fixed-point rounding can tell from a weight of 1 on row 0.
+std::vector<LinearTap> linear_taps_rows(int src, int dst, double inv_scale);
 
 }  // namespace gpen

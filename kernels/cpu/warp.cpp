@@ -127,6 +127,16 @@ void warp_affine_roi(const float* src, int sw, int sh, const AffineTransform& m,
   warp_roi_any(src, sw, sh, m, roi, dst, interp);
 }
 
+void warp_affine_roi(const double* src, int sw, int sh, int channels, const AffineTransform& m, PixelRect roi,
+                     double* dst) {
+  GPEN_CHECK(src != nullptr, "warp: null source");
+  GPEN_CHECK(channels == 1 || channels == 3, "warp: float64 images have 1 or 3 channels");
+  check_src(sw, sh, "source");
+  check_roi(roi);
+  if (roi.empty()) return;
+  warp_detail::linear_f64(src, sw, sh, channels, source_map(m), roi, dst);
+}
+
 Image warp_affine(ImageView src, const AffineTransform& m, int dst_w, int dst_h, WarpInterp interp) {
   GPEN_CHECK(src.width > 0 && src.height > 0 && src.bgr.size() == src.pixels() * 3, "warp: empty or malformed image");
   const PixelRect fp = warp_footprint(m, src.width, src.height, dst_w, dst_h);

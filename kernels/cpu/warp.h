@@ -54,5 +54,10 @@ void warp_affine_roi(const uint8_t* src_bgr, int src_w, int src_h, const AffineT
                      uint8_t* dst, WarpInterp interp);
 void warp_affine_roi(const float* src, int src_w, int src_h, const AffineTransform& m, PixelRect roi, float* dst,
                      WarpInterp interp);
+// Bilinear only, on float64 images of 1 or 3 interleaved channels (facexlib's paste warps its
+// float64 parsing mask and, for gray photos, CodeFormer's float64 faces): OpenCV's float weights,
+// the taps summed in double in the same order.
+void warp_affine_roi(const double* src, int src_w, int src_h, int channels, const AffineTransform& m, PixelRect roi,
+                     double* dst);
 
 }  // namespace gpen

@@ -102,5 +102,6 @@ void linear_u8(const uint8_t* src, int sw, int sh, const SourceMap& s, PixelRect
 void cubic_u8(const uint8_t* src, int sw, int sh, const SourceMap& s, PixelRect roi, uint8_t* dst);
 void linear_f32(const float* src, int sw, int sh, const SourceMap& s, PixelRect roi, float* dst);
 void cubic_f32(const float* src, int sw, int sh, const SourceMap& s, PixelRect roi, float* dst);
+void linear_f64(const double* src, int sw, int sh, int channels, const SourceMap& s, PixelRect roi, double* dst);
 
 }  // namespace gpen::warp_detail

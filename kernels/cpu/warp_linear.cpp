@@ -89,4 +89,32 @@ void linear_f32(const float* src, int sw, int sh, const SourceMap& s, PixelRect 
   });
 }
 
+// remapBilinear on float64 (1 or 3 channels): the float weights widened, the same order.
+void linear_f64(const double* src, int sw, int sh, int cn, const SourceMap& s, PixelRect roi, double* dst) {
+  const float(*tab)[4] = tables().lf;
+  const size_t c3 = static_cast<size_t>(cn), stride = static_cast<size_t>(sw) * c3;
+  const unsigned width1 = static_cast<unsigned>(std::max(sw - 1, 0)), height1 = static_cast<unsigned>(std::max(sh - 1, 0));
+  static constexpr double kZero[3] = {0.0, 0.0, 0.0};
+  warp_rows(s, roi, cn, dst, [&](Tap t, double* d) {
+    const float* w = tab[t.idx];
+    const double w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+    if (static_cast<unsigned>(t.ix) < width1 && static_cast<unsigned>(t.iy) < height1) {
+      const double* S = src + static_cast<size_t>(t.iy) * stride + static_cast<size_t>(t.ix) * c3;
+      for (size_t c = 0; c < c3; ++c) d[c] = S[c] * w0 + S[c + c3] * w1 + S[stride + c] * w2 + S[stride + c + c3] * w3;
+      return;
+    }
+    if (t.ix >= sw || t.ix + 1 < 0 || t.iy >= sh || t.iy + 1 < 0) {
+      for (size_t c = 0; c < c3; ++c) d[c] = 0.0;
+      return;
+    }
+    const int x0 = tap_index(t.ix, sw), x1 = tap_index(t.ix + 1, sw);
+    const int y0 = tap_index(t.iy, sh), y1 = tap_index(t.iy + 1, sh);
+    auto px = [&](int x, int y) {
+      return x >= 0 && y >= 0 ? src + static_cast<size_t>(y) * stride + static_cast<size_t>(x) * c3 : kZero;
+    };
+    const double *v0 = px(x0, y0), *v1 = px(x1, y0), *v2 = px(x0, y1), *v3 = px(x1, y1);
+    for (size_t c = 0; c < c3; ++c) d[c] = v0[c] * w0 + v1[c] * w1 + v2[c] * w2 + v3[c] * w3;
+  });
+}
+
 }  // namespace gpen::warp_detail

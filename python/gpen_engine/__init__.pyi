@@ -7,8 +7,8 @@ import numpy.typing as npt
 from ._gpen import Detector as Detector
 from ._gpen import Error as Error
 from ._gpen import ImageMeta as ImageMeta
-# Restorer(model=GPEN.gpw or GFPGAN.gpw, detector, ..., upscale=1, only_center_face=False): the
-# last two are GFPGAN's (see _gpen.pyi).
+# Restorer(model=GPEN.gpw, GFPGAN.gpw or CodeFormer.gpw, detector, ..., upscale=1,
+# only_center_face=False, fidelity=0.5): the last three are the facexlib flows' (see _gpen.pyi).
 from ._gpen import Restorer as Restorer
 from ._gpen import cuda_compiled_in as cuda_compiled_in
 from ._gpen import imdecode as imdecode

@@ -31,18 +31,20 @@ class ImageMeta:
     def orientation(self) -> int: ...
 
 class Restorer:
-    """The restore job of `gpen restore`. `model` is a converted GPEN or GFPGAN .gpw; its kind picks
-    the flow (GPEN's official one, or GFPGANer.enhance's). Options of the other kind are refused
-    with Error naming them: parse, sr, precision other than fp32, memory_budget, batch,
-    det_max_side and device "cuda" are GPEN's; upscale (the output at that many times the photo's
-    size, the background Lanczos-resized) and only_center_face (only the face nearest the
-    centre) are GFPGAN's. restore_aligned with GFPGAN is GFPGANer.enhance(has_aligned=True)."""
+    """The restore job of `gpen restore`. `model` is a converted GPEN, GFPGAN or CodeFormer .gpw;
+    its kind picks the flow (GPEN's official one, GFPGANer.enhance's or inference_codeformer.py's).
+    Options of another kind are refused with Error naming them: sr, precision other than fp32,
+    memory_budget, batch, det_max_side and device "cuda" are GPEN's; upscale (the output at that
+    many times the photo's size) and only_center_face (only the face nearest the centre) are
+    GFPGAN's and CodeFormer's; fidelity (w, default 0.5) is CodeFormer's. parse (a ParseNet .gpw)
+    gives every flow its face-parsing paste mask. restore_aligned with GFPGAN or CodeFormer is
+    their has_aligned=True."""
     def __init__(self, model: str, detector: str, parse: Optional[str] = None, sr: Optional[str] = None, *,
                  device: str = "auto", precision: Optional[str] = None,
                  memory_budget: Optional[Union[int, str]] = None, threads: Optional[int] = None,
                  alpha: float = 1.0, threshold: float = 0.0, det_max_side: Optional[int] = None,
                  batch: Optional[int] = None, sr_tile: str = "auto", upscale: int = 1,
-                 only_center_face: bool = False) -> None: ...
+                 only_center_face: bool = False, fidelity: float = 0.5) -> None: ...
     def restore(self, image: Image) -> Tuple[Image, list[Face]]: ...
     def restore_aligned(self, face: Image) -> Image: ...
     def sr_tile(self, width: int, height: int) -> Tuple[int, str]: ...

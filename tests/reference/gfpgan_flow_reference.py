@@ -15,8 +15,9 @@ What is given instead of the packages' own parts (they download weights or need 
              l4x l4y, those with score > conf): the same detector on both sides, so the test
              compares the flow, not two detectors. get_face_landmarks_5 (the 0.97 threshold,
              eye_dist_threshold 5, only_center_face) runs as published.
-  parser     none: FaceRestoreHelper is made with use_parse=False (the eroded, blurred square
-             mask). GFPGANer itself passes use_parse=True, which needs facexlib's ParseNet.
+  parser     with --parse CKPT.pth, facexlib's own ParseNet (facexlib/parsing/parsenet.py) loaded
+             from it (strict) and use_parse=True, as GFPGANer makes the helper; without, use_parse=False
+             (the eroded, blurred square mask).
   network    GFPGANer.gfpgan is the official GFPGANv1Clean of --checkpoint called with
              randomize_noise=False (the stored noise, as the engine runs it); GFPGANer.__init__
              is bypassed because it builds the released size (narrow 1) from fixed arguments.
@@ -24,7 +25,8 @@ What is given instead of the packages' own parts (they download weights or need 
              (not reached for one face) are stand-ins; torchvision is not installed here.
 
   gfpgan_flow_reference.py PHOTO --checkpoint CKPT.pth --dets DETS.json -o OUT.png
-        [--upscale N] [--only-center-face] [--weight W] [--save-faces DIR] [--matrices OUT.json]
+        [--upscale N] [--only-center-face] [--weight W] [--parse CKPT.pth] [--save-faces DIR]
+        [--matrices OUT.json]
   gfpgan_flow_reference.py FACE --checkpoint CKPT.pth --aligned -o OUT.png [--weight W] [--save-faces DIR]
         GFPGANer.enhance(face, has_aligned=True): the face resized to 512 (cv2.resize), the network,
         the restored face written (no detector: --dets is not read)
@@ -88,7 +90,7 @@ class _Detector:
         return self.rows[self.rows[:, 4] > conf_threshold]
 
 
-def load_official(root):
+def load_official(root, parse_ckpt=None):
     """GFPGANer and FaceRestoreHelper from the installed packages, with the stand-ins above."""
     gfpgan_official.load(root)
     _module('torchvision')
@@ -110,7 +112,15 @@ def load_official(root):
     _module('gfpgan.archs.gfpganv1_arch', GFPGANv1=None)
     _module('facexlib')
     _module('facexlib.detection', init_detection_model=lambda *a, **k: _Detector())
-    _module('facexlib.parsing', init_parsing_model=lambda *a, **k: None)
+    def init_parsing_model(*a, **k):
+        if parse_ckpt is None:
+            return None
+        parsenet = _module('facexlib.parsing.parsenet', os.path.join(root, 'facexlib', 'parsing', 'parsenet.py'))
+        net = parsenet.ParseNet(in_size=512, out_size=512, parsing_ch=19)
+        net.load_state_dict(torch.load(parse_ckpt, map_location='cpu'), strict=True)
+        return net.eval()
+
+    _module('facexlib.parsing', init_parsing_model=init_parsing_model)
     _module('facexlib.utils')
     _module('facexlib.utils.misc', os.path.join(root, 'facexlib', 'utils', 'misc.py'))
     helper = _module('facexlib.utils.face_restoration_helper',
@@ -138,7 +148,7 @@ class _Net:
 
 def restore(args):
     _import_torch()
-    GFPGANer, FaceRestoreHelper = load_official(args.official)
+    GFPGANer, FaceRestoreHelper = load_official(args.official, args.parse)
     torch.set_num_threads(1)
     model = gfpgan_official.build(**SMALL).eval()
     sd = torch.load(args.checkpoint, map_location='cpu')
@@ -149,7 +159,8 @@ def restore(args):
     g.device = torch.device('cpu')
     g.gfpgan = _Net(model)
     g.face_helper = FaceRestoreHelper(args.upscale, face_size=512, crop_ratio=(1, 1), det_model='retinaface_resnet50',
-                                      save_ext='png', use_parse=False, device=g.device, model_rootpath=None)
+                                      save_ext='png', use_parse=args.parse is not None, device=g.device,
+                                      model_rootpath=None)
     if not args.aligned:
         g.face_helper.face_det.rows = read_dets(args.dets)
     img = cv2.imread(args.photo, cv2.IMREAD_COLOR)
@@ -203,6 +214,7 @@ def main():
     ap.add_argument('--only-center-face', action='store_true')
     ap.add_argument('--aligned', action='store_true')
     ap.add_argument('--weight', type=float, default=0.5)
+    ap.add_argument('--parse')
     ap.add_argument('--save-faces')
     ap.add_argument('--matrices')
     ap.add_argument('--official', default=os.environ.get('GFPGAN_OFFICIAL', '/tmp/gfpgan-official'))

@@ -1,0 +1,121 @@
+// Restorer with a GFPGAN or CodeFormer model: the options each flow takes (one table), and the
+// setup of the facexlib flows (facexlib_flow.h) on the CPU backend.
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/photo/restorer.h"
+
+#include "engine/models/codeformer.h"
+#include "engine/models/gfpgan.h"
+#include "engine/photo/facexlib_flow.h"
+
+namespace gpen {
+
+namespace {
+
+// Options only some flows take: set for another flow's model, they are refused.
+enum FlowSet : unsigned { kGpen = 1u << 0, kGfpgan = 1u << 1, kCodeformer = 1u << 2, kFacexlib = kGfpgan | kCodeformer };
+struct FlowOption {
+  const char* option;
+  unsigned flows;
+  const char* models;  // how the message names the models that take it
+  bool (*set)(const RestoreConfig&);
+};
+constexpr FlowOption kFlowOptions[] = {
+    {"--sr (background super-resolution)", kGpen, "GPEN", [](const RestoreConfig& c) { return !c.sr.empty(); }},
+    {"--device cuda", kGpen, "GPEN", [](const RestoreConfig& c) { return c.device == DeviceKind::cuda; }},
+    {"--precision", kGpen, "GPEN", [](const RestoreConfig& c) { return !c.precision.empty() && c.precision != "fp32"; }},
+    {"--vram-budget", kGpen, "GPEN", [](const RestoreConfig& c) { return c.memory_budget.has_value(); }},
+    {"--batch", kGpen, "GPEN", [](const RestoreConfig& c) { return c.batch != 0; }},
+    {"--arena-budget", kGpen, "GPEN", [](const RestoreConfig& c) { return c.arena_budget != 0; }},
+    {"--bands", kGpen, "GPEN", [](const RestoreConfig& c) { return c.bands != 0; }},
+    {"--det-max-side", kGpen, "GPEN", [](const RestoreConfig& c) { return c.det_max_side >= 0; }},
+    {"--upscale", kFacexlib, "GFPGAN and CodeFormer", [](const RestoreConfig& c) { return c.upscale != 1; }},
+    {"--only-center-face", kFacexlib, "GFPGAN and CodeFormer", [](const RestoreConfig& c) { return c.only_center_face; }},
+    {"--fidelity", kCodeformer, "CodeFormer", [](const RestoreConfig& c) { return c.fidelity != 0.5f; }},
+};
+
+unsigned flow_bit(FaceFlow f) { return 1u << static_cast<unsigned>(f); }
+
+}  // namespace
+
+void check_config(const RestoreConfig& c, FaceFlow flow) {
+  for (const FlowOption& o : kFlowOptions)
+    if (!(o.flows & flow_bit(flow)) && o.set(c))
+      throw Error(std::string(o.option) + " is an option of " + o.models + " models; " + c.model + " is a " +
+                  face_flow_name(flow) + " model");
+  GPEN_CHECK(c.upscale >= 1 && c.upscale <= 8, "upscale must be in 1..8");
+  GPEN_CHECK(c.fidelity >= 0.0f && c.fidelity <= 1.0f, "fidelity must be in [0, 1]");
+}
+
+float detection_threshold(const RestoreConfig& c, FaceFlow flow) {
+  if (c.threshold > 0) return c.threshold;
+  return is_facexlib_flow(flow) ? facexlib_rules(facexlib_helper(flow)).threshold : 0.9f;
+}
+
+std::unique_ptr<Restorer> Restorer::open_facexlib(const RestoreConfig& c, FaceFlow flow) {
+  std::unique_ptr<Restorer> r(new Restorer);
+  r->config_ = c;
+  r->flow_ = flow;
+  r->apply_threads();
+  // GFPGAN's and CodeFormer's photo flows run on the CPU backend (the networks, the detector and
+  // the parser).
+  r->backend_ = make_cpu_backend();
+  r->net_ = open_facexlib_net(c.model, flow, *r->backend_, c.fidelity);
+  r->detector_ = std::make_unique<RetinaFaceDetector>(c.detector);
+  if (mask_kind(c) == "parse") r->parser_ = std::make_unique<ParseNetModel>(c.parser, *r->backend_);
+  FacexlibFlowOptions o;
+  o.helper = facexlib_helper(flow);
+  o.threshold = detection_threshold(c, flow);
+  o.only_center_face = c.only_center_face;
+  o.upscale = c.upscale;
+  o.blend = c.alpha;
+  r->facexlib_faces_ = std::make_unique<FacexlibRestorer>(r->net_->run, r->detector_.get(), r->parser_.get(), o);
+  RestorePlan& p = r->plan_;
+  p.device = r->backend_->name();
+  p.precision = "fp32";
+  p.size = kFacexlibFaceSize;
+  p.split.batch = 1;
+  p.detector_device = r->detector_->device();
+  p.mask = mask_kind(c);
+  if (r->parser_) {
+    const MemoryPlan& pp = r->parser_->plan_for(kParseSize, kParseSize);
+    p.parser_arena_bytes = pp.arena_bytes;
+    p.parser_workspace_bytes = pp.workspace_bytes;
+    p.parser_weights_bytes = r->parser_->weights_bytes();
+  }
+  return r;
+}
+
+GfpganModel* Restorer::gfpgan_model() { return net_ ? net_->gfpgan.get() : nullptr; }
+
+CodeformerModel* Restorer::codeformer_model() { return net_ ? net_->codeformer.get() : nullptr; }
+
+nlohmann::json Restorer::facexlib_memory_json() const {
+  // The keys of GPEN's memory_json where they apply, so that a report reads the same for every
+  // kind: the network's arena is its own (nothing shares it), its flow runs on the host.
+  const MemoryPlan& plan = net_->plan(config_.fidelity);
+  const size_t weights = net_->weights_bytes();
+  return {{"device", backend_->name()},
+          {"precision", "fp32"},
+          {"model", flow_ == FaceFlow::gfpgan ? "gfpgan" : "codeformer"},
+          {"batch", 1},
+          {"batch_limit", 1},
+          {"weights_bytes", weights},
+          {"arena_bytes", plan.arena_bytes},
+          {"workspace_bytes", plan.workspace_bytes},
+          // Planned for each photo at its own size (the helpers detect on the photo as it is): the
+          // capacity of the largest photo so far.
+          {"detector_arena_bytes", detector_->arena_capacity()},
+          {"detector_in_generator_arena", false},
+          {"mask", plan_.mask},
+          {"parsenet_arena_bytes", plan_.parser_arena_bytes},
+          {"parsenet_workspace_bytes", plan_.parser_workspace_bytes},
+          {"parsenet_weights_bytes", plan_.parser_weights_bytes},
+          {"parsenet_in_generator_arena", false},
+          {"shared_arena_bytes", plan.arena_bytes},
+          {"pipeline_on_device", false},
+          {"pipeline_buffer_bytes", 0}};
+}
+
+}  // namespace gpen
