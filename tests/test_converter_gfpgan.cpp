@@ -270,6 +270,20 @@ TEST_CASE("GFPGAN checkpoints in the official layout convert to the engine's con
   fs::remove_all(temp_dir(), ec);
 }
 
+TEST_CASE("gpen fetch knows CodeFormer and facexlib's parsing_parsenet at the links their official code downloads") {
+  const fetch::ModelInfo* cf = fetch::find_model("CodeFormer");
+  REQUIRE(cf != nullptr);
+  CHECK(cf->expect.arch == Arch::codeformer);
+  CHECK(fetch::model_url(*cf, "") == "https://github.com/sczhou/CodeFormer/releases/download/v0.1.0/codeformer.pth");
+  const fetch::ModelInfo* pn = fetch::find_model("parsing_parsenet");
+  REQUIRE(pn != nullptr);
+  CHECK(pn->expect.arch == Arch::parsenet);
+  CHECK(fetch::model_url(*pn, "") == "https://github.com/xinntao/facexlib/releases/download/v0.2.2/parsing_parsenet.pth");
+  // A GFPGAN checkpoint is refused as CodeFormer, naming what it holds.
+  const std::string gfp = error_of([&] { fetch::verify(gfpgan_dir() + "s64/checkpoint.pth", *cf, ""); });
+  CHECK(gfp.find("not CodeFormer: it holds a gfpgan model") != std::string::npos);
+}
+
 TEST_CASE("gpen fetch knows GFPGANv1.4, GFPGANv1.3 and GFPGANCleanv1-NoCE-C2 at the official release links") {
   const std::pair<const char*, const char*> want[] = {
       {"GFPGANv1.4", "https://github.com/TencentARC/GFPGAN/releases/download/v1.3.0/GFPGANv1.4.pth"},

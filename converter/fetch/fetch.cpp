@@ -311,6 +311,9 @@ std::string verify(const std::string& path, const ModelInfo& m, const std::strin
     // the shapes: the recognised config always carries the official true).
     if (s.config != conv::GfpganConfig{}.to_json())
       throw Error("not " + m.name + ": it holds GFPGAN " + s.config.dump() + ", expected " + describe(e));
+  } else if (e.arch == conv::Arch::codeformer) {
+    if (s.config != conv::CodeformerConfig{}.to_json())
+      throw Error("not " + m.name + ": it holds CodeFormer " + s.config.dump() + ", expected " + describe(e));
   } else if (e.arch == conv::Arch::retinaface) {
     const std::string b = s.config.value("backbone", "");
     if (b != conv::backbone_name(e.backbone))

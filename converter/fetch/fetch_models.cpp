@@ -72,6 +72,18 @@ std::vector<ModelInfo> make_table() {
     m.url = std::string(kGfpganReleases) + release + "/" + name + ".pth";
     t.push_back(m);
   }
+  // CodeFormer, from the link inference_codeformer.py downloads (sczhou/CodeFormer, release
+  // v0.1.0): the released configuration, CodeFormer() with dim_embd 512, 9 layers, 1024 codes.
+  Expect cf;
+  cf.arch = conv::Arch::codeformer;
+  ModelInfo codeformer{"CodeFormer", true, true, "", cf, 0, ""};
+  codeformer.url = "https://github.com/sczhou/CodeFormer/releases/download/v0.1.0/codeformer.pth";
+  t.push_back(codeformer);
+  // facexlib's face parser, the one GFPGANer and CodeFormer's facelib paste with (xinntao/facexlib,
+  // release v0.2.2): GPEN's ParseNet layout.
+  ModelInfo facexlib_parse{"parsing_parsenet", true, true, "", parse, 0, ""};
+  facexlib_parse.url = "https://github.com/xinntao/facexlib/releases/download/v0.2.2/parsing_parsenet.pth";
+  t.push_back(facexlib_parse);
   return t;
 }
 
@@ -108,6 +120,7 @@ std::string describe(const Expect& e) {
   if (e.arch == conv::Arch::parsenet) return "ParseNet (face parsing, 19 classes)";
   if (e.arch == conv::Arch::gfpgan)
     return "GFPGANv1Clean 512x512 (channel multiplier 2, different_w, sft_half)";
+  if (e.arch == conv::Arch::codeformer) return "CodeFormer 512x512 (dim_embd 512, 9 layers, 1024 codes)";
   if (e.arch != conv::Arch::gpen) return "a model the converter does not know";
   auto num = [](double v) {
     std::string s = std::to_string(v);
