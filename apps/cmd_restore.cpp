@@ -232,11 +232,14 @@ Command reg(
       add_task_options(sub, g_args);
       sub.add_option("--sr", g_args.sr_model,
                      "RealESRNet model (.gpw): super-resolve the background first, as the official --use_sr (faces "
-                     "from the bilinear upscale, composited onto the SR photo); with --aligned, SR of each restored face")
+                     "from the bilinear upscale, composited onto the SR photo); with --aligned, SR of each restored face. "
+                     "GFPGAN, CodeFormer: the background upsampler (RealESRGAN_x2plus, as the scripts' --bg_upsampler "
+                     "realesrgan): the faces pasted onto RealESRGANer.enhance(photo, outscale=--upscale)")
           ->check(CLI::ExistingFile);
       sub.add_option("--sr-tile", g_args.sr_tile,
-                     "auto: untiled when RealESRNet's plan fits --vram-budget, else the largest tile that fits; N: "
-                     "the official tile_process with tile N; 0: untiled")
+                     "auto: untiled when RealESRNet's plan fits --vram-budget, else the largest tile that fits "
+                     "(GFPGAN, CodeFormer: 400, the scripts' --bg_tile); N: the official tile_process with tile N; 0: "
+                     "untiled")
           ->capture_default_str();
       sub.callback([] {
         const FaceFlow flow = face_flow_of_file(g_args.model);

@@ -103,7 +103,9 @@ Command reg(
                      "Converted ParseNet model (.gpw): paste faces through the face-parsing mask by default, as "
                      "`gpen restore --parse`; with GPEN models requests may still ask for mask=rect")
           ->check(CLI::ExistingFile);
-      sub.add_option("--sr", e.sr_model, "RealESRNet model (.gpw): requests may ask for sr=1, as `gpen restore --sr` (GPEN models)")
+      sub.add_option("--sr", e.sr_model,
+                     "RealESRNet model (.gpw): requests may ask for sr=1, as `gpen restore --sr` (GPEN models); "
+                     "GFPGAN, CodeFormer: the background upsampler (RealESRGAN) of every answer")
           ->check(CLI::ExistingFile);
       sub.add_option("--host", g_args.host, "Address to listen on (another than loopback exposes the service)")
           ->capture_default_str();

@@ -186,7 +186,8 @@ Command reg(
           ->check(CLI::ExistingFile);
       sub.add_option("--sr", r.sr_model,
                      "Converted RealESRNet model (.gpw): super-resolve each frame's background first, as `gpen "
-                     "restore --sr` (the output is that many times larger)")
+                     "restore --sr` (the output is that many times larger); GFPGAN, CodeFormer: the background "
+                     "upsampler (RealESRGAN), the frames at --upscale x their size")
           ->check(CLI::ExistingFile);
       sub.add_option("--upscale", r.upscale,
                      "GFPGAN, CodeFormer: frames at N x the input's size, as `gpen restore --upscale` (CodeFormer: "

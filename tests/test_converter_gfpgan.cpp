@@ -5,6 +5,8 @@
 // element by element, and refusals naming the tensor at fault.
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include <unistd.h>
 
 #include <cmath>
@@ -270,7 +272,7 @@ TEST_CASE("GFPGAN checkpoints in the official layout convert to the engine's con
   fs::remove_all(temp_dir(), ec);
 }
 
-TEST_CASE("gpen fetch knows CodeFormer and facexlib's parsing_parsenet at the links their official code downloads") {
+TEST_CASE("gpen fetch knows CodeFormer, facexlib's parsing_parsenet and RealESRGAN at the links their official code downloads") {
   const fetch::ModelInfo* cf = fetch::find_model("CodeFormer");
   REQUIRE(cf != nullptr);
   CHECK(cf->expect.arch == Arch::codeformer);
@@ -279,6 +281,17 @@ TEST_CASE("gpen fetch knows CodeFormer and facexlib's parsing_parsenet at the li
   REQUIRE(pn != nullptr);
   CHECK(pn->expect.arch == Arch::parsenet);
   CHECK(fetch::model_url(*pn, "") == "https://github.com/xinntao/facexlib/releases/download/v0.2.2/parsing_parsenet.pth");
+  for (const auto& [name, scale, url] :
+       {std::tuple<const char*, int, const char*>{
+            "RealESRGAN_x2plus", 2, "https://github.com/sczhou/CodeFormer/releases/download/v0.1.0/RealESRGAN_x2plus.pth"},
+        {"RealESRGAN_x4plus", 4, "https://github.com/xinntao/Real-ESRGAN/releases/download/v0.1.0/RealESRGAN_x4plus.pth"}}) {
+    const fetch::ModelInfo* m = fetch::find_model(name);
+    REQUIRE(m != nullptr);
+    CHECK(m->expect.arch == Arch::realesrnet);
+    CHECK(m->expect.sr_scale == scale);
+    CHECK(m->expect.sr_feat == 64);
+    CHECK(fetch::model_url(*m, "") == url);
+  }
   // A GFPGAN checkpoint is refused as CodeFormer, naming what it holds.
   const std::string gfp = error_of([&] { fetch::verify(gfpgan_dir() + "s64/checkpoint.pth", *cf, ""); });
   CHECK(gfp.find("not CodeFormer: it holds a gfpgan model") != std::string::npos);

@@ -30,6 +30,7 @@
 #include "engine/photo/facexlib_align.h"
 #include "engine/photo/image.h"
 #include "engine/photo/restorer.h"
+#include "kernels/cpu/image_resize.h"
 #include "tests/facexlib_flow_fixture.h"
 #include "tests/parsenet_fixture.h"
 #include "tests/run_command.h"
@@ -103,7 +104,7 @@ struct Case {
 
 void compare_with_official(const Case& c, const std::string& name) {
   if (skipped()) return;
-  const std::string photo = gpen_test::shared_dir() + "/images/" + c.photo;
+  const std::string photo = c.photo[0] == '/' ? c.photo : gpen_test::shared_dir() + "/images/" + c.photo;
   const std::string model = small_gfpgan(), det = detector_gpw();
   RetinaFaceDetector detector(det);
   const fs::path dir = cache_dir() / (name + "_" + std::to_string(getpid()));
@@ -229,6 +230,30 @@ TEST_CASE("gpen restore with a GFPGAN model: --parse pastes through facexlib's f
   compare_with_official({"kids_1024x768.jpg", "--parse " + pd + "/parsenet_seed1.gpw --upscale 2",
                          "--parse " + pd + "/parsenet_seed1.pth --upscale 2"},
                         "kids_parse_up2");
+}
+
+TEST_CASE("gpen restore with a GFPGAN model: --sr REALESRGAN.gpw as the official RealESRGANer background, tiled") {
+  if (skipped()) return;
+  if (!fs::exists(official_root() + "/realesrgan/utils.py")) {
+    MESSAGE("skipped: " << official_root() << "/realesrgan/utils.py is missing (install realesrgan out of tree, --no-deps)");
+    return;
+  }
+  // RealESRGAN_x2plus's layout (64 features) with 2 blocks instead of 23: the official tile
+  // process and crop around it, on kids at 400 x 300 (tiles of 128, two rows and four columns).
+  const fs::path dir = cache_dir() / ("bg_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string out;
+  const std::string pth = (dir / "realesrgan_x2_f64_b2.pth").string(), gpw = (dir / "realesrgan.gpw").string();
+  REQUIRE_MESSAGE(gpen_test::run(kPython + " " + std::string(GPEN_SOURCE_DIR) + "/tests/reference/rrdbnet_reference.py make " +
+                                     pth + " --scale 2 --num-block 2 --num-feat 64 --seed 3",
+                                 &out) == 0,
+                  out);
+  conv::convert(pth, gpw);
+  const std::string small = (dir / "kids_400x300.png").string();
+  write_image(small, resize_bilinear(read_image(gpen_test::shared_dir() + "/images/kids_1024x768.jpg"), 400, 300));
+  compare_with_official({small, "--sr " + gpw + " --sr-tile 128 --upscale 2", "--bg " + pth + " --bg-tile 128 --upscale 2"},
+                        "kids_small_bg");
+  fs::remove_all(dir);
 }
 
 TEST_CASE("gpen restore with a GFPGAN model: GPEN-only options are refused, naming the option and the kind") {

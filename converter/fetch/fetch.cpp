@@ -302,7 +302,7 @@ std::string verify(const std::string& path, const ModelInfo& m, const std::strin
   } else if (e.arch == conv::Arch::realesrnet) {
     const int sc = s.config.value("scale", 0), nb = s.config.value("num_block", 0), nf = s.config.value("num_feat", 0),
               gc = s.config.value("num_grow_ch", 0);
-    if (sc != e.sr_scale || nb != 23 || nf != 32 || gc != 32)
+    if (sc != e.sr_scale || nb != 23 || nf != e.sr_feat || gc != 32)
       throw Error("not " + m.name + ": it holds RealESRNet x" + std::to_string(sc) + " with " + std::to_string(nb) +
                   " blocks, " + std::to_string(nf) + " features, " + std::to_string(gc) + " growth channels; expected " +
                   describe(e));

@@ -1,5 +1,7 @@
 #include "converter/fetch/fetch_models.h"
 
+#include <tuple>
+
 namespace gpen::fetch {
 
 // Source: the official README of https://github.com/yangxy/GPEN ("Download RetinaFace model and
@@ -72,6 +74,21 @@ std::vector<ModelInfo> make_table() {
     m.url = std::string(kGfpganReleases) + release + "/" + name + ".pth";
     t.push_back(m);
   }
+  // RealESRGAN, the background upsampler of GFPGAN's and CodeFormer's scripts: RRDBNet(3, 3, 64, 23,
+  // 32, scale). x2plus from the link inference_codeformer.py downloads, x4plus from Real-ESRGAN's
+  // README (release v0.1.0).
+  for (const auto& [name, scale, url] :
+       {std::tuple<const char*, int, const char*>{
+            "RealESRGAN_x2plus", 2, "https://github.com/sczhou/CodeFormer/releases/download/v0.1.0/RealESRGAN_x2plus.pth"},
+        {"RealESRGAN_x4plus", 4, "https://github.com/xinntao/Real-ESRGAN/releases/download/v0.1.0/RealESRGAN_x4plus.pth"}}) {
+    Expect e;
+    e.arch = conv::Arch::realesrnet;
+    e.sr_scale = scale;
+    e.sr_feat = 64;
+    ModelInfo m{name, true, true, "", e, 0, ""};
+    m.url = url;
+    t.push_back(m);
+  }
   // CodeFormer, from the link inference_codeformer.py downloads (sczhou/CodeFormer, release
   // v0.1.0): the released configuration, CodeFormer() with dim_embd 512, 9 layers, 1024 codes.
   Expect cf;
@@ -116,7 +133,8 @@ std::string model_names() {
 std::string describe(const Expect& e) {
   if (e.arch == conv::Arch::retinaface) return std::string("RetinaFace ") + conv::backbone_name(e.backbone);
   if (e.arch == conv::Arch::realesrnet)
-    return "RealESRNet x" + std::to_string(e.sr_scale) + " (RRDBNet, 32 features, 23 blocks)";
+    return std::string(e.sr_feat == 64 ? "RealESRGAN x" : "RealESRNet x") + std::to_string(e.sr_scale) + " (RRDBNet, " +
+           std::to_string(e.sr_feat) + " features, 23 blocks)";
   if (e.arch == conv::Arch::parsenet) return "ParseNet (face parsing, 19 classes)";
   if (e.arch == conv::Arch::gfpgan)
     return "GFPGANv1Clean 512x512 (channel multiplier 2, different_w, sft_half)";

@@ -20,6 +20,7 @@ struct Expect {
   double channel_multiplier = 0, narrow = 0;                   // GPEN: 0 = not checked
   conv::RetinaBackbone backbone = conv::RetinaBackbone::resnet50;  // RetinaFace
   int sr_scale = 0;                                                 // RealESRNet: 1, 2 or 4
+  int sr_feat = 32;                                                 // RRDBNet's width (RealESRGAN: 64)
 };
 
 struct ModelInfo {

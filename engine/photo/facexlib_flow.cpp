@@ -26,9 +26,10 @@ namespace {
 constexpr int kFaceSize = kFacexlibFaceSize;
 
 constexpr FacexlibRules kRules[] = {
-    // name, threshold, upsize_below, detect_resize, misindexed_eyes, gray_transfer, linear_background, paste
-    {"GFPGANer.enhance (facexlib)", 0.97f, 0, 0, false, false, false, FacexlibPaste::facexlib},
-    {"inference_codeformer.py (facelib)", 0.8f, 512, 640, true, true, true, FacexlibPaste::codeformer},
+    // name, threshold, upsize_below, detect_resize, misindexed_eyes, gray_transfer, linear_background, paste,
+    // bg_tile_pad
+    {"GFPGANer.enhance (facexlib)", 0.97f, 0, 0, false, false, false, FacexlibPaste::facexlib, 10},
+    {"inference_codeformer.py (facelib)", 0.8f, 512, 640, true, true, true, FacexlibPaste::codeformer, 40},
 };
 
 // cv2's saturate_cast<uchar>(double): rounded half to even, clamped.
@@ -184,6 +185,16 @@ bool is_gray_photo(ImageView img) {
   return sum / 3.0 <= 10.0;
 }
 
+Image realesrgan_enhance(RrdbModel& model, ImageView img, int outscale, int tile, int tile_pad, SrReport* report) {
+  SrOptions so;
+  so.tile = tile;
+  so.tile_pad = tile_pad;
+  Image out = super_resolve(model, img, so, report);
+  if (outscale != model.config().scale)
+    out = resize_lanczos4(out, img.width * outscale, img.height * outscale);
+  return out;
+}
+
 FacexlibRestorer::FacexlibRestorer(FaceNet net, RetinaFaceDetector* detector, ParseNetModel* parser,
                                    const FacexlibFlowOptions& opt)
     : net_(std::move(net)), det_(detector), parser_(parser), opt_(opt), rules_(facexlib_rules(opt.helper)) {
@@ -211,7 +222,7 @@ Image FacexlibRestorer::run_net(const Image& crop) {
   return facexlib_output(out_.data(), kFaceSize);
 }
 
-PhotoResult FacexlibRestorer::process(ImageView photo) {
+PhotoResult FacexlibRestorer::process(ImageView photo, SrReport* bg_report) {
   GPEN_CHECK(photo.width > 0 && photo.height > 0 && photo.bgr.size() == photo.pixels() * 3,
              "restore: empty or malformed photo");
   GPEN_CHECK(det_, "restore: this flow was set up for aligned faces only (no detector)");
@@ -284,13 +295,19 @@ PhotoResult FacexlibRestorer::process(ImageView photo) {
     pasted.push_back(std::move(face));
   }
   t0 = std::chrono::steady_clock::now();
-  // cv2.resize to the image's own size is a copy: the image is read in place.
+  // The background at the output size: cv2.resize to the image's own size is a copy, so the
+  // image is read in place when nothing changes its size.
+  const int W = src.width * opt_.upscale, H = src.height * opt_.upscale;
   Image up;
-  if (opt_.upscale > 1) {
-    const int W = src.width * opt_.upscale, H = src.height * opt_.upscale;
+  if (opt_.background) {
+    // The upsampler sees the photo as given (before any upsizing), and its result is resized
+    // (Lanczos) to the output size when that differs.
+    up = realesrgan_enhance(*opt_.background, photo, opt_.upscale, opt_.background_tile, rules_.bg_tile_pad, bg_report);
+    if (up.width != W || up.height != H) up = resize_lanczos4(up, W, H);
+  } else if (opt_.upscale > 1) {
     up = rules_.linear_background ? resize_bilinear(src, W, H) : resize_lanczos4(src, W, H);
   }
-  r.image = facexlib_paste(opt_.upscale > 1 ? ImageView(up) : src, pasted, opt_.upscale, rules_.paste);
+  r.image = facexlib_paste(up.width > 0 ? ImageView(up) : src, pasted, opt_.upscale, rules_.paste);
   r.restored = static_cast<int>(pasted.size());
   r.times.paste_ms += ms_since(t0);
   r.mask = parser_ ? "parse" : "rect";

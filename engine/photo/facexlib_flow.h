@@ -6,7 +6,10 @@
 // network (BGR -> RGB, / 255, normalised by 0.5; its output clamped to [-1, 1], mapped to [0, 255]
 // and rounded as basicsr's tensor2img), the optional blend with the aligned crop, and the
 // paste-back (facexlib_paste.h), through the face-parsing mask when a parser is given, onto the
-// photo resized by the upscale. Where the two helpers differ is one row of FacexlibRules.
+// photo resized by the upscale, or onto its super-resolution when a background upsampler is given
+// (RealESRGANer.enhance(img, outscale=upscale): super_resolution.h's tile_process with the exact
+// crop, Lanczos to the upscale where the model's scale differs). Where the two helpers differ is
+// one row of FacexlibRules.
 // Their aligned mode (has_aligned=True) takes a face crop that is already aligned: resized to 512
 // (cv2.resize INTER_LINEAR), the network, the restored face itself. GPEN's flow is pipeline.h.
 #include <functional>
@@ -18,9 +21,11 @@
 #include "engine/models/gfpgan.h"
 #include "engine/models/parsenet.h"
 #include "engine/models/retinaface.h"
+#include "engine/models/rrdbnet.h"
 #include "engine/photo/face_flow.h"
 #include "engine/photo/facexlib_paste.h"
 #include "engine/photo/pipeline.h"
+#include "engine/photo/super_resolution.h"
 
 namespace gpen {
 
@@ -40,6 +45,7 @@ struct FacexlibRules {
   bool gray_transfer;       // a gray photo's restored faces made gray with the crop's statistics (adain_npy)
   bool linear_background;   // the photo resized to the output bilinear (else Lanczos, as facexlib)
   FacexlibPaste paste;
+  int bg_tile_pad;          // the scripts' RealESRGANer tile_pad (inference_gfpgan.py 10, inference_codeformer.py 40)
 };
 const FacexlibRules& facexlib_rules(FacexlibHelper h);
 // The helper a facexlib flow's model runs with (GFPGAN: facexlib's; CodeFormer: its facelib's).
@@ -54,6 +60,10 @@ struct FacexlibFlowOptions {
   bool only_center_face = false;  // keep only the detection nearest the photo's centre
   int upscale = 1;                // output size = photo size * upscale
   double blend = 1.0;             // restored * blend + aligned crop * (1 - blend), before the paste
+  // The background upsampler (RealESRGAN, an RrdbModel; null: none) and its tile (the scripts'
+  // --bg_tile, 400; 0: untiled).
+  RrdbModel* background = nullptr;
+  int background_tile = 400;
 };
 
 // One 512 x 512 face through the network: in and out [512, 512, 3] RGB in [-1, 1] (host).
@@ -85,12 +95,19 @@ Image facexlib_output(const float* nhwc_rgb, int size);
 // differences at most 10.
 bool is_gray_photo(ImageView img);
 
+// RealESRGANer.enhance(img, outscale): the super-resolution of the photo (tiles of `tile` with
+// `tile_pad` of context, the exact crop), Lanczos-resized to outscale x its size where the model's
+// scale differs.
+Image realesrgan_enhance(RrdbModel& model, ImageView img, int outscale, int tile, int tile_pad,
+                         SrReport* report = nullptr);
+
 class FacexlibRestorer {
  public:
   // `parser`: the face-parsing paste mask (null: the eroded square); `detector` null: aligned
   // faces only. The network's size is 512.
   FacexlibRestorer(FaceNet net, RetinaFaceDetector* detector, ParseNetModel* parser, const FacexlibFlowOptions& opt);
-  PhotoResult process(ImageView photo);
+  // `bg_report`, when not null, gets the background upsampler's report.
+  PhotoResult process(ImageView photo, SrReport* bg_report = nullptr);
   // An aligned face crop of any size (has_aligned=True), blended by the options' blend.
   Image restore_aligned(ImageView face);
   const FacexlibFlowOptions& options() const { return opt_; }

@@ -209,7 +209,11 @@ RestoreResult Restorer::restore(ImageView photo, const std::function<void(int, i
   apply_threads();
   RestoreResult r;
   if (facexlib_faces_) {
-    static_cast<PhotoResult&>(r) = facexlib_faces_->process(photo);
+    static_cast<PhotoResult&>(r) = facexlib_faces_->process(photo, sr_ ? &r.sr_report : nullptr);
+    r.sr = sr_ != nullptr;
+    if (r.sr)
+      r.sr_tile_reason = plan_.sr_tile == "0" ? "untiled, as asked (--sr-tile 0)"
+                                               : "tile " + plan_.sr_tile + " (the scripts' --bg_tile unless --sr-tile)";
     return r;
   }
   if (!sr_) {
@@ -232,7 +236,10 @@ std::vector<RestoreResult> Restorer::restore(std::span<const ImageView> photos, 
   if (facexlib_faces_) {
     GPEN_CHECK(!adjust, std::string(face_flow_name(flow_)) +
                             "'s flow takes the detector's landmarks as they are (no landmark smoothing)");
-    for (size_t i = 0; i < photos.size(); ++i) static_cast<PhotoResult&>(out[i]) = facexlib_faces_->process(photos[i]);
+    for (size_t i = 0; i < photos.size(); ++i) {
+      static_cast<PhotoResult&>(out[i]) = facexlib_faces_->process(photos[i], sr_ ? &out[i].sr_report : nullptr);
+      out[i].sr = sr_ != nullptr;
+    }
     return out;
   }
   FaceRestorer& steps = call.rect_mask ? rect_faces() : *faces_;

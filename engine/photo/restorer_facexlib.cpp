@@ -8,6 +8,7 @@
 #include "engine/models/codeformer.h"
 #include "engine/models/gfpgan.h"
 #include "engine/photo/facexlib_flow.h"
+#include "engine/photo/super_resolution.h"
 
 namespace gpen {
 
@@ -22,7 +23,6 @@ struct FlowOption {
   bool (*set)(const RestoreConfig&);
 };
 constexpr FlowOption kFlowOptions[] = {
-    {"--sr (background super-resolution)", kGpen, "GPEN", [](const RestoreConfig& c) { return !c.sr.empty(); }},
     {"--device cuda", kGpen, "GPEN", [](const RestoreConfig& c) { return c.device == DeviceKind::cuda; }},
     {"--precision", kGpen, "GPEN", [](const RestoreConfig& c) { return !c.precision.empty() && c.precision != "fp32"; }},
     {"--vram-budget", kGpen, "GPEN", [](const RestoreConfig& c) { return c.memory_budget.has_value(); }},
@@ -65,6 +65,13 @@ std::unique_ptr<Restorer> Restorer::open_facexlib(const RestoreConfig& c, FaceFl
   r->detector_ = std::make_unique<RetinaFaceDetector>(c.detector);
   if (mask_kind(c) == "parse") r->parser_ = std::make_unique<ParseNetModel>(c.parser, *r->backend_);
   FacexlibFlowOptions o;
+  if (!c.sr.empty()) {
+    // The background upsampler (RealESRGAN_x2plus in both scripts): tiles of the scripts' --bg_tile
+    // (400) unless --sr-tile says otherwise; no memory budget picks it here.
+    r->sr_ = open_sr_model(c.sr, *r->backend_, "fp32");
+    o.background = r->sr_.get();
+    if (c.sr_tile != "auto") o.background_tile = resolve_sr_tile({c.sr_tile, 0}, *r->sr_, 1, 1, nullptr);
+  }
   o.helper = facexlib_helper(flow);
   o.threshold = detection_threshold(c, flow);
   o.only_center_face = c.only_center_face;
@@ -78,6 +85,10 @@ std::unique_ptr<Restorer> Restorer::open_facexlib(const RestoreConfig& c, FaceFl
   p.split.batch = 1;
   p.detector_device = r->detector_->device();
   p.mask = mask_kind(c);
+  if (r->sr_) {
+    p.sr_model = r->sr_->config().describe();
+    p.sr_tile = std::to_string(o.background_tile);
+  }
   if (r->parser_) {
     const MemoryPlan& pp = r->parser_->plan_for(kParseSize, kParseSize);
     p.parser_arena_bytes = pp.arena_bytes;
@@ -115,7 +126,10 @@ nlohmann::json Restorer::facexlib_memory_json() const {
           {"parsenet_in_generator_arena", false},
           {"shared_arena_bytes", plan.arena_bytes},
           {"pipeline_on_device", false},
-          {"pipeline_buffer_bytes", 0}};
+          {"pipeline_buffer_bytes", 0},
+          // The background upsampler's weights, and its arena and workspace as the tiles so far
+          // needed them.
+          {"sr_bytes", sr_ ? sr_->weights_bytes() + sr_->arena_bytes() + sr_->workspace_bytes() : 0}};
 }
 
 }  // namespace gpen

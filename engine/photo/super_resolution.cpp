@@ -16,9 +16,9 @@ namespace {
 
 // One axis of a tile: core [a0, a1) of n, cut [c0, c1) widened by the pad and then, unless
 // official, to a multiple of m with pixels of the image.
-bool cut_axis(int a0, int a1, int n, int m, bool official, int* c0, int* c1) {
-  *c0 = std::max(a0 - kSrTilePad, 0);
-  *c1 = std::min(a1 + kSrTilePad, n);
+bool cut_axis(int a0, int a1, int n, int m, int pad, bool official, int* c0, int* c1) {
+  *c0 = std::max(a0 - pad, 0);
+  *c1 = std::min(a1 + pad, n);
   int need = (m - (*c1 - *c0) % m) % m;
   if (need == 0 || official) return false;
   const int e = std::min(need, n - *c1);
@@ -29,7 +29,7 @@ bool cut_axis(int a0, int a1, int n, int m, bool official, int* c0, int* c1) {
   return true;
 }
 
-std::vector<SrTile> tiles_for(int h, int w, int tile, int m, bool official) {
+std::vector<SrTile> tiles_for(int h, int w, int tile, int m, bool official, int pad = kSrTilePad) {
   std::vector<SrTile> t;
   if (tile <= 0) {
     t.push_back({0, h, 0, w, 0, h, 0, w, false});
@@ -43,8 +43,8 @@ std::vector<SrTile> tiles_for(int h, int w, int tile, int m, bool official) {
       s.y1 = std::min(s.y0 + tile, h);
       s.x0 = tx * tile;
       s.x1 = std::min(s.x0 + tile, w);
-      const bool ey = cut_axis(s.y0, s.y1, h, m, official, &s.cy0, &s.cy1);
-      const bool ex = cut_axis(s.x0, s.x1, w, m, official, &s.cx0, &s.cx1);
+      const bool ey = cut_axis(s.y0, s.y1, h, m, pad, official, &s.cy0, &s.cy1);
+      const bool ex = cut_axis(s.x0, s.x1, w, m, pad, official, &s.cx0, &s.cx1);
       s.extended = ey || ex;
       t.push_back(s);
     }
@@ -135,7 +135,8 @@ Image super_resolve(RrdbModel& model, ImageView img, const SrOptions& opt, SrRep
   // Official crop: s*(H + h_pad) - h_pad rows (2H + 1 for an odd H at x2); ours s*H.
   const int out_h = opt.official ? s * h - hp : s * H, out_w = opt.official ? s * w - wp : s * W;
   const int tile = opt.tile >= std::max(h, w) ? 0 : std::max(opt.tile, 0);
-  const std::vector<SrTile> tiles = tiles_for(h, w, tile, m, opt.official);
+  GPEN_CHECK(opt.tile_pad >= 0, "super-resolution: the tile pad must not be negative");
+  const std::vector<SrTile> tiles = tiles_for(h, w, tile, m, opt.official, opt.tile_pad);
   std::vector<std::pair<int, int>> shapes;
   for (const SrTile& t : tiles) {
     if (opt.official)

@@ -21,7 +21,7 @@
 
 namespace gpen {
 
-constexpr int kSrTilePad = 10;  // the official tile_pad
+constexpr int kSrTilePad = 10;  // the official tile_pad (GPEN's, and RealESRGANer's in inference_gfpgan.py)
 
 // One tile of tile_process on the padded h x w input: core [y0, y1) x [x0, x1), cut (the input
 // the network sees) [cy0, cy1) x [cx0, cx1).
@@ -57,6 +57,7 @@ int choose_sr_tile(const RrdbConfig& c, int width, int height, size_t budget_byt
 
 struct SrOptions {
   int tile = 0;  // 0: untiled; > 0: tile_process with this tile size
+  int tile_pad = kSrTilePad;  // the context around each tile (inference_codeformer.py's RealESRGANer: 40)
   // Reproduce the official results where they differ (the 2H+1 crop; failing cuts then throw
   // instead of being extended): for the tests that show the difference.
   bool official = false;

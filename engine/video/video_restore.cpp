@@ -33,7 +33,8 @@ RestoreFrames::RestoreFrames(Restorer& restorer, int smooth) : r_(&restorer) {
 int RestoreFrames::max_frames() const { return std::clamp(r_->plan().split.batch, 1, kMaxFramesPerCall); }
 
 std::pair<int, int> RestoreFrames::output_size(int width, int height) const {
-  // Background super-resolution (GPEN) or the facexlib flows' upsizing and upscale.
+  // Background super-resolution (GPEN) or the facexlib flows' upsizing and upscale (their
+  // background upsampler's output is resized to that).
   if (FacexlibRestorer* f = r_->facexlib()) return f->output_size(width, height);
   const int s = r_->sr_model() ? r_->sr_model()->config().scale : 1;
   return {width * s, height * s};
@@ -82,7 +83,9 @@ size_t RestoreFrames::planned_bytes() const {
   if (!m["detector_in_generator_arena"].get<bool>()) total += m["detector_arena_bytes"].get<size_t>();
   if (!m["parsenet_in_generator_arena"].get<bool>())
     total += m["parsenet_arena_bytes"].get<size_t>() + m["parsenet_workspace_bytes"].get<size_t>();
-  if (r_->sr_model()) total += r_->plan().split.sr_budget;  // RealESRNet's weights, arena and tile at most
+  // RealESRNet's weights, arena and tile at most (GPEN's budget split), or the facexlib flows'
+  // background upsampler as its tiles needed it.
+  if (r_->sr_model()) total += m.contains("sr_bytes") ? m["sr_bytes"].get<size_t>() : r_->plan().split.sr_budget;
   return total;
 }
 

@@ -26,16 +26,21 @@ What is given instead of the packages' own parts (they download weights or need 
   parser     with --parse CKPT.pth: the official ParseNet of facelib/parsing/parsenet.py loaded
              from it (strict); without, use_parse=False.
   torchvision  normalize (tensor.sub_(mean).div_(std)) and make_grid (not reached) are stand-ins.
+  background with --bg CKPT.pth: the package's own RealESRGANer
+             (codeformer/basicsr/utils/realesrgan_utils.py) as set_realesrgan() builds it (tile
+             --bg-tile, tile_pad 40, pre_pad 0; half precision off on the CPU) around
+             rrdbnet_reference.py's RRDBNet (the official layout) loaded from CKPT.pth, its
+             enhance(img, outscale=upscale) handed to the paste, as the script does.
 
 One correction, as the engine makes it: on a gray photo the restored faces take the crop's tones
 (adain_npy) in float64 and may leave [0, 255]; paste_faces_to_input_image then casts the whole
 photo to uint16 when its largest value passes 256 (a 16-bit PNG whose negative values wrapped to
 65535). The helper's numpy is wrapped so that this check sees 0: the final float64 image is kept,
 and the output is that image clamped to [0, 255] and truncated to 8 bits (what astype(uint8) does
-within range). The JSON line reports how many values the clamp moved.
+within range). The JSON line reports how many values the clamp moved (those the cast would wrap).
 
   codeformer_flow_reference.py PHOTO -o OUT.png --dets DETS.json --det-input IMG.png [--w W]
-        [--upscale N] [--only-center-face] [--parse CKPT.pth] [--save-faces DIR]
+        [--upscale N] [--only-center-face] [--parse CKPT.pth] [--save-faces DIR] [--bg CKPT.pth --bg-tile N]
   codeformer_flow_reference.py FACE --aligned -o OUT.png [--w W]
 
 DETS.json: {"faces": [{"box": [x1, y1, x2, y2], "score": s, "landmarks": [x0, y0, .., x4, y4]}]}.
@@ -136,7 +141,9 @@ def load_official(root, parse_ckpt):
     net = arch.CodeFormer(**fixtures.CONFIG).eval()
     fixtures.weights(net)
     helper.np = _RecordingNumpy()
-    return helper, img_util, misc, net
+    realesrgan = _module("codeformer.basicsr.utils.realesrgan_utils",
+                         os.path.join(base, "basicsr", "utils", "realesrgan_utils.py"))
+    return helper, img_util, misc, net, realesrgan.RealESRGANer
 
 
 def read_dets(path):
@@ -158,12 +165,14 @@ def main():
     ap.add_argument("--aligned", action="store_true")
     ap.add_argument("--parse")
     ap.add_argument("--save-faces")
+    ap.add_argument("--bg")
+    ap.add_argument("--bg-tile", type=int, default=400)
     ap.add_argument("--official", default=os.environ.get("CODEFORMER_PIP", "/tmp/codeformer-official"))
     a = ap.parse_args()
     if not a.aligned and not (a.dets and a.det_input):
         ap.error("--dets and --det-input are needed (or --aligned)")
     torch.set_num_threads(1)
-    helper_mod, img_util, misc, net = load_official(a.official, a.parse)
+    helper_mod, img_util, misc, net, RealESRGANer = load_official(a.official, a.parse)
     helper = helper_mod.FaceRestoreHelper(a.upscale, face_size=512, crop_ratio=(1, 1), det_model="retinaface_resnet50",
                                save_ext="png", use_parse=a.parse is not None, device=torch.device("cpu"))
     if a.parse is None:
@@ -191,10 +200,17 @@ def main():
         cv2.imwrite(a.output, helper.restored_faces[0])
         result = helper.restored_faces[0]
     else:
+        bg_img = None
+        if a.bg:
+            import rrdbnet_reference
+            sr = rrdbnet_reference.load(a.bg)
+            upsampler = RealESRGANer(scale=sr.scale, model_path=a.bg, model=sr, tile=a.bg_tile, tile_pad=40, pre_pad=0,
+                                     half=False, device=torch.device("cpu"))
+            bg_img = upsampler.enhance(img, outscale=a.upscale)[0]
         helper.get_inverse_affine(None)
-        helper.paste_faces_to_input_image(upsample_img=None)
+        helper.paste_faces_to_input_image(upsample_img=bg_img)
         final = np.asarray(helper_mod.np.last, dtype=np.float64)
-        clamped = int(np.count_nonzero((final < 0) | (final > 255)))
+        clamped = int(np.count_nonzero((final <= -1) | (final >= 256)))  # where the cast would differ
         result = np.clip(final, 0, 255).astype(np.uint8)
         cv2.imwrite(a.output, result)
     if a.save_faces:

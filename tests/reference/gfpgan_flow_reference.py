@@ -23,10 +23,14 @@ What is given instead of the packages' own parts (they download weights or need 
              is bypassed because it builds the released size (narrow 1) from fixed arguments.
   torchvision  normalize (tensor.sub_(mean).div_(std), what torchvision does) and make_grid
              (not reached for one face) are stand-ins; torchvision is not installed here.
+  background with --bg CKPT.pth: the official RealESRGANer (PyPI `realesrgan`, realesrgan/utils.py,
+             installed beside the others) as inference_gfpgan.py builds it (scale from the
+             checkpoint, tile --bg-tile, tile_pad 10, pre_pad 0; half precision off on the CPU)
+             around rrdbnet_reference.py's RRDBNet (the official layout) loaded from CKPT.pth.
 
   gfpgan_flow_reference.py PHOTO --checkpoint CKPT.pth --dets DETS.json -o OUT.png
         [--upscale N] [--only-center-face] [--weight W] [--parse CKPT.pth] [--save-faces DIR]
-        [--matrices OUT.json]
+        [--matrices OUT.json] [--bg CKPT.pth --bg-tile N]
   gfpgan_flow_reference.py FACE --checkpoint CKPT.pth --aligned -o OUT.png [--weight W] [--save-faces DIR]
         GFPGANer.enhance(face, has_aligned=True): the face resized to 512 (cv2.resize), the network,
         the restored face written (no detector: --dets is not read)
@@ -156,6 +160,15 @@ def restore(args):
     g = object.__new__(GFPGANer)
     g.upscale = args.upscale
     g.bg_upsampler = None
+    if args.bg:
+        import rrdbnet_reference
+        utils_path = os.path.join(args.official, 'realesrgan', 'utils.py')
+        _module('realesrgan')
+        RealESRGANer = _module('realesrgan.utils', utils_path).RealESRGANer
+        net = rrdbnet_reference.load(args.bg)
+        g.bg_upsampler = RealESRGANer(scale=net.scale, model_path=args.bg, model=net,
+                                      tile=args.bg_tile, tile_pad=10, pre_pad=0, half=False,
+                                      device=torch.device('cpu'))
     g.device = torch.device('cpu')
     g.gfpgan = _Net(model)
     g.face_helper = FaceRestoreHelper(args.upscale, face_size=512, crop_ratio=(1, 1), det_model='retinaface_resnet50',
@@ -215,6 +228,8 @@ def main():
     ap.add_argument('--aligned', action='store_true')
     ap.add_argument('--weight', type=float, default=0.5)
     ap.add_argument('--parse')
+    ap.add_argument('--bg')
+    ap.add_argument('--bg-tile', type=int, default=400)
     ap.add_argument('--save-faces')
     ap.add_argument('--matrices')
     ap.add_argument('--official', default=os.environ.get('GFPGAN_OFFICIAL', '/tmp/gfpgan-official'))

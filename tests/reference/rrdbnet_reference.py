@@ -3,9 +3,10 @@
 ../shared/reference/gpen-semantics.md ("Background super-resolution"), with the official
 state-dict names (checkpoint_layouts.json: realesrnet_x1/x2/x4), for the engine's tests.
 
-  rrdbnet_reference.py make OUT.pth --scale S [--num-block N] [--seed K]
+  rrdbnet_reference.py make OUT.pth --scale S [--num-block N] [--num-feat F] [--seed K]
       writes {'params_ema': state_dict} with random weights (init scaled so activations stay
-      of order one through the residual chain) in the official layout
+      of order one through the residual chain) in the official layout (--num-feat 64: the
+      RealESRGAN_x2plus / x4plus width)
   rrdbnet_reference.py run CKPT.pth IN.png OUT.png [--tile T] [--fixed]
       RealESRNet.process of the official code on a BGR image: reflect pad, network or
       tile_process (tile_pad 10), the official crop, clamp, round half to even. --fixed applies
@@ -97,9 +98,9 @@ class RRDBNet(nn.Module):
         return self.conv_last(self.lrelu(self.conv_hr(u)))
 
 
-def random_state_dict(scale, num_block, seed):
+def random_state_dict(scale, num_block, seed, num_feat=32):
     torch.manual_seed(seed)
-    net = RRDBNet(scale, num_block=num_block)
+    net = RRDBNet(scale, num_feat=num_feat, num_block=num_block)
     sd = {}
     for k, v in net.state_dict().items():
         if k.endswith('.weight'):
@@ -205,6 +206,7 @@ def main():
     m.add_argument('out')
     m.add_argument('--scale', type=int, required=True, choices=[1, 2, 4])
     m.add_argument('--num-block', type=int, default=23)
+    m.add_argument('--num-feat', type=int, default=32)
     m.add_argument('--seed', type=int, default=1)
     r = sub.add_parser('run')
     r.add_argument('ckpt')
@@ -223,7 +225,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1 if a.cmd != 'bench' else a.threads)
     if a.cmd == 'make':
-        sd = random_state_dict(a.scale, a.num_block, a.seed)
+        sd = random_state_dict(a.scale, a.num_block, a.seed, a.num_feat)
         tmp = a.out + '.tmp'
         torch.save({'params_ema': sd}, tmp)
         os.replace(tmp, a.out)
