@@ -30,3 +30,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# The official Python code the flow tests compare against (out of tree, --no-deps).
+"$(dirname "$0")/reference_packages.sh"

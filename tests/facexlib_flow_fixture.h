@@ -1,7 +1,7 @@
 #pragma once
-// What the facexlib flows' tests (GFPGAN, CodeFormer) share: the shared detector converted once
-// into a cache folder, the engine's detections written as the reference scripts' stand-in
-// detectors read them, and the PSNR of two 8-bit images.
+// What the facexlib flows' tests (GFPGAN, CodeFormer) share: why the official code cannot run here,
+// the shared detector converted once into a cache folder, the engine's detections written as the
+// reference scripts' stand-in detectors read them, and the PSNR of two 8-bit images.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -11,15 +11,35 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "converter/convert.h"
 #include "engine/models/retinaface.h"
 #include "engine/photo/image.h"
+#include "tests/run_command.h"
 #include "tests/test_paths.h"
 
 namespace gpen_test {
+
+// Why a comparison with the official flow cannot run here ("" when it can): a file of the official
+// code missing under `root` (installed as `install` says), /usr/bin/python3 without the modules
+// `python_import` imports, or the shared detector missing. Given as the test's message when not "".
+inline std::string official_flow_missing(const std::string& root, std::initializer_list<const char*> files,
+                                         const std::string& install, const std::string& python_import) {
+  for (const char* f : files)
+    if (!std::filesystem::exists(root + f)) return root + f + " is missing (" + install + ")";
+  if (run("/usr/bin/python3 -c 'import " + python_import + "'") != 0)
+    return "/usr/bin/python3 cannot import " + python_import;
+  if (!std::filesystem::exists(shared_dir() + "/models/retinaface-mobilenet0.25.pth")) return "the shared detector is missing";
+  return "";
+}
+
+inline bool skipped_because(const std::string& why) {
+  if (!why.empty()) MESSAGE("skipped: " << why);
+  return !why.empty();
+}
 
 // retinaface-mobilenet0.25 of the shared folder, converted into `cache` once (renamed into place).
 inline std::string facexlib_detector_gpw(const std::filesystem::path& cache) {

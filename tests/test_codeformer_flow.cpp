@@ -54,20 +54,13 @@ fs::path cache_dir() {
   return d;
 }
 
-std::string missing() {
-  const std::string root = official_root();
-  for (const char* f : {"/codeformer/facelib/utils/face_restoration_helper.py", "/codeformer/basicsr/utils/img_util.py",
-                        "/codeformer/basicsr/archs/codeformer_arch.py", "/codeformer/facelib/parsing/parsenet.py"})
-    if (!fs::exists(root + f)) return root + f + " is missing (install codeformer-pip out of tree, --no-deps)";
-  if (gpen_test::run(kPython + " -c 'import torch, numpy, cv2, PIL'") != 0) return kPython + " lacks torch, numpy, cv2 or PIL";
-  if (!fs::exists(gpen_test::shared_dir() + "/models/retinaface-mobilenet0.25.pth")) return "the shared detector is missing";
-  return "";
-}
-
 bool skipped() {
-  const std::string why = missing();
-  if (!why.empty()) MESSAGE("skipped: " << why);
-  return !why.empty();
+  return gpen_test::skipped_because(gpen_test::official_flow_missing(
+      official_root(),
+      {"/codeformer/facelib/utils/face_restoration_helper.py", "/codeformer/basicsr/utils/img_util.py",
+       "/codeformer/basicsr/archs/codeformer_arch.py", "/codeformer/facelib/parsing/parsenet.py",
+       "/codeformer/basicsr/utils/realesrgan_utils.py"},
+      "install codeformer-pip out of tree, --no-deps", "torch, numpy, cv2, PIL"));
 }
 
 // The ParseNet checkpoint (.pth) and its .gpw; "" where they cannot be made.

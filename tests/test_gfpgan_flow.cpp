@@ -56,22 +56,13 @@ fs::path cache_dir() {
   return d;
 }
 
-// Why the comparison with the official flow cannot run here ("" when it can).
-std::string missing() {
-  const std::string root = official_root();
-  for (const char* f : {"/gfpgan/utils.py", "/gfpgan/archs/gfpganv1_clean_arch.py", "/basicsr/utils/img_util.py",
-                        "/facexlib/utils/face_restoration_helper.py"})
-    if (!fs::exists(root + f)) return root + f + " is missing (install gfpgan, basicsr and facexlib out of tree)";
-  if (gpen_test::run(kPython + " -c 'import torch, numpy, cv2'") != 0) return kPython + " lacks torch, numpy or cv2";
-  if (!fs::exists(gpen_test::shared_dir() + "/models/retinaface-mobilenet0.25.pth")) return "the shared detector is missing";
-  return "";
-}
-
 // True, with the reason as the test's message, when the official flow cannot run here.
 bool skipped() {
-  const std::string why = missing();
-  if (!why.empty()) MESSAGE("skipped: " << why);
-  return !why.empty();
+  return gpen_test::skipped_because(gpen_test::official_flow_missing(
+      official_root(),
+      {"/gfpgan/utils.py", "/gfpgan/archs/gfpganv1_clean_arch.py", "/basicsr/utils/img_util.py",
+       "/facexlib/utils/face_restoration_helper.py"},
+      "install gfpgan, basicsr and facexlib out of tree", "torch, numpy, cv2"));
 }
 
 // Converted once per process into the cache (unique names, renamed into place).

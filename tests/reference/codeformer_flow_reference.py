@@ -47,11 +47,9 @@ DETS.json: {"faces": [{"box": [x1, y1, x2, y2], "score": s, "landmarks": [x0, y0
 Use /usr/bin/python3 (torch, numpy, cv2). Deterministic (one torch thread).
 """
 import argparse
-import importlib.util
 import json
 import os
 import sys
-import types
 
 import cv2
 import numpy as np
@@ -59,29 +57,11 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import stub_modules  # noqa: E402
 
 
-def _module(name, path=None, **attrs):
-    if path is not None:
-        spec = importlib.util.spec_from_file_location(name, path)
-        m = importlib.util.module_from_spec(spec)
-        sys.modules[name] = m
-        spec.loader.exec_module(m)
-    else:
-        m = sys.modules.get(name) or types.ModuleType(name)
-        if not hasattr(m, "__path__"):
-            m.__path__ = []
-        sys.modules[name] = m
-    for k, v in attrs.items():
-        setattr(m, k, v)
-    return m
-
-
-def normalize(tensor, mean, std, inplace=False):
-    t = tensor if inplace else tensor.clone()
-    m = torch.as_tensor(mean, dtype=t.dtype).view(-1, 1, 1)
-    s = torch.as_tensor(std, dtype=t.dtype).view(-1, 1, 1)
-    return t.sub_(m).div_(s)
+_module = stub_modules.module
+normalize = stub_modules.normalize
 
 
 class _Detector:
@@ -114,10 +94,7 @@ def load_official(root, parse_ckpt):
     import make_codeformer_fixtures as fixtures  # the weight rule and the configuration
     from make_transformer_fixtures import load_official as load_arch
     arch = load_arch()  # stubs the codeformer package, then loads codeformer_arch / vqgan_arch
-    _module("torchvision")
-    _module("torchvision.utils", make_grid=lambda *a, **k: (_ for _ in ()).throw(RuntimeError("make_grid")))
-    _module("torchvision.transforms")
-    _module("torchvision.transforms.functional", normalize=normalize)
+    stub_modules.torchvision_stubs()
     base = os.path.join(root, "codeformer")
     img_util = _module("codeformer.basicsr.utils.img_util", os.path.join(base, "basicsr", "utils", "img_util.py"))
     _module("codeformer.basicsr.utils.download_util", load_file_from_url=None)

@@ -44,17 +44,16 @@ DETS.json: {"faces": [{"box": [x1, y1, x2, y2], "score": s, "landmarks": [x0, y0
 Use /usr/bin/python3 (torch, numpy, cv2). Deterministic (one torch thread).
 """
 import argparse
-import importlib.util
 import json
 import os
 import sys
-import types
 
 import cv2
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import stub_modules  # noqa: E402
 # torch and the official code are imported by the modes that run the network (--lmeds needs neither).
 torch = None
 gfpgan_official = None
@@ -71,19 +70,7 @@ def _import_torch():
 SMALL = dict(out_size=512, num_style_feat=64, channel_multiplier=1, narrow=1 / 8, different_w=True, sft_half=True)
 
 
-def _module(name, path=None, **attrs):
-    if path is not None:
-        spec = importlib.util.spec_from_file_location(name, path)
-        m = importlib.util.module_from_spec(spec)
-        sys.modules[name] = m
-        spec.loader.exec_module(m)
-    else:
-        m = types.ModuleType(name)
-        m.__path__ = []
-        sys.modules[name] = m
-    for k, v in attrs.items():
-        setattr(m, k, v)
-    return m
+_module = stub_modules.module
 
 
 class _Detector:
@@ -97,17 +84,8 @@ class _Detector:
 def load_official(root, parse_ckpt=None):
     """GFPGANer and FaceRestoreHelper from the installed packages, with the stand-ins above."""
     gfpgan_official.load(root)
-    _module('torchvision')
-    _module('torchvision.utils', make_grid=lambda *a, **k: (_ for _ in ()).throw(RuntimeError('make_grid')))
-    _module('torchvision.transforms')
+    stub_modules.torchvision_stubs()
 
-    def normalize(tensor, mean, std, inplace=False):
-        t = tensor if inplace else tensor.clone()
-        m = torch.as_tensor(mean, dtype=t.dtype).view(-1, 1, 1)
-        s = torch.as_tensor(std, dtype=t.dtype).view(-1, 1, 1)
-        return t.sub_(m).div_(s)
-
-    _module('torchvision.transforms.functional', normalize=normalize)
     img_util = _module('basicsr.utils.img_util', os.path.join(root, 'basicsr', 'utils', 'img_util.py'))
     sys.modules['basicsr.utils'].img2tensor = img_util.img2tensor
     sys.modules['basicsr.utils'].tensor2img = img_util.tensor2img
