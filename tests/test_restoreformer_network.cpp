@@ -1,10 +1,10 @@
-// RestoreFormer++ on the engine against the official network: the checkpoint of
-// tests/reference/make_restoreformer_fixtures.py (the released configuration with ch 32, its
+// RestoreFormer++ and RestoreFormer on the engine against the official network: the checkpoints
+// of tests/reference/make_restoreformer_fixtures.py (the released configurations with ch 32, their
 // weights rebuilt here from their rule, tests/codeformer_fixture.h's CodeformerWeightRule, under
 // the released checkpoint's "vqvae." prefix) converted to .gpw, the raw network run on the CPU in
 // fp32 on two degraded aligned faces, batched. The codes picked must be the official ones,
 // position for position; the output may differ from the official one by 1e-4 of its largest
-// magnitude (float rounding alone moves it by ~2e-6 of it: manifest.json's f64_maxabs_diff),
+// magnitude (float rounding alone moves it by ~3e-6 of it: manifest.json's f64_maxabs_diff),
 // checked on the fixture's sixteenth of the pixels. The converted file's layouts, `gpen info` and
 // `gpen plan -m` on it in the same case; the memory plan and `gpen plan --arch restoreformer` apart.
 #include <doctest/doctest.h>
@@ -58,8 +58,9 @@ struct RemoveTempDir {
   }
 } remove_temp_dir;
 
-conv::RestoreformerConfig fixture_config() {
-  const nlohmann::json m = manifest()["config"];
+// The variant's configuration: "rfpp" (RestoreFormer++) or "rf" (RestoreFormer).
+conv::RestoreformerConfig fixture_config(const std::string& variant) {
+  const nlohmann::json m = manifest()["variants"][variant]["config"];
   conv::RestoreformerConfig c;
   c.ch = m["ch"];
   c.head_size = m["head_size"];
@@ -98,16 +99,13 @@ void write_checkpoint(const std::string& path, const conv::RestoreformerConfig& 
   REQUIRE(f.good());
 }
 
-std::string converted_fixture() {
-  static const std::string gpw = [] {
-    const std::string st = (temp_dir() / "restoreformer_fixture.safetensors").string();
-    write_checkpoint(st, fixture_config(), manifest()["seed"].get<uint64_t>());
-    const std::string out = (temp_dir() / "restoreformer_fixture.gpw").string();
-    conv::convert(st, out);
-    fs::remove(st);
-    return out;
-  }();
-  return gpw;
+std::string converted_fixture(const std::string& variant) {
+  const std::string st = (temp_dir() / (variant + ".safetensors")).string();
+  write_checkpoint(st, fixture_config(variant), manifest()["seed"].get<uint64_t>());
+  const std::string out = (temp_dir() / (variant + ".gpw")).string();
+  conv::convert(st, out);
+  fs::remove(st);
+  return out;
 }
 
 // The fixture's faces (CodeFormer's fixture input) as the network's input: (rgb / 255 - 0.5) / 0.5.
@@ -119,6 +117,42 @@ std::vector<float> fixture_input(int64_t& batch) {
   const uint8_t* p = rgb.data<uint8_t>();
   for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<float>(p[i]) / 255.0f - 0.5f) / 0.5f;
   return x;
+}
+
+// The model of `gpw` on the fixture's faces against the variant's official codes and output.
+void check_against_official(const std::string& gpw, const std::string& variant) {
+  auto backend = make_cpu_backend();
+  RestoreformerModel m(gpw, *backend);
+  const nlohmann::json mf = manifest()["variants"][variant];
+  CHECK(m.config().ch == mf["config"]["ch"].get<int>());
+  CHECK(m.config().head_size == mf["config"]["head_size"].get<int>());
+  int64_t N = 0;
+  const std::vector<float> x = fixture_input(N);
+  const npy::Array want_idx = npy::load(fixture("indices_" + variant + ".npy"));
+  REQUIRE(want_idx.numel() == N * 256);
+  std::vector<float> y(static_cast<size_t>(N * 512 * 512 * 3));
+  std::vector<int32_t> idx(static_cast<size_t>(N * 256));
+  m.run(x.data(), static_cast<int>(N), y.data(), idx.data());
+  size_t differ = 0;
+  for (size_t i = 0; i < idx.size(); ++i) differ += idx[i] != want_idx.data<int32_t>()[i];
+  CHECK(differ == 0);
+  const npy::Array want = npy::load(fixture("output_" + variant + ".npy"));
+  REQUIRE(want.shape == std::vector<int64_t>{N, 128, 128, 3});
+  const float* r = want.data<float>();
+  double worst = 0;
+  size_t not_finite = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t i = 0; i < 128; ++i)
+      for (int64_t j = 0; j < 128; ++j)
+        for (int64_t c = 0; c < 3; ++c) {
+          const float got = y[static_cast<size_t>(((n * 512 + 4 * i + 1) * 512 + 4 * j + 2) * 3 + c)];
+          not_finite += !std::isfinite(got);
+          worst = std::max(worst, std::abs(static_cast<double>(got) - r[((n * 128 + i) * 128 + j) * 3 + c]));
+        }
+  const double scale = mf["max_abs"].get<double>();
+  MESSAGE(variant << ": max abs diff " << worst << " of max |output| " << scale << ", relative " << worst / scale);
+  CHECK(not_finite == 0);
+  CHECK(worst <= 1e-4 * scale);
 }
 
 // The converted file holds the official tensors in the engine's layouts, without the prefix.
@@ -161,7 +195,7 @@ void check_converted_layouts(const std::string& gpw) {
 }  // namespace
 
 TEST_CASE("RestoreFormer++ converted from the official layout picks the official codes and matches the official output") {
-  const std::string gpw = converted_fixture();
+  const std::string gpw = converted_fixture("rfpp");
   check_converted_layouts(gpw);
   {
     std::string out;
@@ -176,37 +210,13 @@ TEST_CASE("RestoreFormer++ converted from the official layout picks the official
     REQUIRE(gpen_test::run(gpen + " plan --arch restoreformer -m " + gpw + " --json", &out) == 0);
     CHECK(nlohmann::json::parse(out)["arena_bytes"].get<size_t>() > 0);
   }
-  auto backend = make_cpu_backend();
-  RestoreformerModel m(gpw, *backend);
-  const nlohmann::json mf = manifest();
-  CHECK(m.config().ch == 32);
-  int64_t N = 0;
-  const std::vector<float> x = fixture_input(N);
-  const npy::Array want_idx = npy::load(fixture("indices.npy"));
-  REQUIRE(want_idx.numel() == N * 256);
-  std::vector<float> y(static_cast<size_t>(N * 512 * 512 * 3));
-  std::vector<int32_t> idx(static_cast<size_t>(N * 256));
-  m.run(x.data(), static_cast<int>(N), y.data(), idx.data());
-  size_t differ = 0;
-  for (size_t i = 0; i < idx.size(); ++i) differ += idx[i] != want_idx.data<int32_t>()[i];
-  CHECK(differ == 0);
-  const npy::Array want = npy::load(fixture("output.npy"));
-  REQUIRE(want.shape == std::vector<int64_t>{N, 128, 128, 3});
-  const float* r = want.data<float>();
-  double worst = 0;
-  size_t not_finite = 0;
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t i = 0; i < 128; ++i)
-      for (int64_t j = 0; j < 128; ++j)
-        for (int64_t c = 0; c < 3; ++c) {
-          const float got = y[static_cast<size_t>(((n * 512 + 4 * i + 1) * 512 + 4 * j + 2) * 3 + c)];
-          not_finite += !std::isfinite(got);
-          worst = std::max(worst, std::abs(static_cast<double>(got) - r[((n * 128 + i) * 128 + j) * 3 + c]));
-        }
-  const double scale = mf["max_abs"].get<double>();
-  MESSAGE("max abs diff " << worst << " of max |output| " << scale << ", relative " << worst / scale);
-  CHECK(not_finite == 0);
-  CHECK(worst <= 1e-4 * scale);
+  check_against_official(gpw, "rfpp");
+}
+
+TEST_CASE("RestoreFormer (8 heads, no attention at 32 x 32) picks the official codes and matches the official output") {
+  const std::string gpw = converted_fixture("rf");
+  CHECK(GpwFile::open(gpw).config()["variant"] == "RestoreFormer");
+  check_against_official(gpw, "rf");
 }
 
 TEST_CASE("RestoreFormer++'s memory plan puts every intermediate in one arena, smaller than all of them") {

@@ -9,19 +9,20 @@ tests/codeformer_fixture.h), here with seed 4049 and the names of the network's 
 released checkpoint holds them under 'state_dict' with the prefix "vqvae."; the C++ test writes
 them so). A whole checkpoint is ~290 MB, so it is rebuilt by the test rather than stored.
 
-The configuration is the released RestoreFormer++ (head_size 4, ex_multi_scale_num 1, n_embed 1024,
-embed_dim 256, z_channels 256, ch_mult 1 2 2 4 4 8) with ch 32 instead of 64 (a quarter of the
-weights and of the work); every other dimension is the released one.
+The configurations are the released RestoreFormer++ (head_size 4, ex_multi_scale_num 1) and
+RestoreFormer (head_size 8, ex_multi_scale_num 0), n_embed 1024, embed_dim 256, z_channels 256,
+ch_mult 1 2 2 4 4 8, with ch 32 instead of 64 (a quarter of the weights and of the work); every
+other dimension is the released one. Per variant, <v> "rfpp" or "rf":
 
-  indices.npy      (2, 256) int32: the code the official quantizer picks per position
-  output.npy       (2, 128, 128, 3) float32: the raw output, NHWC, at rows 1::4 and columns 2::4
+  indices_<v>.npy  (2, 256) int32: the code the official quantizer picks per position
+  output_<v>.npy   (2, 128, 128, 3) float32: the raw output, NHWC, at rows 1::4 and columns 2::4
   layout_official.json  every state-dict tensor (name, shape, in state-dict order) of the released
                    RestoreFormer++ and RestoreFormer (as RestoreFormer.py builds them) and their
                    parameter counts
-  manifest.json    the configuration, the seed, the largest |output| over the whole image, how far
-                   a float64 run moves the output (float rounding alone) and the smallest gap
-                   between the nearest and second-nearest code's squared distance (how far from a
-                   tie the codes are)
+  manifest.json    the seed and per variant the configuration, the largest |output| over the whole
+                   image, how far a float64 run moves the output (float rounding alone) and the
+                   smallest gap between the nearest and second-nearest code's squared distance (how
+                   far from a tie the codes are)
 
 The input is tests/fixtures/codeformer/input.npy (two degraded aligned faces of ../shared/images,
 512 x 512), x = (rgb / 255 - 0.5) / 0.5 in float32, NCHW, as RestoreFormer.py normalises; the net
@@ -44,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.normpath(os.path.join(HERE, "..", "fixtures", "restoreformer"))
 INPUT = os.path.normpath(os.path.join(HERE, "..", "fixtures", "codeformer", "input.npy"))
 SEED = 4049
-CONFIG = dict(ch=32, head_size=4, ex_multi_scale_num=1)
+VARIANTS = {"rfpp": dict(ch=32, head_size=4, ex_multi_scale_num=1), "rf": dict(ch=32, head_size=8, ex_multi_scale_num=0)}
 MASK64 = (1 << 64) - 1
 G = 0x9E3779B97F4A7C15
 
@@ -106,17 +107,12 @@ def write_layout(official):
         f.write("\n")
 
 
-def main():
-    torch.set_num_threads(2)
-    official = load_official()
-    os.makedirs(OUT, exist_ok=True)
-    write_layout(official)
-    net = official.VQVAEGANMultiHeadTransformer(**CONFIG).eval()
+def run(official, config, x):
+    """The official network of `config` with the rule's weights on x, and in float64; writes its
+    indices and sampled output, returns its manifest entry."""
+    net = official.VQVAEGANMultiHeadTransformer(**config).eval()
     weights(net)
-    rgb = np.load(INPUT)
-    x = (rgb.astype(np.float32) / np.float32(255.0) - np.float32(0.5)) / np.float32(0.5)
-    x = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
-    net64 = official.VQVAEGANMultiHeadTransformer(**CONFIG).eval()
+    net64 = official.VQVAEGANMultiHeadTransformer(**config).eval()
     net64.load_state_dict(net.state_dict())
     net64 = net64.double()
     with torch.no_grad():
@@ -125,14 +121,26 @@ def main():
         out64, _, info64, _ = net64(x.double())
         assert torch.equal(idx, info64[2].reshape(x.shape[0], -1).to(torch.int32)), "float64 picks other codes"
         d2 = info64[3].topk(2, dim=1, largest=False).values
-    nhwc = out.permute(0, 2, 3, 1).contiguous().numpy()
-    np.save(os.path.join(OUT, "indices.npy"), idx.numpy())
-    np.save(os.path.join(OUT, "output.npy"), np.ascontiguousarray(nhwc[:, 1::4, 2::4, :]))
-    manifest = dict(config=CONFIG, seed=SEED, input="../codeformer/input.npy", sample="rows 1::4, columns 2::4",
-                    max_abs=float(np.abs(nhwc).max()), f64_maxabs_diff=float((out.double() - out64).abs().max()),
-                    min_distance_gap=float((d2[:, 1] - d2[:, 0]).min()),
-                    distinct_codes=int(torch.unique(idx).numel()))
-    print(manifest)
+    return idx, out.permute(0, 2, 3, 1).contiguous().numpy(), dict(
+        config=config, max_abs=float(out.abs().max()), f64_maxabs_diff=float((out.double() - out64).abs().max()),
+        min_distance_gap=float((d2[:, 1] - d2[:, 0]).min()), distinct_codes=int(torch.unique(idx).numel()))
+
+
+def main():
+    torch.set_num_threads(2)
+    official = load_official()
+    os.makedirs(OUT, exist_ok=True)
+    write_layout(official)
+    rgb = np.load(INPUT)
+    x = (rgb.astype(np.float32) / np.float32(255.0) - np.float32(0.5)) / np.float32(0.5)
+    x = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2)))
+    manifest = dict(seed=SEED, input="../codeformer/input.npy", sample="rows 1::4, columns 2::4", variants={})
+    for v, config in VARIANTS.items():
+        idx, nhwc, entry = run(official, config, x)
+        np.save(os.path.join(OUT, f"indices_{v}.npy"), idx.numpy())
+        np.save(os.path.join(OUT, f"output_{v}.npy"), np.ascontiguousarray(nhwc[:, 1::4, 2::4, :]))
+        manifest["variants"][v] = entry
+        print(v, entry, flush=True)
     with open(os.path.join(OUT, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
