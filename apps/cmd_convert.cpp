@@ -51,8 +51,8 @@ gpen::cli::Command reg(
       auto a = std::make_shared<ConvertArgs>();
       sub.add_option("input", a->in, "Checkpoint (.pth zip or legacy format, or .safetensors)")->required();
       sub.add_option("-o,--output", a->out, "Output .gpw file (written atomically)")->required();
-      sub.add_option("--arch", a->arch, "Model: auto (recognised from the tensor names), gpen, retinaface, realesrnet, parsenet, gfpgan or codeformer")
-          ->check(CLI::IsMember({"auto", "gpen", "retinaface", "realesrnet", "parsenet", "gfpgan", "codeformer"}));
+      sub.add_option("--arch", a->arch, "Model: auto (recognised from the tensor names), gpen, retinaface, realesrnet, parsenet, gfpgan, codeformer or restoreformer")
+          ->check(CLI::IsMember({"auto", "gpen", "retinaface", "realesrnet", "parsenet", "gfpgan", "codeformer", "restoreformer"}));
       sub.add_option("--key", a->key, "Nested dict holding the weights (e.g. g_ema, params_ema, state_dict)");
       sub.add_option("--task", a->task,
                      "GPEN: record the task the weights were trained for (enhance, colorize, inpaint, seg2face) in the "

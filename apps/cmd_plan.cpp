@@ -16,7 +16,7 @@ PlanArgs g_args;
 Command reg(
     "plan", "Memory plan of a model (weights, arena, workspace, lower bound) without running it",
     [](CLI::App& sub) {
-      sub.add_option("--arch", g_args.arch, "Architecture: gpen, retinaface-r50, retinaface-mnet, realesrnet, parsenet, gfpgan, codeformer (512 only, fuse blocks in at w 0.5)")->capture_default_str();
+      sub.add_option("--arch", g_args.arch, "Architecture: gpen, retinaface-r50, retinaface-mnet, realesrnet, parsenet, gfpgan, codeformer (512 only, fuse blocks in at w 0.5), restoreformer (RestoreFormer++, 512 only)")->capture_default_str();
       sub.add_option("--input-size", g_args.input_size, "RetinaFace / RealESRNet input WIDTHxHEIGHT; ParseNet input S or WIDTHxHEIGHT (default 512)")->capture_default_str();
       sub.add_option("--scale", g_args.scale, "RealESRNet scale: 1, 2 or 4")->capture_default_str();
       sub.add_option("--num-block", g_args.num_block, "RealESRNet RRDB blocks (official 23)")->capture_default_str();

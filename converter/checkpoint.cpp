@@ -44,9 +44,15 @@ std::unique_ptr<Checkpoint> open_source(std::unique_ptr<ByteSource> src, const O
     src->read(0, static_cast<size_t>(std::min<uint64_t>(size, 16)), head);
     if (size >= 4 && head[0] == 'P' && head[1] == 'K' && (head[2] == 3 || head[2] == 5))
       return make_zip_checkpoint(std::move(src), opt);
-    if (size >= 2 && head[0] == 0x80)
-      return make_range_checkpoint(std::move(src), opt, /*safetensors=*/false);
-    if (size >= 10 && head[8] == '{') return make_range_checkpoint(std::move(src), opt, true);
+    // A pickle stream opens with PROTO (0x80); a safetensors file with its header's length (u64
+    // little-endian) and the header's '{', and that length's low byte may be 0x80 too: a length
+    // that fits the file decides.
+    const bool pickle = size >= 2 && head[0] == 0x80;
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; --i) header = header << 8 | head[i];
+    const bool safetensors = size >= 10 && head[8] == '{';
+    if (safetensors && (!pickle || header <= size - 8)) return make_range_checkpoint(std::move(src), opt, true);
+    if (pickle) return make_range_checkpoint(std::move(src), opt, /*safetensors=*/false);
     if (size >= 512) {
       uint8_t tar[6] = {};
       src->read(257, 5, tar);

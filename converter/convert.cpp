@@ -61,6 +61,10 @@ std::string describe(const Recognition& r) {
            std::to_string(r.codeformer.n_layers) + " layers, codebook " + std::to_string(r.codeformer.codebook_size) +
            ", connect " + (connect.empty() ? "none" : connect) + ")";
   }
+  if (r.arch == Arch::restoreformer)
+    return restoreformer_model_name(r.restoreformer) + " (ch " + std::to_string(r.restoreformer.ch) + ", " +
+           std::to_string(r.restoreformer.head_size) + " heads, codebook " + std::to_string(r.restoreformer.n_embed) +
+           " x " + std::to_string(r.restoreformer.embed_dim) + ")";
   return std::string("RetinaFace ") + backbone_name(r.backbone);
 }
 
@@ -309,6 +313,7 @@ ConversionPlan plan_conversion(const Checkpoint& ck, const ConvertOptions& opt) 
   else if (rec.arch == Arch::realesrnet) plan_realesrnet(ck, rec, opt.dtype, w);
   else if (rec.arch == Arch::gfpgan) convert_detail::plan_gfpgan(ck, rec, opt.dtype, w);
   else if (rec.arch == Arch::codeformer) convert_detail::plan_codeformer(ck, rec, opt.dtype, w);
+  else if (rec.arch == Arch::restoreformer) convert_detail::plan_restoreformer(ck, rec, opt.dtype, w);
   else if (rec.arch == Arch::parsenet) plan_units(ck, parsenet_units(), opt.dtype, w);
   else plan_units(ck, retinaface_units(rec.backbone), opt.dtype, w);
   nlohmann::json src = {{"format", ck.format()}};

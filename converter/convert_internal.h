@@ -77,5 +77,7 @@ inline void add_computed(GpwWriter& w, const std::string& name, DType dt, const 
 void plan_gfpgan(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWriter& w);
 // CodeFormer (converter/convert_codeformer.cpp).
 void plan_codeformer(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWriter& w);
+// RestoreFormer++ and RestoreFormer (converter/convert_restoreformer.cpp).
+void plan_restoreformer(const Checkpoint& ck, const Recognition& rec, DType wdt, GpwWriter& w);
 
 }  // namespace gpen::conv::convert_detail

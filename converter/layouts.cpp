@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include "engine/core/error.h"
 
@@ -243,29 +244,26 @@ std::vector<TensorSpec> retinaface_layout(RetinaBackbone b) {
 
 // ---- Recognition --------------------------------------------------------------------------
 
+namespace {
+
+const std::pair<Arch, const char*> kArchNames[] = {
+    {Arch::gpen, "gpen"}, {Arch::retinaface, "retinaface"}, {Arch::realesrnet, "realesrnet"}, {Arch::parsenet, "parsenet"},
+    {Arch::gfpgan, "gfpgan"}, {Arch::codeformer, "codeformer"}, {Arch::restoreformer, "restoreformer"}};
+
+}  // namespace
+
 const char* arch_name(Arch a) {
-  switch (a) {
-    case Arch::gpen: return "gpen";
-    case Arch::retinaface: return "retinaface";
-    case Arch::realesrnet: return "realesrnet";
-    case Arch::parsenet: return "parsenet";
-    case Arch::gfpgan: return "gfpgan";
-    case Arch::codeformer: return "codeformer";
-    case Arch::unknown: break;
-  }
+  for (const auto& [arch, name] : kArchNames)
+    if (arch == a) return name;
   return "unknown";
 }
 
 Arch parse_arch(const std::string& s) {
   if (s == "auto" || s.empty()) return Arch::unknown;
-  if (s == "gpen") return Arch::gpen;
-  if (s == "retinaface") return Arch::retinaface;
-  if (s == "realesrnet") return Arch::realesrnet;
-  if (s == "parsenet") return Arch::parsenet;
-  if (s == "gfpgan") return Arch::gfpgan;
-  if (s == "codeformer") return Arch::codeformer;
+  for (const auto& [arch, name] : kArchNames)
+    if (s == name) return arch;
   throw Error("unknown architecture '" + s +
-              "' (expected auto, gpen, retinaface, realesrnet, parsenet, gfpgan or codeformer)");
+              "' (expected auto, gpen, retinaface, realesrnet, parsenet, gfpgan, codeformer or restoreformer)");
 }
 
 static const std::vector<int64_t>* shape_of(const ShapeMap& m, const std::string& k) {
@@ -322,6 +320,8 @@ Recognition recognize(const ShapeMap& shapes, Arch want) {
   if (want == Arch::gfpgan || (want == Arch::unknown && looks_like_gfpgan(shapes))) return recognize_gfpgan(shapes);
   if (want == Arch::codeformer || (want == Arch::unknown && looks_like_codeformer(shapes)))
     return recognize_codeformer(shapes);
+  if (want == Arch::restoreformer || (want == Arch::unknown && looks_like_restoreformer(shapes)))
+    return recognize_restoreformer(shapes);
   if (want == Arch::unknown && looks_like_realesrnet(shapes)) want = Arch::realesrnet;
   if (want == Arch::realesrnet) {
     r.arch = want;

@@ -142,9 +142,37 @@ std::string codeformer_model_name(const CodeformerConfig& c);  // "CodeFormer 51
 bool looks_like_codeformer(const std::map<std::string, std::vector<int64_t>>& shapes);
 CodeformerConfig infer_codeformer(const std::map<std::string, std::vector<int64_t>>& shapes);
 
+// ---- RestoreFormer++ and RestoreFormer (VQVAEGANMultiHeadTransformer) -------------------------
+// The official constructor arguments that shape the checkpoint (converter/layouts_restoreformer.cpp):
+// a VQGAN-style encoder and decoder (ch_mult 1 2 2 4 4 8, two ResnetBlocks per level, attention at
+// 16 x 16) and a codebook; the decoder's multi-head attention takes its queries from the encoder's
+// features. RestoreFormer++ (RestoreFormer++.ckpt) is head_size 4 with attention at 32 x 32 too
+// (ex_multi_scale_num 1); RestoreFormer (RestoreFormer.ckpt) head_size 8, ex_multi_scale_num 0.
+// The released checkpoints hold the network under 'state_dict' with the prefix "vqvae.".
+struct RestoreformerConfig {
+  int ch = 64;
+  int n_embed = 1024;
+  int embed_dim = 256;
+  int z_channels = 256;
+  int head_size = 4;           // leaves no trace in the shapes: the official value of the variant
+  int ex_multi_scale_num = 1;  // 1: RestoreFormer++, 0: RestoreFormer
+  std::string key_prefix;      // "vqvae." in the released checkpoints; not stored in .gpw
+
+  static constexpr int kResolution = 512, kNumResBlocks = 2;
+  static constexpr int kChMult[6] = {1, 2, 2, 4, 4, 8};
+  void check() const;
+  nlohmann::json to_json() const;
+  static RestoreformerConfig from_json(const nlohmann::json& j);
+};
+std::vector<TensorSpec> restoreformer_layout(const RestoreformerConfig& c);  // names with key_prefix
+std::string restoreformer_model_name(const RestoreformerConfig& c);  // "RestoreFormer++ 512"
+bool looks_like_restoreformer(const std::map<std::string, std::vector<int64_t>>& shapes);
+RestoreformerConfig infer_restoreformer(const std::map<std::string, std::vector<int64_t>>& shapes);
+
 // ---- Recognition --------------------------------------------------------------------------
-enum class Arch { unknown, gpen, retinaface, realesrnet, parsenet, gfpgan, codeformer };
-const char* arch_name(Arch a);  // "unknown", "gpen", "retinaface", "realesrnet", "parsenet", "gfpgan", "codeformer"
+enum class Arch { unknown, gpen, retinaface, realesrnet, parsenet, gfpgan, codeformer, restoreformer };
+// "unknown", "gpen", "retinaface", "realesrnet", "parsenet", "gfpgan", "codeformer", "restoreformer"
+const char* arch_name(Arch a);
 Arch parse_arch(const std::string& s);
 
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;
@@ -161,6 +189,7 @@ struct Recognition {
   RealesrnetConfig realesrnet;                      // when arch == realesrnet
   GfpganConfig gfpgan;                              // when arch == gfpgan
   CodeformerConfig codeformer;                      // when arch == codeformer
+  RestoreformerConfig restoreformer;                // when arch == restoreformer
   nlohmann::json config;                            // the configuration as stored in .gpw
   std::vector<TensorSpec> layout;                   // the expected tensors for that configuration
 };
@@ -170,6 +199,7 @@ struct Recognition {
 Recognition recognize(const ShapeMap& shapes, Arch want = Arch::unknown);
 Recognition recognize_gfpgan(const ShapeMap& shapes);  // recognize() for Arch::gfpgan
 Recognition recognize_codeformer(const ShapeMap& shapes);  // recognize() for Arch::codeformer
+Recognition recognize_restoreformer(const ShapeMap& shapes);  // recognize() for Arch::restoreformer
 
 // Checks that every required tensor of `layout` is present with its exact shape (and every
 // optional one present has its shape). Throws gpen::Error naming the first missing or misshaped

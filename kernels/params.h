@@ -233,12 +233,16 @@ struct SmoothActParams {
 //   q = (x + pos) Wq^T + bq,  k = (x + pos) Wk^T + bk,  v = x Wv^T + bv
 //   per head h (d = E / heads channels): o_h = softmax(q_h k_h^T / sqrt d) v_h
 //   y = concat_h(o_h) Wo^T + bo
+// With has_query it is cross-attention: the queries come from another sequence of x's shape,
+// q = (query + pos) Wq^T + bq, keys and values from x as above (RestoreFormer++'s
+// MultiHeadAttnBlock: queries from the encoder's feature, keys and values from the decoder's).
 // Inputs: x [N, L, E], pos [N or 1, L, E] (has_pos), in_w [3E, E] (q, k, v rows, PyTorch's
-// in_proj_weight), in_b [3E], out_w [E, E], out_b [E]. y [N, L, E]. The engine's sequences
-// are batch-first (PyTorch's module takes [L, N, E]; the same numbers).
+// in_proj_weight), in_b [3E], out_w [E, E], out_b [E], query [N, L, E] (has_query). y [N, L, E].
+// The engine's sequences are batch-first (PyTorch's module takes [L, N, E]; the same numbers).
 struct AttentionParams {
   int heads = 8;
   bool has_pos = false;
+  bool has_query = false;
 };
 
 // The nearest codebook entry of each feature vector, and that entry gathered:
@@ -283,7 +287,8 @@ struct ModConvArgs {
   const TensorView* residual = nullptr;
 };
 
-// The tensors of one attention, as documented at AttentionParams; pos is nullptr without one.
+// The tensors of one attention, as documented at AttentionParams; pos and query are nullptr
+// without one.
 struct AttentionArgs {
   const TensorView* x = nullptr;
   const TensorView* pos = nullptr;
@@ -291,6 +296,7 @@ struct AttentionArgs {
   const TensorView* in_b = nullptr;
   const TensorView* out_w = nullptr;
   const TensorView* out_b = nullptr;
+  const TensorView* query = nullptr;
 };
 
 }  // namespace gpen

@@ -9,7 +9,7 @@ namespace gpen::report {
 
 namespace {
 
-// GPEN, GFPGAN and CodeFormer files: which official class they build and, for GPEN when the file records it,
+// GPEN, GFPGAN, CodeFormer and RestoreFormer files: which official class they build and, for GPEN when the file records it,
 // the task. The official task models (colorization, inpainting, seg2face) share the FullGenerator
 // layout with GPEN-BFR-*, so the shapes alone never tell the task.
 void add_gpen_model(nlohmann::json& out, const std::string& arch, const nlohmann::json& config) {
@@ -23,6 +23,13 @@ void add_gpen_model(nlohmann::json& out, const std::string& arch, const nlohmann
   if (arch == "codeformer" && !config.is_null()) {
     try {
       out["model"] = conv::codeformer_model_name(conv::CodeformerConfig::from_json(config));
+    } catch (const Error&) {
+    }
+    return;
+  }
+  if (arch == "restoreformer" && !config.is_null()) {
+    try {
+      out["model"] = conv::restoreformer_model_name(conv::RestoreformerConfig::from_json(config));
     } catch (const Error&) {
     }
     return;

@@ -164,6 +164,8 @@ Planned plan_parsenet_for_pipeline(const PlanArgs& a, const PlanDevice& dev, dou
 void run_gfpgan_plan(const PlanArgs& a, const PlanDevice& dev);
 // CodeFormer plans (reports/plan_codeformer.cpp): the released configuration or -m, 512, fp32.
 void run_codeformer_plan(const PlanArgs& a, const PlanDevice& dev);
+// RestoreFormer++ plans (reports/plan_restoreformer.cpp): the released configuration or -m, 512, fp32.
+void run_restoreformer_plan(const PlanArgs& a, const PlanDevice& dev);
 // The roofline estimate of a graph on the CUDA backend at H200 figures (reports/plan_roofline.cpp):
 // per node FLOPs, bytes moved by the kernel's tiling, intensity, bound; printed when `print`.
 nlohmann::json roofline_report(const Graph& g, const WorkspaceFn& ws, bool print);

@@ -137,9 +137,11 @@ void run_plan(PlanArgs a) {
   if (a.arch == "parsenet") return run_parsenet_plan(a, dev);
   if (a.arch == "gfpgan") return run_gfpgan_plan(a, dev);
   if (a.arch == "codeformer") return run_codeformer_plan(a, dev);
+  if (a.arch == "restoreformer") return run_restoreformer_plan(a, dev);
   Planner planner(a, dev);
   GPEN_CHECK(!a.model.empty() || a.arch == "gpen",
-             "unknown --arch '" + a.arch + "' (known: gpen, retinaface-r50, retinaface-mnet, realesrnet, parsenet, gfpgan, codeformer)");
+             "unknown --arch '" + a.arch +
+                 "' (known: gpen, retinaface-r50, retinaface-mnet, realesrnet, parsenet, gfpgan, codeformer, restoreformer)");
   const auto [name, base] = gpen_base(a);
 
   struct Model { std::string name; GpenConfig cfg; };

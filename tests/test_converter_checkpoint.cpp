@@ -285,6 +285,12 @@ TEST_CASE("checkpoint: malformed safetensors headers") {
   buf[0] = 0xff;  // header length past the end of the file
   CHECK(error_of([&] { Checkpoint::open_memory(buf.data(), buf.size(), "t.safetensors"); }).find("header length") !=
         std::string::npos);
+  // A header whose length's low byte is 0x80, a pickle's PROTO opcode, is still safetensors.
+  std::string header = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  header.append(0x180 - header.size(), ' ');
+  buf = make(header, 8);
+  REQUIRE(buf[0] == 0x80);
+  CHECK(Checkpoint::open_memory(buf.data(), buf.size(), "t.safetensors")->format() == "safetensors");
   buf = make("[1,2]   ", 8);  // not an object: not recognised as safetensors at all
   CHECK(error_of([&] { Checkpoint::open_memory(buf.data(), buf.size(), "t.safetensors"); }).find("not a PyTorch") !=
         std::string::npos);

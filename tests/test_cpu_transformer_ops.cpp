@@ -1,7 +1,7 @@
 // The transformer ops of CodeFormer and RestoreFormer++ on the CPU against PyTorch fixtures
 // (tests/reference/make_transformer_fixtures.py: torch.nn and CodeFormer's official modules):
 // GroupNorm (with the swish VQGAN puts after it), LayerNorm, GELU, SiLU, TransformerSALayer's
-// attention, the code lookups, the sine position embedding, the fuse block's output and the
+// attention, RestoreFormer++'s cross-attention, the code lookups, the sine position embedding, the fuse block's output and the
 // adaptive instance normalisation (against a double-precision loop), on
 // strided views where the op takes them, in place where it may run so, and the refusals.
 #include <doctest/doctest.h>
@@ -99,7 +99,7 @@ TEST_CASE("attention is TransformerSALayer's nn.MultiheadAttention, with and wit
     Fix pos = c.pos ? load(n + "_pos") : Fix{};
     TensorView xv = x.view(), iwv = iw.view(), ibv = ib.view(), owv = ow.view(), obv = ob.view(), pv = pos.view();
     Strided y(x.shape);
-    const AttentionParams p{c.heads, c.pos};
+    const AttentionParams p{c.heads, c.pos, false};
     for (int threads : {1, 2}) {
       CAPTURE(threads);
       cpu::set_num_threads(threads);
@@ -112,10 +112,43 @@ TEST_CASE("attention is TransformerSALayer's nn.MultiheadAttention, with and wit
   }
   Fix x = load("attn_x"), iw = load("attn_in_w"), ib = load("attn_in_b");
   TensorView xv = x.view(), iwv = iw.view(), ibv = ib.view();
-  std::vector<char> ws(cpu::attention_workspace_bytes(AttentionParams{3, false}, x.shape, 1));
+  std::vector<char> ws(cpu::attention_workspace_bytes(AttentionParams{3, false, false}, x.shape, 1));
   const AttentionArgs bad{&xv, nullptr, &iwv, &ibv, &iwv, &ibv};
-  CHECK_THROWS_AS(cpu::attention(AttentionParams{3, false}, bad, xv, ws.data()), Error);  // 16 channels, 3 heads
+  CHECK_THROWS_AS(cpu::attention(AttentionParams{3, false, false}, bad, xv, ws.data()), Error);  // 16 channels, 3 heads
   CHECK_THROWS_AS(cpu::attention(AttentionParams{4, false}, bad, xv, ws.data()), Error);  // out_w is [3E, E]
+}
+
+TEST_CASE("attention with a query sequence is nn.MultiheadAttention's cross-attention, with and without the position embedding") {
+  Fix x = load("xattn_x"), q = load("xattn_query"), pos = load("xattn_pos"), iw = load("xattn_in_w"),
+      ib = load("xattn_in_b"), ow = load("xattn_out_w"), ob = load("xattn_out_b");
+  TensorView xv = x.view(), qv = q.view(), pv = pos.view(), iwv = iw.view(), ibv = ib.view(), owv = ow.view(),
+             obv = ob.view();
+  for (bool with_pos : {true, false})
+    for (int threads : {1, 2}) {
+      CAPTURE(with_pos);
+      CAPTURE(threads);
+      cpu::set_num_threads(threads);
+      Strided query(q.shape, &q.v);  // a strided view: the op reads the queries through their strides
+      const AttentionParams p{4, with_pos, true};
+      std::vector<char> ws(cpu::attention_workspace_bytes(p, x.shape, threads));
+      CHECK(ws.size() > cpu::attention_workspace_bytes(AttentionParams{4, with_pos, false}, x.shape, threads));
+      Strided y(x.shape);
+      cpu::attention(p, {&xv, with_pos ? &pv : nullptr, &iwv, &ibv, &owv, &obv, &query.v}, y.v, ws.data());
+      CHECK(worst_rel(y.dense(), load(with_pos ? "xattn_y" : "xattn_nopos_y").v) < 2e-6);
+    }
+  cpu::set_num_threads(0);
+  std::vector<char> ws(cpu::attention_workspace_bytes(AttentionParams{4, false, true}, x.shape, 1));
+  Fix y = load("xattn_y");
+  TensorView yv = y.view();
+  // A query argument the parameters do not announce, and one shaped otherwise than the keys.
+  CHECK_THROWS_AS(cpu::attention(AttentionParams{4, false, false}, {&xv, nullptr, &iwv, &ibv, &owv, &obv, &qv}, yv,
+                                 ws.data()),
+                  Error);
+  TensorView short_q = qv;
+  short_q.shape = Shape{2, 9, 16};
+  CHECK_THROWS_AS(cpu::attention(AttentionParams{4, false, true}, {&xv, nullptr, &iwv, &ibv, &owv, &obv, &short_q}, yv,
+                                 ws.data()),
+                  Error);
 }
 
 TEST_CASE("code_lookup takes CodeFormer's top-1 code and VQGAN's nearest entry, first index on ties") {

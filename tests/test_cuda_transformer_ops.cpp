@@ -1,4 +1,4 @@
-// CUDA group_norm, layer_norm, smooth_act, attention, code_lookup, fuse_sft and adain (the transformer
+// CUDA group_norm, layer_norm, smooth_act, attention (self and cross), code_lookup, fuse_sft and adain (the transformer
 // ops of CodeFormer and RestoreFormer++) against the CPU ops, f32 / f16 / bf16, on channel slices
 // and in place where the op may run so. Inputs are rounded to the tested dtype before the CPU
 // reference sees them; the statistics and products are f32 on the device (double on the CPU for
@@ -97,12 +97,36 @@ TEST_CASE("cuda attention matches the CPU op, with a broadcast position embeddin
       auto ow = make_pair(Shape{E, E}, dt, 15, -0.3f, 0.3f);
       auto ob = make_pair(Shape{E}, dt, 16, -0.1f, 0.1f);
       auto y = make_pair(Shape{c.n, c.l, E}, dt, 17, -1.0f, 1.0f, E + 3, 2);
-      const AttentionParams p{c.heads, c.pos};
+      const AttentionParams p{c.heads, c.pos, false};
       std::vector<char> hws(cpu::attention_workspace_bytes(p, x.shape, cpu::num_threads()));
       cpu::attention(p, {&x.hv, c.pos ? &pos.hv : nullptr, &iw.hv, &ib.hv, &ow.hv, &ob.hv}, y.hv, hws.data());
       cuda_test::DeviceBuffer dws(cuda::attention_workspace_bytes(p, x.shape));
       cuda::attention(p, {&x.dv, c.pos ? &pos.dv : nullptr, &iw.dv, &ib.dv, &ow.dv, &ob.dv}, y.dv, dws.get(), nullptr);
       check_close(y.fetch(), y.host, output_tolerance(dt, kAttn), "attention");
+    }
+}
+
+TEST_CASE("cuda cross-attention matches the CPU op, queries from a channel slice, with and without a position embedding") {
+  for (DType dt : kTypes)
+    for (bool with_pos : {true, false}) {
+      CAPTURE(std::string(dtype_name(dt)));
+      CAPTURE(with_pos);
+      const int64_t N = 2, L = 21, E = 32;
+      auto x = make_pair(Shape{N, L, E}, dt, 21, -1.0f, 1.0f);
+      auto q = make_pair(Shape{N, L, E}, dt, 22, -1.0f, 1.0f, E + 5, 3);
+      auto pos = make_pair(Shape{N, L, E}, dt, 23);
+      auto iw = make_pair(Shape{3 * E, E}, dt, 24, -0.3f, 0.3f);
+      auto ib = make_pair(Shape{3 * E}, dt, 25, -0.1f, 0.1f);
+      auto ow = make_pair(Shape{E, E}, dt, 26, -0.3f, 0.3f);
+      auto ob = make_pair(Shape{E}, dt, 27, -0.1f, 0.1f);
+      auto y = make_pair(Shape{N, L, E}, dt, 28);
+      const AttentionParams p{4, with_pos, true};
+      std::vector<char> hws(cpu::attention_workspace_bytes(p, x.shape, cpu::num_threads()));
+      cpu::attention(p, {&x.hv, with_pos ? &pos.hv : nullptr, &iw.hv, &ib.hv, &ow.hv, &ob.hv, &q.hv}, y.hv, hws.data());
+      cuda_test::DeviceBuffer dws(cuda::attention_workspace_bytes(p, x.shape));
+      cuda::attention(p, {&x.dv, with_pos ? &pos.dv : nullptr, &iw.dv, &ib.dv, &ow.dv, &ob.dv, &q.dv}, y.dv, dws.get(),
+                      nullptr);
+      check_close(y.fetch(), y.host, output_tolerance(dt, kAttn), "cross-attention");
     }
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/error.h"
 #include "engine/models/codeformer_blocks.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/runtime/executor.h"
@@ -62,7 +63,7 @@ TEST_CASE("codeformer_fuse_block is the official Fuse_sft_block") {
   CHECK(worst_rel(out[0], load("block_y").v) < 1e-5);
 }
 
-TEST_CASE("attention and code_lookup run from a plan: workspace from the planner, two outputs") {
+TEST_CASE("attention (self and cross) and code_lookup run from a plan: workspace from the planner, two outputs") {
   Fix x = load("attn_x"), pos = load("attn_pos");
   Graph g;
   const int xi = g.input("x", DType::f32, x.shape);
@@ -75,6 +76,24 @@ TEST_CASE("attention and code_lookup run from a plan: workspace from the planner
   CHECK(backend->workspace_bytes(g, g.nodes().back()) > 4 * 10 * 10 * sizeof(float));  // holds the scores
   const auto out = run(g, {{xi, x}, {pi, pos}}, "attn_", {y});
   CHECK(worst_rel(out[0], load("attn_y").v) < 2e-6);
+
+  // Cross-attention: the queries a third input, its workspace larger by their copy.
+  Fix xx = load("xattn_x"), xq = load("xattn_query"), xp = load("xattn_pos");
+  Graph c;
+  const int cx = c.input("x", DType::f32, xx.shape), cq = c.input("query", DType::f32, xq.shape);
+  const int cp = c.input("pos", DType::f32, xp.shape);
+  Graph::AttentionInputs cin{cx, cp, c.weight("in_w", DType::f32, Shape{48, 16}), c.weight("in_b", DType::f32, Shape{48}),
+                             c.weight("out_w", DType::f32, Shape{16, 16}), c.weight("out_b", DType::f32, Shape{16}), cq};
+  const int cy = c.attention(cin, 4);
+  c.mark_output(cy);
+  CHECK(backend->workspace_bytes(c, c.nodes().back()) > backend->workspace_bytes(g, g.nodes().back()));
+  const auto cres = run(c, {{cx, xx}, {cq, xq}, {cp, xp}}, "xattn_", {cy});
+  CHECK(worst_rel(cres[0], load("xattn_y").v) < 2e-6);
+  Graph bad;
+  Graph::AttentionInputs bin{bad.input("x", DType::f32, Shape{2, 10, 16}), -1, bad.weight("in_w", DType::f32, Shape{48, 16}),
+                             bad.weight("in_b", DType::f32, Shape{48}), bad.weight("out_w", DType::f32, Shape{16, 16}),
+                             bad.weight("out_b", DType::f32, Shape{16}), bad.input("q", DType::f32, Shape{2, 9, 16})};
+  CHECK_THROWS_AS(bad.attention(bin, 4), Error);
 
   Fix z = load("vq_z");
   Graph h;

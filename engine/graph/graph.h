@@ -93,9 +93,10 @@ class Graph {
   int group_norm(int x, int gamma, int beta, const GroupNormParams& p, const std::string& name = "");
   int layer_norm(int x, int gamma, int beta, const LayerNormParams& p, const std::string& name = "");
   int smooth_act(int x, SmoothAct fn, const std::string& name = "");
-  // Self-attention of x [N, L, E] with pos [1 or N, L, E] (or -1) added to queries and keys.
+  // Self-attention of x [N, L, E] with pos [1 or N, L, E] (or -1) added to queries and keys;
+  // cross-attention with the queries from query [N, L, E] (or -1: from x).
   struct AttentionInputs {
-    int x = -1, pos = -1, in_w = -1, in_b = -1, out_w = -1, out_b = -1;
+    int x = -1, pos = -1, in_w = -1, in_b = -1, out_w = -1, out_b = -1, query = -1;
   };
   int attention(const AttentionInputs& in, int heads, const std::string& name = "");
   // The gathered codebook entries [N, H, W, C] and their indices [N, H, W] (i32).

@@ -1,5 +1,5 @@
 // The graph ops of CodeFormer and RestoreFormer++ (kernels/params.h): GroupNorm, LayerNorm, GELU /
-// SiLU, self-attention, the codebook lookup, the fuse block's output and CodeFormer's adaptive
+// SiLU, self- and cross-attention, the codebook lookup, the fuse block's output and CodeFormer's adaptive
 // instance normalisation, with their shape checks.
 // The attention's projected q, k, v and its [heads, L, L] score matrix are its workspace, which
 // the backend declares to the planner (cpu::attention_workspace_bytes).
@@ -69,8 +69,13 @@ int Graph::attention(const AttentionInputs& in, int heads, const std::string& na
   GPEN_CHECK(tensor(in.in_w).shape == (Shape{3 * E, E}) && tensor(in.in_b).shape == Shape{3 * E} &&
                  tensor(in.out_w).shape == (Shape{E, E}) && tensor(in.out_b).shape == Shape{E},
              nm + ": projections must be [3E, E], [3E], [E, E], [E] for E = " + std::to_string(E));
+  if (in.query >= 0)
+    GPEN_CHECK(tensor(in.query).shape == xs,
+               nm + ": queries " + tensor(in.query).shape.str() + " must be shaped as the keys " + xs.str());
   int y = new_intermediate(nm, act_dtype_, xs);
-  add_node({nm, AttentionParams{heads, in.pos >= 0}, {in.x, in.pos, in.in_w, in.in_b, in.out_w, in.out_b}, {y}});
+  add_node({nm, AttentionParams{heads, in.pos >= 0, in.query >= 0},
+            {in.x, in.pos, in.in_w, in.in_b, in.out_w, in.out_b, in.query},
+            {y}});
   return y;
 }
 

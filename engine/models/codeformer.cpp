@@ -30,33 +30,10 @@ struct Builder {
   int64_t size(int x) const { return g.tensor(x).shape[1]; }
   int weight(const std::string& name, const Shape& s) { return g.weight(name, DType::f32, s); }
 
-  int conv(int x, const std::string& name, int64_t cout, int stride = 1) {
-    Conv2dParams p;
-    p.kh = p.kw = 3;
-    p.stride_h = p.stride_w = stride;
-    // Downsample pads (0, 1, 0, 1) and convolves unpadded with stride 2; the others pad 1.
-    p.pad_top = p.pad_left = stride == 1 ? 1 : 0;
-    p.pad_bottom = p.pad_right = 1;
-    p.has_bias = true;
-    return g.conv2d(x, weight(name + ".weight", Shape{3, 3, channels(x), cout}), weight(name + ".bias", Shape{cout}), p,
-                    -1, -1, name);
-  }
-  int norm(int x, const std::string& name) {
-    const int64_t c = channels(x);
-    return g.group_norm(x, weight(name + ".weight", Shape{c}), weight(name + ".bias", Shape{c}),
-                        GroupNormParams{32, 1e-6f, true, false}, name);
-  }
-  // VQGAN's AttnBlock: single-head self-attention over the H x W positions of GroupNorm(x) with
-  // the q, k, v 1x1 convs as one in-projection, proj_out as the out-projection, plus x.
-  int attn_block(int x, const std::string& p) {
-    const Shape xs = g.tensor(x).shape;
-    const int64_t C = xs[3];
-    const int h = g.reshape(norm(x, p + ".norm"), Shape{xs[0], xs[1] * xs[2], C}, p + ".tokens");
-    Graph::AttentionInputs in{h, -1, weight(p + ".in_proj_weight", Shape{3 * C, C}), weight(p + ".in_proj_bias", Shape{3 * C}),
-                              weight(p + ".proj_out.weight", Shape{C, C}), weight(p + ".proj_out.bias", Shape{C})};
-    const int a = g.attention(in, 1, p + ".attn");
-    return g.add(g.reshape(a, xs, p + ".attn_map"), x, AddParams{}, -1, p + ".out");
-  }
+  int conv(int x, const std::string& name, int64_t cout, int stride = 1) { return vqgan_conv3x3(g, x, name, cout, stride); }
+  int norm(int x, const std::string& name) { return vqgan_norm(g, x, name, false); }
+  // VQGAN's AttnBlock: single-head self-attention over the H x W positions of GroupNorm(x).
+  int attn_block(int x, const std::string& p) { return vqgan_attn_block(g, x, 1, p, p + ".norm"); }
   int dense(int x, const std::string& name, int64_t out, bool bias) {
     const Shape xs = g.tensor(x).shape;
     const int64_t in = xs[xs.rank - 1];

@@ -1,4 +1,5 @@
-// CodeFormer's ResBlock and Fuse_sft_block as graph builders (codeformer_blocks.h).
+// VQGAN's conv, norm, ResBlock and attention block and CodeFormer's Fuse_sft_block as graph
+// builders (codeformer_blocks.h).
 #include "engine/models/codeformer_blocks.h"
 
 namespace gpen {
@@ -29,8 +30,46 @@ int norm_swish(Graph& g, int x, const std::string& name) {
 
 }  // namespace
 
-int codeformer_resblock(Graph& g, int x, int64_t cout, const std::string& prefix) {
-  const int skip = channels(g, x) == cout ? x : conv(g, x, prefix + ".conv_out", cout, 1, false);
+int vqgan_conv3x3(Graph& g, int x, const std::string& name, int64_t cout, int stride) {
+  Conv2dParams p;
+  p.kh = p.kw = 3;
+  p.stride_h = p.stride_w = stride;
+  p.pad_top = p.pad_left = stride == 1 ? 1 : 0;
+  p.pad_bottom = p.pad_right = 1;
+  p.has_bias = true;
+  const int w = g.weight(name + ".weight", DType::f32, Shape{3, 3, channels(g, x), cout});
+  const int b = g.weight(name + ".bias", DType::f32, Shape{cout});
+  return g.conv2d(x, w, b, p, -1, -1, name);
+}
+
+int vqgan_norm(Graph& g, int x, const std::string& name, bool silu) {
+  if (silu) return norm_swish(g, x, name);
+  const int64_t c = channels(g, x);
+  return g.group_norm(x, g.weight(name + ".weight", DType::f32, Shape{c}), g.weight(name + ".bias", DType::f32, Shape{c}),
+                      GroupNormParams{32, 1e-6f, true, false}, name);
+}
+
+int vqgan_attn_block(Graph& g, int x, int heads, const std::string& p, const std::string& norm, int query,
+                     const std::string& query_norm) {
+  const Shape xs = g.tensor(x).shape;
+  const int64_t C = xs[3];
+  const Shape tokens{xs[0], xs[1] * xs[2], C};
+  const int h = g.reshape(vqgan_norm(g, x, norm, false), tokens, p + ".tokens");
+  Graph::AttentionInputs in{h, -1, g.weight(p + ".in_proj_weight", DType::f32, Shape{3 * C, C}),
+                            g.weight(p + ".in_proj_bias", DType::f32, Shape{3 * C}),
+                            g.weight(p + ".proj_out.weight", DType::f32, Shape{C, C}),
+                            g.weight(p + ".proj_out.bias", DType::f32, Shape{C}), -1};
+  if (query >= 0) {
+    GPEN_CHECK(g.tensor(query).shape == xs,
+               p + ": query feature " + g.tensor(query).shape.str() + " and feature " + xs.str() + " differ");
+    in.query = g.reshape(vqgan_norm(g, query, query_norm, false), tokens, p + ".query_tokens");
+  }
+  const int a = g.attention(in, heads, p + ".attn");
+  return g.add(g.reshape(a, xs, p + ".attn_map"), x, AddParams{}, -1, p + ".out");
+}
+
+int codeformer_resblock(Graph& g, int x, int64_t cout, const std::string& prefix, const char* shortcut) {
+  const int skip = channels(g, x) == cout ? x : conv(g, x, prefix + "." + shortcut, cout, 1, false);
   int h = norm_swish(g, x, prefix + ".norm1");
   h = conv(g, h, prefix + ".conv1", cout, 3, false);
   h = norm_swish(g, h, prefix + ".norm2");

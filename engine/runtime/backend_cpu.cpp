@@ -149,7 +149,7 @@ class CpuBackend final : public Backend {
           else if constexpr (std::is_same_v<P, SmoothActParams>)
             cpu::smooth_act(p, in[0], out[0]);
           else if constexpr (std::is_same_v<P, AttentionParams>)
-            cpu::attention(p, {opt(in, 0), opt(in, 1), opt(in, 2), opt(in, 3), opt(in, 4), opt(in, 5)}, out[0], ws);
+            cpu::attention(p, {opt(in, 0), opt(in, 1), opt(in, 2), opt(in, 3), opt(in, 4), opt(in, 5), opt(in, 6)}, out[0], ws);
           else if constexpr (std::is_same_v<P, CodeLookupParams>)
             cpu::code_lookup(p, in[0], in[1], out[0], out[1]);
           else if constexpr (std::is_same_v<P, FuseSftParams>)

@@ -1,6 +1,7 @@
 // Multi-head self-attention as nn.MultiheadAttention computes it for CodeFormer's
-// TransformerSALayer (kernels/params.h AttentionParams). One sample at a time, its four products
-// on the Eigen-backed GEMM (kernels/cpu/gemm.h), every buffer carved from the workspace:
+// TransformerSALayer, and the cross-attention of RestoreFormer++'s MultiHeadAttnBlock (queries
+// from another sequence; kernels/params.h AttentionParams). One sample at a time, its four
+// products on the Eigen-backed GEMM (kernels/cpu/gemm.h), every buffer carved from the workspace:
 //   in-projection   [L, E] x [E, 3E]   (row blocks of kRowBlock over the threads)
 //   scores          [L, d] x [d, L]    per head, into the [heads, L, L] score matrix
 //   softmax rows of the scores (max-subtracted, normaliser in double, as kernels/cpu/softmax.cpp)
@@ -28,10 +29,12 @@ constexpr int64_t kRowBlock = 32;
 
 struct Layout {
   int64_t L, E, d, heads;
-  size_t w_in, w_out, xq, xv, qkv, kt, scores, ctx, out, pack;  // floats, each 64-byte rounded
+  size_t w_in, w_out, xq, xv, xc, qkv, kt, scores, ctx, out, pack;  // floats, each 64-byte rounded
   detail::GemmBlocking blk;
   size_t pack_each;
-  size_t total() const { return w_in + w_out + xq + xv + qkv + kt + scores + ctx + out + pack + detail::kScratchAlign / 4; }
+  size_t total() const {
+    return w_in + w_out + xq + xv + xc + qkv + kt + scores + ctx + out + pack + detail::kScratchAlign / 4;
+  }
 };
 
 Layout layout(const AttentionParams& p, int64_t L, int64_t E, int threads) {
@@ -39,6 +42,7 @@ Layout layout(const AttentionParams& p, int64_t L, int64_t E, int threads) {
   s.L = L, s.E = E, s.heads = p.heads, s.d = E / std::max(p.heads, 1);
   const auto r = [](int64_t n) { return detail::round_floats(static_cast<size_t>(n)); };
   s.w_in = r(E * 3 * E), s.w_out = r(E * E), s.xq = r(L * E), s.xv = r(L * E), s.qkv = r(L * 3 * E);
+  s.xc = p.has_query ? r(L * E) : 0;
   s.kt = r(E * L), s.scores = r(p.heads * L * L), s.ctx = r(L * E), s.out = r(L * E);
   s.blk = detail::gemm_blocking(std::max(L, kRowBlock), std::max(3 * E, L), std::max(E, L));
   s.pack_each = r(static_cast<int64_t>(detail::gemm_pack_floats(s.blk)));
@@ -68,7 +72,7 @@ size_t attention_workspace_bytes(const AttentionParams& p, const Shape& x, int t
 void attention(const AttentionParams& p, const AttentionArgs& a, const TensorView& y, void* workspace) {
   kernels::check_attention_shapes(p, a, y);
   const TensorView& x = *a.x;
-  for (const TensorView* t : {a.x, a.pos, a.in_w, a.in_b, a.out_w, a.out_b, &y})
+  for (const TensorView* t : {a.x, a.pos, a.in_w, a.in_b, a.out_w, a.out_b, a.query, &y})
     if (t) detail::check_f32(*t, "attention", t == &y ? "output" : "operand");
   const int64_t N = x.dim(0), L = x.dim(1), E = x.dim(2);
   if (x.numel() == 0) return;
@@ -81,7 +85,8 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
   float* w_out = w_in + s.w_in;
   float* xq = w_out + s.w_out;  // x + pos (queries and keys)
   float* xv = xq + s.xq;        // x (values)
-  float* qkv = xv + s.xv;       // [L, 3E]
+  float* xc = xv + s.xv;        // query + pos (the queries of a cross-attention)
+  float* qkv = xc + s.xc;       // [L, 3E]
   float* kt = qkv + s.qkv;      // per head [d, L]: its keys transposed
   float* scores = kt + s.kt;    // [heads, L, L]
   float* ctx = scores + s.scores;
@@ -96,10 +101,15 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
     for (int64_t l = 0; l < L; ++l)
       for (int64_t e = 0; e < E; ++e) {
         const float v = x.f32()[n * x.stride(0) + l * x.stride(1) + e * x.stride(2)];
+        const float pe = a.pos ? a.pos->f32()[(a.pos->dim(0) == 1 ? 0 : n) * a.pos->stride(0) + l * a.pos->stride(1) +
+                                              e * a.pos->stride(2)]
+                               : 0.0f;
         xv[l * E + e] = v;
-        xq[l * E + e] = a.pos ? v + a.pos->f32()[(a.pos->dim(0) == 1 ? 0 : n) * a.pos->stride(0) +
-                                                 l * a.pos->stride(1) + e * a.pos->stride(2)]
-                              : v;
+        xq[l * E + e] = a.pos ? v + pe : v;
+        if (a.query) {
+          const float qv = a.query->f32()[n * a.query->stride(0) + l * a.query->stride(1) + e * a.query->stride(2)];
+          xc[l * E + e] = a.pos ? qv + pe : qv;
+        }
       }
 #pragma omp parallel num_threads(T)
     {
@@ -109,8 +119,14 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
         const int64_t r0 = b * kRowBlock, m = std::min(kRowBlock, L - r0);
         float* c = qkv + r0 * 3 * E;
         fill_bias(c, m, 3 * E, *a.in_b, 0);
-        // q and k from x + pos, v from x: the first 2E columns and the last E.
-        detail::sgemm_acc(m, 2 * E, E, xq + r0 * E, E, w_in, 3 * E, c, 3 * E, s.blk, pk);
+        // q and k from x + pos (q from query + pos in a cross-attention), v from x: the first
+        // 2E columns and the last E.
+        if (a.query) {
+          detail::sgemm_acc(m, E, E, xc + r0 * E, E, w_in, 3 * E, c, 3 * E, s.blk, pk);
+          detail::sgemm_acc(m, E, E, xq + r0 * E, E, w_in + E, 3 * E, c + E, 3 * E, s.blk, pk);
+        } else {
+          detail::sgemm_acc(m, 2 * E, E, xq + r0 * E, E, w_in, 3 * E, c, 3 * E, s.blk, pk);
+        }
         detail::sgemm_acc(m, E, E, xv + r0 * E, E, w_in + 2 * E, 3 * E, c + 2 * E, 3 * E, s.blk, pk);
       }
 #pragma omp for schedule(static)

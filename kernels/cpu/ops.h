@@ -99,7 +99,7 @@ void layer_norm(const LayerNormParams& p, const TensorView& x, const TensorView*
 void adain(const AdaInParams& p, const TensorView& x, const TensorView& style, const TensorView& y);
 // smooth_act (GELU / SiLU): any shape; may run in place.
 void smooth_act(const SmoothActParams& p, const TensorView& x, const TensorView& y);
-// attention: operands as in AttentionParams; y [N, L, E], not overlapping x. The workspace holds
+// attention: operands as in AttentionParams; y [N, L, E], not overlapping x or query. The workspace holds
 // the transposed projections, the projected q, k, v, the [heads, L, L] scores and the GEMM
 // packing buffers of `threads` threads.
 using AttentionArgs = ::gpen::AttentionArgs;  // kernels/params.h

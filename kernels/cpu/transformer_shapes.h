@@ -9,7 +9,7 @@
 
 namespace gpen::kernels {
 
-// x [N, L, E] with E divisible by the heads; pos [1 or N, L, E]; projections [3E, E], [3E], [E, E],
+// x [N, L, E] with E divisible by the heads; pos [1 or N, L, E]; query like x; projections [3E, E], [3E], [E, E],
 // [E]; y like x.
 inline void check_attention_shapes(const AttentionParams& p, const AttentionArgs& a, const TensorView& y) {
   GPEN_CHECK(a.x && a.in_w && a.in_b && a.out_w && a.out_b, "attention: missing operand");
@@ -20,6 +20,10 @@ inline void check_attention_shapes(const AttentionParams& p, const AttentionArgs
   GPEN_CHECK(p.heads > 0 && E % p.heads == 0, "attention: embedding " + std::to_string(E) +
                                                   " does not split into " + std::to_string(p.heads) + " heads");
   GPEN_CHECK(p.has_pos == (a.pos != nullptr), "attention: has_pos does not match the pos argument");
+  GPEN_CHECK(p.has_query == (a.query != nullptr), "attention: has_query does not match the query argument");
+  if (a.query)
+    GPEN_CHECK(a.query->shape == x.shape,
+               "attention: queries " + a.query->shape.str() + " must be shaped as the keys " + x.shape.str());
   if (a.pos)
     GPEN_CHECK(a.pos->rank() == 3 && (a.pos->dim(0) == 1 || a.pos->dim(0) == N) && a.pos->dim(1) == L &&
                    a.pos->dim(2) == E,

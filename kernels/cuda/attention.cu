@@ -1,7 +1,8 @@
-// Multi-head self-attention, as cpu::attention (kernels/params.h AttentionParams), one sample at
-// a time through the workspace (f32):
-//   xq = x + pos, xv = x                                 (elementwise)
-//   qkv[L, 3E] = [xq | xq | xv] in_w^T + in_b            (two GEMM launches: q and k, then v)
+// Multi-head self- and cross-attention, as cpu::attention (kernels/params.h AttentionParams), one
+// sample at a time through the workspace (f32):
+//   xq = x + pos, xv = x, xc = query + pos               (elementwise; xc for a cross-attention)
+//   qkv[L, 3E] = [xq | xq | xv] in_w^T + in_b            (two GEMM launches: q and k, then v;
+//                                                         three, q from xc, for a cross-attention)
 //   scores[h] = q_h k_h^T / sqrt(d)                      (one launch, heads on blockIdx.z)
 //   softmax over each score row                          (a warp per row, in place)
 //   ctx[:, h d : (h + 1) d] = scores[h] v_h              (one launch, heads on blockIdx.z)
@@ -69,16 +70,22 @@ void gemm(const Gemm& g, int64_t batch, const float* a, const TB* b, const TB* b
 
 struct Inputs {
   int64_t L, E;
-  int64_t xs_l, xs_e, ps_l, ps_e;
+  int64_t xs_l, xs_e, ps_l, ps_e, qs_l, qs_e;
 };
 
 template <class T>
-__global__ void __launch_bounds__(256) load_kernel(const Inputs s, const T* x, const T* pos, float* xq, float* xv) {
+__global__ void __launch_bounds__(256)
+    load_kernel(const Inputs s, const T* x, const T* pos, const T* query, float* xq, float* xv, float* xc) {
   for (int64_t t = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; t < s.L * s.E; t += int64_t{gridDim.x} * blockDim.x) {
     const int64_t l = t / s.E, e = t % s.E;
     const float v = to_f32(x[l * s.xs_l + e * s.xs_e]);
+    const float pe = pos ? to_f32(pos[l * s.ps_l + e * s.ps_e]) : 0.0f;
     xv[t] = v;
-    xq[t] = pos ? v + to_f32(pos[l * s.ps_l + e * s.ps_e]) : v;
+    xq[t] = pos ? v + pe : v;
+    if (query) {
+      const float q = to_f32(query[l * s.qs_l + e * s.qs_e]);
+      xc[t] = pos ? q + pe : q;
+    }
   }
 }
 
@@ -107,7 +114,7 @@ size_t floats(int64_t n) { return static_cast<size_t>((n + 63) / 64 * 64); }  //
 size_t attention_workspace_bytes(const AttentionParams& p, const Shape& x) {
   if (x.rank != 3 || p.heads <= 0) return 0;
   const int64_t L = x[1], E = x[2];
-  return (3 * floats(L * E) + floats(3 * L * E) + floats(p.heads * L * L)) * sizeof(float);
+  return ((p.has_query ? 4 : 3) * floats(L * E) + floats(3 * L * E) + floats(p.heads * L * L)) * sizeof(float);
 }
 
 void attention(const AttentionParams& p, const AttentionArgs& a, const TensorView& y, void* workspace,
@@ -115,7 +122,7 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
   kernels::check_attention_shapes(p, a, y);
   const TensorView& x = *a.x;
   const DType dt = x.dtype;
-  for (const TensorView* t : {a.x, a.pos, a.in_w, a.in_b, a.out_w, a.out_b, &y})
+  for (const TensorView* t : {a.x, a.pos, a.in_w, a.in_b, a.out_w, a.out_b, a.query, &y})
     if (t) check_view(*t, dt, "attention", t == &y ? "output" : "operand");
   const int64_t N = x.dim(0), L = x.dim(1), E = x.dim(2);
   if (x.numel() == 0) return;
@@ -126,6 +133,7 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
   float* ctx = xv + floats(L * E);
   float* qkv = ctx + floats(L * E);
   float* scores = qkv + floats(3 * L * E);
+  float* xc = scores + floats(H * L * L);  // only with a query
   const int64_t ib = a.in_b->stride(0), ob = a.out_b->stride(0);
   dispatch_float(dt, "attention", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -133,14 +141,26 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
     const T* in_b = a.in_b->as<const T>();
     for (int64_t n = 0; n < N; ++n) {
       const T* pos = nullptr;
-      Inputs s{L, E, x.stride(1), x.stride(2), 0, 0};
+      const T* query = nullptr;
+      Inputs s{L, E, x.stride(1), x.stride(2), 0, 0, 0, 0};
       if (a.pos) {
         pos = a.pos->as<const T>() + (a.pos->dim(0) == 1 ? 0 : n) * a.pos->stride(0);
         s.ps_l = a.pos->stride(1), s.ps_e = a.pos->stride(2);
       }
-      GPEN_LAUNCH(grid_for(L * E, 256), 256, 0, stream, load_kernel<T>)(s, x.as<const T>() + n * x.stride(0), pos, xq, xv);
-      // q and k: xq in_w[0:2E]^T; v: xv in_w[2E:3E]^T (B[k][j] = in_w[j][k]).
-      gemm(Gemm{L, 2 * E, E, 0, E, 1, 0, 1, E, 0, 3 * E, 1, ib, 1.0f}, 1, xq, in_w, in_b, qkv, stream);
+      if (a.query) {
+        query = a.query->as<const T>() + n * a.query->stride(0);
+        s.qs_l = a.query->stride(1), s.qs_e = a.query->stride(2);
+      }
+      GPEN_LAUNCH(grid_for(L * E, 256), 256, 0, stream, load_kernel<T>)(s, x.as<const T>() + n * x.stride(0), pos, query,
+                                                                         xq, xv, xc);
+      // q and k: xq in_w[0:2E]^T (q: xc in_w[0:E]^T in a cross-attention); v: xv in_w[2E:3E]^T
+      // (B[k][j] = in_w[j][k]).
+      if (query) {
+        gemm(Gemm{L, E, E, 0, E, 1, 0, 1, E, 0, 3 * E, 1, ib, 1.0f}, 1, xc, in_w, in_b, qkv, stream);
+        gemm(Gemm{L, E, E, 0, E, 1, 0, 1, E, 0, 3 * E, 1, ib, 1.0f}, 1, xq, in_w + E * E, in_b + E * ib, qkv + E, stream);
+      } else {
+        gemm(Gemm{L, 2 * E, E, 0, E, 1, 0, 1, E, 0, 3 * E, 1, ib, 1.0f}, 1, xq, in_w, in_b, qkv, stream);
+      }
       gemm(Gemm{L, E, E, 0, E, 1, 0, 1, E, 0, 3 * E, 1, ib, 1.0f}, 1, xv, in_w + 2 * E * E, in_b + 2 * E * ib,
            qkv + 2 * E, stream);
       // scores[h][i][j] = q_h[i] . k_h[j] / sqrt d  (B[k][j] = qkv[j][E + h d + k]).

@@ -19,8 +19,8 @@ void layer_norm(const LayerNormParams& p, const TensorView& x, const TensorView*
 void adain(const AdaInParams& p, const TensorView& x, const TensorView& style, const TensorView& y, Stream stream);
 // GELU (erf form) or SiLU; may run in place (kernels/cuda/smooth_act.cu).
 void smooth_act(const SmoothActParams& p, const TensorView& x, const TensorView& y, Stream stream);
-// Self-attention as cpu::attention (kernels/cuda/attention.cu). The workspace holds one sample's
-// f32 q, k, v, scores [heads, L, L] and context; samples run one after another through it.
+// Self- and cross-attention as cpu::attention (kernels/cuda/attention.cu). The workspace holds one
+// sample's f32 q, k, v, scores [heads, L, L] and context; samples run one after another through it.
 size_t attention_workspace_bytes(const AttentionParams& p, const Shape& x);
 void attention(const AttentionParams& p, const AttentionArgs& a, const TensorView& y, void* workspace,
                Stream stream);

@@ -4,7 +4,7 @@
 
 GroupNorm, LayerNorm, GELU and SiLU come from torch.nn / torch.nn.functional; the attention from
 nn.MultiheadAttention called as CodeFormer's TransformerSALayer calls it (queries and keys with the
-position embedding added, values without); the code lookup as CodeFormer's forward (softmax of the
+position embedding added, values without) and as a cross-attention (queries from another sequence); the code lookup as CodeFormer's forward (softmax of the
 logits, top-1) and VQGAN's VectorQuantizer (argmin of the expanded squared distance); the sine
 position embedding and the fuse block from the official PositionEmbeddingSine and Fuse_sft_block.
 Activations are saved NHWC ([N, L, E] for sequences, batch first), weights as PyTorch holds them
@@ -185,6 +185,26 @@ def main():
         for pname, p in block.state_dict().items():
             save("block." + pname, hwio(p) if p.dim() == 4 else p)
         save("block_y", nhwc(block(enc, dec, 0.5)))
+
+        # Cross-attention (RestoreFormer++'s MultiHeadAttnBlock given an encoder feature): queries
+        # from another sequence, keys and values from x; here with a position embedding on the
+        # queries and keys too, the form the op takes. Drawn last, so the fixtures above keep
+        # their numbers.
+        n, l, e, heads = 2, 10, 16, 4
+        mha = nn.MultiheadAttention(e, heads)
+        mha.in_proj_bias.normal_(std=0.1)
+        mha.out_proj.bias.normal_(std=0.1)
+        x = torch.randn(n, l, e)
+        query = torch.randn(n, l, e)
+        pos = torch.randn(1, l, e)
+        y = mha((query + pos).transpose(0, 1), (x + pos).transpose(0, 1), value=x.transpose(0, 1),
+                need_weights=False)[0].transpose(0, 1)
+        y_nopos = mha(query.transpose(0, 1), x.transpose(0, 1), value=x.transpose(0, 1),
+                      need_weights=False)[0].transpose(0, 1)
+        for pname, t in (("x", x), ("query", query), ("pos", pos), ("in_w", mha.in_proj_weight),
+                         ("in_b", mha.in_proj_bias), ("out_w", mha.out_proj.weight), ("out_b", mha.out_proj.bias),
+                         ("y", y), ("nopos_y", y_nopos)):
+            save("xattn_" + pname, t)
 
 
 if __name__ == "__main__":

@@ -133,7 +133,7 @@ class CudaBackend final : public DeviceBackend {
           else if constexpr (std::is_same_v<P, SmoothActParams>)
             smooth_act(p, in[0], out[0], s);
           else if constexpr (std::is_same_v<P, AttentionParams>)
-            attention(p, {opt(in, 0), opt(in, 1), opt(in, 2), opt(in, 3), opt(in, 4), opt(in, 5)}, out[0], ws, s);
+            attention(p, {opt(in, 0), opt(in, 1), opt(in, 2), opt(in, 3), opt(in, 4), opt(in, 5), opt(in, 6)}, out[0], ws, s);
           else if constexpr (std::is_same_v<P, CodeLookupParams>)
             code_lookup(p, in[0], in[1], out[0], out[1], s);
           else if constexpr (std::is_same_v<P, FuseSftParams>)

@@ -1,0 +1,32 @@
+// `gpen plan --arch restoreformer`: RestoreFormer++'s plan (weights, arena, workspace, lower bound,
+// GFLOP) for --batch at 512 x 512, of the released configuration or of a converted model (-m).
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/models/restoreformer.h"
+#include "reports/plan.h"
+#include "weights/gpw.h"
+
+namespace gpen::report {
+
+void run_restoreformer_plan(const PlanArgs& a, const PlanDevice& dev) {
+  GPEN_CHECK(a.precision == "fp32", "RestoreFormer runs in fp32 only (--precision " + a.precision + ")");
+  GPEN_CHECK(a.size == RestoreformerNetConfig::kSize,
+             "RestoreFormer's input is 512 x 512 (--size " + std::to_string(a.size) + ")");
+  RestoreformerNetConfig c;
+  if (!a.model.empty()) c = restoreformer_config_from_gpw(GpwFile::open(a.model));
+  c.batch = a.batch;
+  RestoreformerGraph rg = build_restoreformer_graph(c);
+  const double flops = graph_flops(rg.graph);
+  const char* name = c.ex_multi_scale_num == 1 ? "RestoreFormer++" : "RestoreFormer";
+  char title[160];
+  std::snprintf(title, sizeof title, "%s 512 (ch %d, %d heads), batch %d, fp32 (%.1f GFLOP per run)", name, c.ch,
+                c.head_size, c.batch, flops / 1e9);
+  report_single_plan(a, dev, rg.graph,
+                     {{"arch", "restoreformer"}, {"model", std::string(name) + " 512"}, {"size", RestoreformerNetConfig::kSize},
+                      {"batch", c.batch}, {"precision", "fp32"}, {"gflop", flops / 1e9}},
+                     title);
+}
+
+}  // namespace gpen::report

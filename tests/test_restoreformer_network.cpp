@@ -1,0 +1,277 @@
+// RestoreFormer++ and RestoreFormer on the engine against the official network: the checkpoints
+// of tests/reference/make_restoreformer_fixtures.py (the released configurations with ch 32, their
+// weights rebuilt here from their rule, tests/codeformer_fixture.h's CodeformerWeightRule, under
+// the released checkpoint's "vqvae." prefix) converted to .gpw, the raw network run on the CPU in
+// fp32 on two degraded aligned faces, batched. The codes picked must be the official ones,
+// position for position; the output may differ from the official one by 1e-4 of its largest
+// magnitude (float rounding alone moves it by ~3e-6 of it: manifest.json's f64_maxabs_diff),
+// checked on the fixture's sixteenth of the pixels. The converted file's layouts, `gpen info` and
+// `gpen plan -m` on it in the same case; the memory plan and `gpen plan --arch restoreformer` apart.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "converter/convert.h"
+#include "converter/layouts.h"
+#include "engine/core/error.h"
+#include "engine/models/restoreformer.h"
+#include "engine/photo/npy.h"
+#include "engine/plan/memory_plan.h"
+#include "engine/runtime/backend.h"
+#include "tests/codeformer_fixture.h"
+#include "tests/converter_fixtures.h"
+#include "tests/run_command.h"
+#include "tests/test_paths.h"
+#include "weights/gpw.h"
+
+using namespace gpen;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kPrefix = "vqvae.";
+
+std::string fixture(const std::string& name) { return gpen_test::fixture_dir() + "/restoreformer/" + name; }
+
+nlohmann::json manifest() {
+  std::ifstream f(fixture("manifest.json"));
+  REQUIRE(f.good());
+  return nlohmann::json::parse(f);
+}
+
+fs::path temp_dir() {
+  const fs::path d = gpen_test::scratch_path("restoreformer");
+  fs::create_directories(d);
+  return d;
+}
+
+struct RemoveTempDir {
+  ~RemoveTempDir() {
+    std::error_code ec;
+    fs::remove_all(gpen_test::scratch_path("restoreformer"), ec);
+  }
+} remove_temp_dir;
+
+// The variant's configuration: "rfpp" (RestoreFormer++) or "rf" (RestoreFormer).
+conv::RestoreformerConfig fixture_config(const std::string& variant) {
+  const nlohmann::json m = manifest()["variants"][variant]["config"];
+  conv::RestoreformerConfig c;
+  c.ch = m["ch"];
+  c.head_size = m["head_size"];
+  c.ex_multi_scale_num = m["ex_multi_scale_num"];
+  c.key_prefix = kPrefix;
+  return c;
+}
+
+// The fixture's checkpoint as a safetensors file in the official layout, the names under the
+// released checkpoint's prefix and the weights from the rule of their unprefixed names.
+void write_checkpoint(const std::string& path, const conv::RestoreformerConfig& c, uint64_t seed) {
+  const std::vector<conv::TensorSpec> layout = conv::restoreformer_layout(c);
+  nlohmann::json h = nlohmann::json::object();
+  uint64_t off = 0;
+  for (const auto& t : layout) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    h[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {off, off + static_cast<uint64_t>(n) * 4}}};
+    off += static_cast<uint64_t>(n) * 4;
+  }
+  std::string text = h.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::ofstream f(path, std::ios::binary);
+  const uint64_t hn = text.size();
+  f.write(reinterpret_cast<const char*>(&hn), 8);
+  f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::vector<float> buf;
+  for (const auto& t : layout) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    const gpen_test::CodeformerWeightRule rule(t.name.substr(kPrefix.size()), t.shape, seed);
+    buf.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) buf[static_cast<size_t>(i)] = rule(static_cast<uint64_t>(i));
+    f.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(buf.size() * 4));
+  }
+  REQUIRE(f.good());
+}
+
+std::string converted_fixture(const std::string& variant) {
+  const std::string st = (temp_dir() / (variant + ".safetensors")).string();
+  write_checkpoint(st, fixture_config(variant), manifest()["seed"].get<uint64_t>());
+  const std::string out = (temp_dir() / (variant + ".gpw")).string();
+  conv::convert(st, out);
+  fs::remove(st);
+  return out;
+}
+
+// The fixture's faces (CodeFormer's fixture input) as the network's input: (rgb / 255 - 0.5) / 0.5.
+std::vector<float> fixture_input(int64_t& batch) {
+  const npy::Array rgb = npy::load(gpen_test::fixture_dir() + "/codeformer/input.npy");
+  REQUIRE(rgb.shape == std::vector<int64_t>{2, 512, 512, 3});
+  batch = rgb.shape[0];
+  std::vector<float> x(static_cast<size_t>(rgb.numel()));
+  const uint8_t* p = rgb.data<uint8_t>();
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<float>(p[i]) / 255.0f - 0.5f) / 0.5f;
+  return x;
+}
+
+// The model of `gpw` on the fixture's faces against the variant's official codes and output.
+void check_against_official(const std::string& gpw, const std::string& variant) {
+  auto backend = make_cpu_backend();
+  RestoreformerModel m(gpw, *backend);
+  const nlohmann::json mf = manifest()["variants"][variant];
+  CHECK(m.config().ch == mf["config"]["ch"].get<int>());
+  CHECK(m.config().head_size == mf["config"]["head_size"].get<int>());
+  int64_t N = 0;
+  const std::vector<float> x = fixture_input(N);
+  const npy::Array want_idx = npy::load(fixture("indices_" + variant + ".npy"));
+  REQUIRE(want_idx.numel() == N * 256);
+  std::vector<float> y(static_cast<size_t>(N * 512 * 512 * 3));
+  std::vector<int32_t> idx(static_cast<size_t>(N * 256));
+  m.run(x.data(), static_cast<int>(N), y.data(), idx.data());
+  size_t differ = 0;
+  for (size_t i = 0; i < idx.size(); ++i) differ += idx[i] != want_idx.data<int32_t>()[i];
+  CHECK(differ == 0);
+  const npy::Array want = npy::load(fixture("output_" + variant + ".npy"));
+  REQUIRE(want.shape == std::vector<int64_t>{N, 128, 128, 3});
+  const float* r = want.data<float>();
+  double worst = 0;
+  size_t not_finite = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t i = 0; i < 128; ++i)
+      for (int64_t j = 0; j < 128; ++j)
+        for (int64_t c = 0; c < 3; ++c) {
+          const float got = y[static_cast<size_t>(((n * 512 + 4 * i + 1) * 512 + 4 * j + 2) * 3 + c)];
+          not_finite += !std::isfinite(got);
+          worst = std::max(worst, std::abs(static_cast<double>(got) - r[((n * 128 + i) * 128 + j) * 3 + c]));
+        }
+  const double scale = mf["max_abs"].get<double>();
+  MESSAGE(variant << ": max abs diff " << worst << " of max |output| " << scale << ", relative " << worst / scale);
+  CHECK(not_finite == 0);
+  CHECK(worst <= 1e-4 * scale);
+}
+
+// The converted file holds the official tensors in the engine's layouts, without the prefix.
+void check_converted_layouts(const std::string& gpw) {
+  const GpwFile f = GpwFile::open(gpw);
+  const uint64_t seed = manifest()["seed"].get<uint64_t>();
+  CHECK(f.arch() == "restoreformer");
+  auto at = [&](const std::string& n) {
+    const TensorView* v = f.find(n);
+    REQUIRE_MESSAGE(v != nullptr, "missing converted tensor " << n);
+    REQUIRE(v->dtype == DType::f32);
+    return static_cast<const float*>(v->data);
+  };
+  // A 3x3 conv OIHW [128][64][3][3] -> HWIO: element (o, i, y, x) at ((y * 3 + x) * 64 + i) * 128 + o.
+  const std::string conv = "encoder.down.3.block.0.conv1.weight";
+  const gpen_test::CodeformerWeightRule cw(conv, {128, 64, 3, 3}, seed);
+  REQUIRE(f.find(conv) != nullptr);
+  CHECK(f.find(conv)->shape == Shape{3, 3, 64, 128});
+  for (int64_t o : {0, 7, 127})
+    for (int64_t i : {0, 33, 63})
+      for (int64_t k : {0, 4, 8}) CHECK(at(conv)[(k * 64 + i) * 128 + o] == cw(static_cast<uint64_t>((o * 64 + i) * 9 + k)));
+  // A MultiHeadAttnBlock's q, k, v 1x1 convs as the rows of one [3C, C] in-projection.
+  const std::string p = "decoder.up.4.attn.1";
+  const int64_t C = 128;
+  CHECK(f.find(p + ".in_proj_weight")->shape == (Shape{3 * C, C}));
+  CHECK(f.find(p + ".q.weight") == nullptr);
+  const char* parts[] = {".q", ".k", ".v"};
+  for (int part = 0; part < 3; ++part) {
+    const gpen_test::CodeformerWeightRule w(p + parts[part] + ".weight", {C, C, 1, 1}, seed);
+    const gpen_test::CodeformerWeightRule b(p + parts[part] + ".bias", {C}, seed);
+    for (int64_t e : {int64_t{0}, int64_t{1234}, C * C - 1}) CHECK(at(p + ".in_proj_weight")[part * C * C + e] == w(static_cast<uint64_t>(e)));
+    CHECK(at(p + ".in_proj_bias")[part * C + 3] == b(3));
+  }
+  CHECK(f.find(p + ".norm2.weight") != nullptr);                 // the decoder's queries are normalised by it
+  CHECK(f.find("encoder.mid.attn_1.norm2.weight") == nullptr);   // the encoder never uses it
+  CHECK(f.find("quantize.embedding.weight")->shape == (Shape{1024, 256}));
+  CHECK(f.find("quant_conv.weight")->shape == (Shape{1, 1, 256, 256}));
+}
+
+}  // namespace
+
+TEST_CASE("RestoreFormer++ converted from the official layout picks the official codes and matches the official output") {
+  const std::string gpw = converted_fixture("rfpp");
+  check_converted_layouts(gpw);
+  {
+    std::string out;
+    const std::string gpen = gpen_test::binary_dir() + "/gpen";
+    REQUIRE(gpen_test::run(gpen + " info " + gpw + " --json", &out) == 0);
+    const auto info = nlohmann::json::parse(out);
+    CHECK(info["arch"] == "restoreformer");
+    CHECK(info["model"] == "RestoreFormer++ 512");
+    CHECK(info["config"]["ch"] == 32);
+    CHECK(info["config"]["head_size"] == 4);
+    CHECK(info["config"]["attn_resolutions"] == nlohmann::json::array({16, 32}));
+    REQUIRE(gpen_test::run(gpen + " plan --arch restoreformer -m " + gpw + " --json", &out) == 0);
+    CHECK(nlohmann::json::parse(out)["arena_bytes"].get<size_t>() > 0);
+  }
+  check_against_official(gpw, "rfpp");
+}
+
+TEST_CASE("RestoreFormer (8 heads, no attention at 32 x 32) picks the official codes and matches the official output") {
+  const std::string gpw = converted_fixture("rf");
+  CHECK(GpwFile::open(gpw).config()["variant"] == "RestoreFormer");
+  check_against_official(gpw, "rf");
+}
+
+TEST_CASE("RestoreFormer++'s memory plan puts every intermediate in one arena, smaller than all of them") {
+  auto backend = make_cpu_backend();
+  RestoreformerNetConfig c;
+  c.batch = 2;
+  const RestoreformerGraph rg = build_restoreformer_graph(c);
+  const MemoryPlan p = plan_memory(rg.graph, planned_on(*backend));
+  CHECK(p.arena_bytes > 0);
+  CHECK(p.arena_bytes < p.naive_bytes);
+  CHECK(p.arena_bytes >= p.lower_bound_bytes);
+  CHECK(p.workspace_bytes > 0);  // the attention's scores and the convs' tiles
+  CHECK(rg.graph.tensor(rg.indices).dtype == DType::i32);
+  CHECK(rg.graph.tensor(rg.indices).shape == (Shape{2, 16, 16}));
+  // RestoreFormer (no attention at 32 x 32) has three attention blocks fewer.
+  auto attentions = [](const Graph& g) {
+    return std::count_if(g.nodes().begin(), g.nodes().end(),
+                         [](const Node& n) { return std::holds_alternative<AttentionParams>(n.params); });
+  };
+  RestoreformerNetConfig v1;
+  v1.head_size = 8;
+  v1.ex_multi_scale_num = 0;
+  CHECK(attentions(rg.graph) == 2 + 1 + 1 + 3 + 3);  // encoder 16 x 16 and mid, decoder mid, 16 and 32
+  CHECK(attentions(build_restoreformer_graph(v1).graph) == attentions(rg.graph) - 3);
+}
+
+TEST_CASE("RestoreformerModel refuses a .gpw of another model and bad configurations") {
+  auto backend = make_cpu_backend();
+  auto ck = conv::Checkpoint::open(gpen_test::fixture_dir() + "/checkpoints/gpen_s64.zip.pth");
+  const auto gpw = temp_dir() / "gpen_s64.gpw";
+  conv::convert(*ck, gpw.string());
+  const std::string e = gpen_test::error_of([&] { RestoreformerModel m(gpw.string(), *backend); });
+  CHECK(e.find("not RestoreFormer") != std::string::npos);
+  CHECK(e.find(gpw.string()) != std::string::npos);
+  RestoreformerNetConfig c;
+  c.ch = 48;  // not a multiple of GroupNorm's 32 groups
+  CHECK_THROWS_AS(build_restoreformer_graph(c), Error);
+  c = RestoreformerNetConfig{};
+  c.head_size = 3;  // 512 channels do not split into 3 heads
+  CHECK_THROWS_AS(build_restoreformer_graph(c), Error);
+  c = RestoreformerNetConfig{};
+  c.ex_multi_scale_num = 2;
+  CHECK_THROWS_AS(build_restoreformer_graph(c), Error);
+}
+
+TEST_CASE("gpen plan --arch restoreformer reports the released configuration's plan") {
+  std::string out;
+  const std::string gpen = gpen_test::binary_dir() + "/gpen";
+  REQUIRE(gpen_test::run(gpen + " plan --arch restoreformer --batch 2 --json", &out) == 0);
+  const auto j = nlohmann::json::parse(out);
+  CHECK(j["arch"] == "restoreformer");
+  CHECK(j["model"] == "RestoreFormer++ 512");
+  CHECK(j["size"] == 512);
+  CHECK(j["batch"] == 2);
+  CHECK(j["gflop"].get<double>() > 0);
+  CHECK(j["arena_bytes"].get<size_t>() >= j["lower_bound_bytes"].get<size_t>());
+  CHECK(gpen_test::run(gpen + " plan --arch restoreformer --size 256 --json", &out) != 0);
+}
