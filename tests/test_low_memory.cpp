@@ -257,7 +257,7 @@ TEST_CASE("low memory: GPEN at the GPEN-BFR-256 and -512 widths within a memory 
       worst = std::max(worst, std::fabs(y_band[i] - y_def[i]));
       peak = std::max(peak, std::fabs(y_def[i]));
     }
-    MESSAGE(c.name << ": low-memory vs default max abs " << worst << " (largest output " << peak << ")");
+    MESSAGE(std::string(c.name) << ": low-memory vs default max abs " << worst << " (largest output " << peak << ")");
     CHECK(worst <= 1e-4f * std::max(1.0f, peak));
   }
   fs::remove_all(d);
