@@ -222,7 +222,7 @@ void modconv_detail::modconv_direct(const ModConvParams& p, const ModConvArgs& a
         const int64_t mtiles = (M + kMR - 1) / kMR;
         // Band offset of every micro-tile row; the tail micro-tile repeats its last pixel and its
         // extra rows are ignored.
-        int64_t base[round_up(kTilePixels, kMR)];
+        int64_t base[round_up(std::max(kTilePixels, kTilePixelsWeightTiles), kMR)];
         for (int64_t m = 0; m < mtiles * kMR; ++m) {
           const int64_t q = std::min(m, M - 1);
           base[m] = ((a0 + q / wb - ry0) * pl.band_w + (b0 + q % wb - rx0)) * pl.cs;

@@ -21,6 +21,9 @@ constexpr int kKcMax = 256;             // K block: a 16 KB slice of a B panel s
 constexpr int kMaxSeg = 64;             // segments (tap, channel range) per K block
 constexpr int kMaxK = 7;                // largest kernel size supported
 constexpr int64_t kTilePixels = 192;    // output pixels per task: each B panel slice serves them all
+// Weight tiles (ConvChoice::weight_tiles) dequantise each task's B blocks: twice the pixels per
+// task halves that work per output for a larger band and accumulator tile.
+constexpr int64_t kTilePixelsWeightTiles = 384;
 constexpr int64_t kCoChunkMax = 256;    // output channels per task: keeps the accumulator tile in L2
 constexpr int64_t kDirectPixels = 128;  // outputs at or below this read B in place (see make_plan)
 

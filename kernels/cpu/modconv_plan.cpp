@@ -62,7 +62,7 @@ Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t 
     }
   }
   // Tiles of about kTilePixels, balanced so the last one in a row is not a sliver.
-  const int64_t tile_px = kTilePixels, co_cap = kCoChunkMax;
+  const int64_t tile_px = weight_tiles ? kTilePixelsWeightTiles : kTilePixels, co_cap = kCoChunkMax;
   {
     const int64_t ntb = (pl.gb + tile_px - 1) / tile_px;
     pl.tb = (pl.gb + ntb - 1) / ntb;
