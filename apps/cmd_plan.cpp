@@ -24,7 +24,9 @@ Command reg(
                      "RealESRNet tile: 0 (untiled), N, or auto (untiled when the plan fits --memory-budget, else "
                      "the largest tile that fits)")
           ->capture_default_str();
-      sub.add_option("--memory-budget", g_args.sr_budget, "RealESRNet --tile auto: weights + arena + workspace, e.g. 2GiB");
+      sub.add_option("--memory-budget", g_args.sr_budget,
+                     "Weights + arena + workspace, e.g. 2GiB: RealESRNet's --tile auto; GPEN: the CPU's low-memory "
+                     "mode planned into it (weights resident at most, the banded arena, the per-tile workspace)");
       sub.add_option("--sr-scale", g_args.sr_scale,
                      "With --pipeline: add RealESRNet at this scale on the --input-size photo (its tile from --tile)");
       sub.add_option("-m,--model", g_args.model, "Take the configuration from a converted model (.gpw)")

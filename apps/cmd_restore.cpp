@@ -186,6 +186,10 @@ Command reg(
                      "FLOPs whose arena fits this, e.g. 24MiB; --vram-budget bands before it lowers the batch");
       sub.add_option("--bands", g_args.bands, "Run GPEN banded with exactly this many bands of output rows")
           ->check(CLI::Range(1, 2048));
+      sub.add_option("--memory-budget", g_args.memory_budget,
+                     "--aligned, CPU: the low-memory mode, GPEN planned into this much (weights resident + arena + "
+                     "workspace), e.g. 128MiB: weights read from the file's mapping and let go after use, 8-bit "
+                     "weights dequantised tile by tile, the arena banded to what is left; one face per run");
       sub.add_option("--blend,--alpha", g_args.alpha,
                      "Every model: restored face * blend + original aligned crop * (1 - blend), before the paste; with "
                      "GFPGAN or CodeFormer and --aligned, the crop resized to 512")
@@ -248,6 +252,9 @@ Command reg(
                                                    g_args.model + " is a " + face_flow_name(flow) + " model");
         }
         finish_task_options(g_args);
+        GPEN_CHECK(g_args.memory_budget.empty() || (g_args.aligned && flow == FaceFlow::gpen),
+                   "--memory-budget runs GPEN with --aligned (the photo flow's detector and paste are not planned "
+                   "into it yet)");
         if (g_args.aligned) {
           GPEN_CHECK(g_args.parse.empty() && g_args.mask.empty(),
                      "--parse and --mask choose how faces are pasted into photos; --aligned pastes nothing");

@@ -19,6 +19,7 @@
 #include "engine/photo/face_flow.h"
 #include "engine/photo/facexlib_flow.h"
 #include "engine/photo/tasks.h"
+#include "engine/runtime/env_options.h"
 
 namespace fs = std::filesystem;
 
@@ -113,11 +114,40 @@ void run_aligned_facexlib(const RestoreArgs& a, FaceFlow flow) {
   }
 }
 
+// --memory-budget: the CPU backend in its low-memory mode (weights from the file's mapping, read
+// tile by tile, no Winograd), and where every planned byte goes.
+std::unique_ptr<Backend> low_memory_backend(const RestoreArgs& a) {
+  const DeviceKind k = parse_device(a.device);
+  GPEN_CHECK(k != DeviceKind::cuda, "--memory-budget plans the CPU's low-memory mode; on CUDA use --vram-budget");
+  GPEN_CHECK(a.arena_budget.empty() && a.bands == 0 && a.vram_budget.empty(),
+             "--memory-budget chooses the banding itself: leave out --arena-budget, --bands and --vram-budget");
+  cpu::CpuOptions o = cpu_options_from_env();
+  o.low_memory = true;
+  o.huge_pages = false;  // no huge-page copy of the weights, no arena rounded up to 2 MiB pages
+  return make_cpu_backend(o);
+}
+
+void print_budget(const GpenModel& m) {
+  const BudgetFit& f = m.budget_fit();
+  const MemoryPlan& p = m.plan();
+  std::fprintf(stderr,
+               "low-memory mode, budget %s: weights resident at most %s (of %s, mapped from the file and let go "
+               "after use), arena %s (lower bound %s, %s), workspace %s; planned %s, the process's own memory "
+               "(code, images) not included\n",
+               human_bytes(double(f.budget)).c_str(), human_bytes(double(f.weights.peak_bytes)).c_str(),
+               human_bytes(double(f.weights.total_bytes)).c_str(), human_bytes(double(p.arena_bytes)).c_str(),
+               human_bytes(double(p.lower_bound_bytes)).c_str(),
+               f.arena_budget ? ("banded to " + human_bytes(double(f.arena_budget))).c_str() : "unbanded",
+               human_bytes(double(p.workspace_bytes)).c_str(),
+               human_bytes(double(f.weights.peak_bytes + p.arena_bytes + p.workspace_bytes)).c_str());
+}
+
 }  // namespace
 
 void run_aligned(const RestoreArgs& a) {
   if (const FaceFlow flow = face_flow_of_file(a.model); is_facexlib_flow(flow)) return run_aligned_facexlib(a, flow);
-  auto backend = make_backend(device_options(a));
+  const bool low_memory = !a.memory_budget.empty();
+  auto backend = low_memory ? low_memory_backend(a) : make_backend(device_options(a));
   auto model = open_gpen_model(a.model, *backend, a.precision);
   const int S = model->size(), O = model->output_size();  // O > S: FullGenerator_SR
   const GpenTask task = parse_task(a.task);
@@ -136,8 +166,10 @@ void run_aligned(const RestoreArgs& a) {
   sr_set.tile = a.sr_tile;
   if (!a.vram_budget.empty()) sr_set.budget = parse_bytes(a.vram_budget);
   const int total = static_cast<int>(faces.size());
-  const int batch = std::clamp(a.batch > 0 ? a.batch : std::min(total, 8), 1, total);
+  // The low-memory mode runs one face at a time unless asked otherwise: the arena grows with the batch.
+  const int batch = std::clamp(a.batch > 0 ? a.batch : low_memory ? 1 : std::min(total, 8), 1, total);
   model->prepare(batch, plan_options(a));
+  if (low_memory) print_budget(*model);
   const size_t face_floats = static_cast<size_t>(S) * S * 3, out_floats = static_cast<size_t>(O) * O * 3;
   std::vector<float> in(face_floats * batch), out(out_floats * batch), raw;
   if (!a.save_raw.empty()) raw.resize(out_floats * total);

@@ -30,6 +30,7 @@ struct RestoreArgs {
   std::string report;
   std::string vram_budget;
   std::string arena_budget;  // banded execution of GPEN (engine/plan/banding.h)
+  std::string memory_budget;  // the CPU's low-memory mode (engine/plan/memory_budget.h)
   int bands = 0;
   int batch = 0;
   double alpha = 1.0;
@@ -53,7 +54,7 @@ ReadOptions photo_read_options(const RestoreArgs& a);
 bool ends_with(const std::string& s, const std::string& suffix);  // case-insensitive
 bool is_image_name(const std::string& p);
 DeviceOptions device_options(const RestoreArgs& a);
-// --arena-budget / --bands as planner options.
+// --arena-budget / --bands / --memory-budget as planner options.
 PlanOptions plan_options(const RestoreArgs& a);
 // The engine's restore setup (engine/photo/restorer.h) with the choices the flags make.
 RestoreConfig restore_config(const RestoreArgs& a);

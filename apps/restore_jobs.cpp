@@ -39,6 +39,7 @@ PlanOptions plan_options(const RestoreArgs& a) {
   PlanOptions o;
   if (!a.arena_budget.empty()) o.arena_budget = parse_bytes(a.arena_budget);
   o.bands = a.bands;
+  if (!a.memory_budget.empty()) o.memory_budget = parse_bytes(a.memory_budget);
   return o;
 }
 

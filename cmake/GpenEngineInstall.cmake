@@ -14,7 +14,7 @@ set(GPEN_PUBLIC_HEADERS
   kernels/cpu/detect_post.h kernels/cpu/isa.h
   weights/gpw.h
   engine/graph/graph.h
-  engine/plan/banding.h engine/plan/memory_plan.h engine/plan/planner.h
+  engine/plan/banding.h engine/plan/memory_budget.h engine/plan/memory_plan.h engine/plan/planner.h
   engine/runtime/backend.h engine/runtime/device.h engine/runtime/executor.h engine/runtime/pipeline_ops.h
   engine/models/gpen.h engine/models/gpen_model.h engine/models/gpen_noise.h engine/models/parsenet.h
   engine/models/retinaface.h

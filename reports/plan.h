@@ -54,7 +54,7 @@ struct PlanArgs {
   int scale = 2;
   int num_block = 23;
   std::string sr_tile = "0";   // --tile: auto, 0 (untiled) or a tile size
-  std::string sr_budget;       // --memory-budget for --tile auto
+  std::string sr_budget;       // --memory-budget: RealESRNet's --tile auto; GPEN's low-memory mode
   int sr_scale = 0;            // --pipeline: add RealESRNet at this scale (0: none)
   bool roofline = false;  // --roofline: the CUDA roofline estimate (reports/plan_roofline.cpp)
   // Where the JSON goes when set (the Python binding), instead of stdout.
@@ -160,6 +160,8 @@ MemoryPlan realesrnet_pipeline_part(const PlanArgs& a, const PlanDevice& dev, nl
 void run_parsenet_plan(const PlanArgs& a, const PlanDevice& dev);
 // The ParseNet graph of the face-parsing paste mask (512 x 512, batch 1) planned for `dev`.
 Planned plan_parsenet_for_pipeline(const PlanArgs& a, const PlanDevice& dev, double* flops);
+// GPEN in the CPU's low-memory mode within --memory-budget (reports/plan_low_memory.cpp).
+void run_gpen_memory_budget_plan(const PlanArgs& a);
 // GFPGANv1Clean plans (reports/plan_gfpgan.cpp): --size, --channel-multiplier, --narrow or -m, fp32.
 void run_gfpgan_plan(const PlanArgs& a, const PlanDevice& dev);
 // CodeFormer plans (reports/plan_codeformer.cpp): the released configuration or -m, 512, fp32.

@@ -142,6 +142,7 @@ void run_plan(PlanArgs a) {
   GPEN_CHECK(!a.model.empty() || a.arch == "gpen",
              "unknown --arch '" + a.arch +
                  "' (known: gpen, retinaface-r50, retinaface-mnet, realesrnet, parsenet, gfpgan, codeformer, restoreformer)");
+  if (!a.sr_budget.empty()) return run_gpen_memory_budget_plan(a);
   const auto [name, base] = gpen_base(a);
 
   struct Model { std::string name; GpenConfig cfg; };

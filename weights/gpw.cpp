@@ -122,6 +122,15 @@ void GpwFile::drop_pages(const void* p, size_t bytes) const {
   if (lo < hi && lo >= m0 && hi <= m1) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
+void GpwFile::release_pages(const void* p, size_t bytes) const {
+  if (!map_ || bytes == 0) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t m0 = reinterpret_cast<uintptr_t>(map_), m1 = m0 + size_;
+  const uintptr_t lo = std::max(reinterpret_cast<uintptr_t>(p) / page * page, m0);
+  const uintptr_t hi = std::min((reinterpret_cast<uintptr_t>(p) + bytes + page - 1) / page * page, m1);
+  if (lo < hi) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 GpwFile::~GpwFile() {
   if (map_) ::munmap(map_, size_);
 }

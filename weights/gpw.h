@@ -53,6 +53,10 @@ class GpwFile {
   // contents stay in the file): a loader that has copied a tensor elsewhere keeps the resident
   // size at one copy. Nothing for a from_memory file.
   void drop_pages(const void* p, size_t bytes) const;
+  // The same for every page [p, p + bytes) touches, shared ones included: a reader done with a
+  // tensor for now (the low-memory mode) lets it go whole; whatever is read again later comes back
+  // from the file (the page cache) on that read.
+  void release_pages(const void* p, size_t bytes) const;
 
   int64_t parameter_count() const;   // sum of numel over all tensors
   uint64_t tensor_bytes() const;      // sum of stored tensor bytes

@@ -133,7 +133,7 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
     GPEN_CHECK(p == DType::f32, std::string("the CPU backend runs fp32 only (precision ") + precision_name(p) + " asked)");
     weights_ = src;
     // Without huge pages the views stay on the file's mapping (or the synthetic vectors).
-    if (backend_.huge_pages()) pack_cpu_weights(origin);
+    if (backend_.huge_pages() && !backend_.low_memory()) pack_cpu_weights(origin);
     link_qscales(weights_, origin);
     return;
   }
@@ -244,18 +244,20 @@ void GpenModel::prepare(int batch, const PlanOptions& opt) {
   exec_.reset();
   GpenConfig c = config_;
   c.batch = batch;
+  fit_memory_budget_for(c);
   graph_ = std::make_unique<GpenGraph>(build_gpen_graph(c));
   // Transforms keep the input and output tensor ids, so the rest of the model is unaffected.
-  transform_ = transform_for_memory(graph_->graph, opt);
+  transform_ = transform_for_memory(graph_->graph, opt_);
   GPEN_CHECK(!transform_.banding_requested || transform_.banding_fits,
              "GPEN " + std::to_string(c.size) + " at batch " + std::to_string(batch) + ": no banding fits an arena of " +
-                 std::to_string(opt.arena_budget) + " bytes (the smallest lower bound any banding reached is " +
+                 std::to_string(opt_.arena_budget) + " bytes (the smallest lower bound any banding reached is " +
                  std::to_string(transform_.banding_smallest_bound) + " bytes)");
-  plan_ = std::make_unique<MemoryPlan>(plan_memory(graph_->graph, planned_on(backend_), opt));
+  plan_ = std::make_unique<MemoryPlan>(plan_memory(graph_->graph, planned_on(backend_), opt_));
   MemoryPlan sized = *plan_;  // the executor allocates what its plan says: at least the minimum
   sized.arena_bytes = std::max(sized.arena_bytes, min_arena_);
   sized.workspace_bytes = std::max(sized.workspace_bytes, min_ws_);
   exec_ = std::make_unique<Executor>(graph_->graph, sized, backend_, weights_);
+  release_weights_after_use(*exec_, graph_->graph);
   batch_ = batch;
   release_io();
   if (device_) {
@@ -367,6 +369,7 @@ GpenModel::Prepared GpenModel::prepared_for(int n) {
                    std::to_string(batch_) + " (" + std::to_string(plan_->arena_bytes) + " B, " +
                    std::to_string(plan_->workspace_bytes) + " B)");
     s.exec = std::make_unique<Executor>(s.graph->graph, *s.plan, backend_, weights_, exec_->arena(), exec_->workspace());
+    release_weights_after_use(*s.exec, s.graph->graph);
     it = smaller_.emplace(n, std::move(s)).first;
   }
   return {it->second.exec.get(), it->second.graph.get()};

@@ -14,6 +14,7 @@
 #include "engine/runtime/backend.h"
 #include "engine/runtime/device.h"
 #include "engine/runtime/executor.h"
+#include "engine/plan/memory_budget.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/models/gpen.h"
 #include "engine/models/gpen_noise.h"
@@ -28,7 +29,8 @@ GpenConfig gpen_config_from_gpw(const GpwFile& f);
 class GpenModel {
  public:
   // Loads a converted model. CPU (fp32 only): the weights are copied once onto 2 MiB pages where
-  // the backend has them (Backend::huge_pages), else they stay mapped. Device: converted to
+  // the backend has them (Backend::huge_pages), else they stay mapped; in the low-memory mode
+  // (Backend::low_memory) they stay mapped and each run lets a weight's pages go once it is used. Device: converted to
   // `precision` (default: default_precision(backend)) and uploaded once.
   static std::unique_ptr<GpenModel> open(const std::string& gpw_path, Backend& backend,
                                          std::optional<DType> precision = std::nullopt);
@@ -56,6 +58,9 @@ class GpenModel {
   void prepare(int batch, const PlanOptions& opt);
   // What the graph transforms of the last prepare() did (all zero without any).
   const TransformReport& transform_report() const { return transform_; }
+  // PlanOptions::memory_budget (the low-memory mode): what the last prepare() chose to fit it
+  // (budget 0 without one).
+  const BudgetFit& budget_fit() const { return budget_fit_; }
   const Graph& graph() const { return graph_->graph; }
   // The arena view of a tensor by graph name (after run(); only meaningful for tensors still
   // alive at the end, e.g. every tensor under a "naive" plan without in-place).
@@ -117,6 +122,11 @@ class GpenModel {
   Prepared prepared_for(int n);  // the executor for n faces (a smaller plan in the same arena)
   void release_io();
   void pack_cpu_weights(const std::string& origin);
+  // The low-memory mode (Backend::low_memory): each weight's pages of the file's mapping (its
+  // codes and scales) go after its last reader in a run of `ex`.
+  void release_weights_after_use(Executor& ex, const Graph& g);
+  // PlanOptions::memory_budget of opt_: fits it (budget_fit_) and puts the banding into opt_.
+  void fit_memory_budget_for(const GpenConfig& c);
   Backend& backend_;
   DeviceBackend* device_ = nullptr;
   void* device_weights_ = nullptr;
@@ -139,6 +149,7 @@ class GpenModel {
   size_t min_arena_ = 0, min_ws_ = 0;  // set_min_memory
   PlanOptions opt_;
   TransformReport transform_;
+  BudgetFit budget_fit_;
   std::unique_ptr<GpenGraph> graph_;
   std::unique_ptr<MemoryPlan> plan_;
   std::unique_ptr<Executor> exec_;

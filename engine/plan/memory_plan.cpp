@@ -160,7 +160,8 @@ size_t liveness_lower_bound(const Graph& g, bool allow_inplace) {
 std::string PlanOptions::key() const {
   std::string k = strategy + (allow_inplace ? "+inplace" : "") + (rematerialize ? "+remat" : "") +
                   (reorder ? "+reorder" : "") + std::to_string(remat_max_flops_fraction) + "/budget" +
-                  std::to_string(arena_budget) + "/bands" + std::to_string(bands);
+                  std::to_string(arena_budget) + "/bands" + std::to_string(bands) +
+                  "/memory" + std::to_string(memory_budget);
   if (band_spec.band_res > 0) {
     k += "/spec" + std::to_string(band_spec.band_res) + "," + std::to_string(band_spec.keep_res) + "," +
          std::to_string(band_spec.bands);

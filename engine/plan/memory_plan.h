@@ -39,6 +39,9 @@ struct PlanOptions {
   // band count (alone: the lowest bound with that many bands).
   size_t arena_budget = 0;
   int bands = 0;
+  // The low-memory mode (engine/plan/memory_budget.h): weights resident + arena + workspace within
+  // this many bytes; the model chooses arena_budget from it (fit_memory_budget).
+  size_t memory_budget = 0;
   BandingSpec band_spec{};  // band_spec.band_res > 0: exactly this banding (tests, experiments)
   std::string key() const;  // the options as a string (caches of prepared plans)
 };

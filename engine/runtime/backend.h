@@ -50,6 +50,10 @@ class Backend {
   // copied into one such allocation only then: the copy pays for its load time in fewer TLB misses
   // (docs/benchmarks.md, huge pages), which a copy onto 4 KiB pages would not.
   virtual bool huge_pages() const { return false; }
+  // The CPU's low-memory mode (cpu::CpuOptions::low_memory): weights stay in their file's mapping
+  // and each one's pages go after its last reader of a run (GpenModel), the kernels read weights
+  // tile by tile.
+  virtual bool low_memory() const { return false; }
   size_t allocations() const { return allocations_; }
 
  protected:

@@ -82,6 +82,8 @@ class CpuBackend final : public Backend {
     return advise_huge() && thp;
   }
 
+  bool low_memory() const override { return opts_.low_memory; }
+
   void begin_run() override { cpu::probe_cores(opts_.far); }
 
   void* allocate(size_t bytes) override {

@@ -112,6 +112,7 @@ std::vector<double> Executor::run_profiled() {
       const auto t0 = std::chrono::steady_clock::now();
       backend_.run_planned(nodes[i], plan_.node_kernels[i], node_in_[i], node_out_[i], workspace_);
       ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      after_node(i);
     }
   }
   backend_.synchronize();
@@ -130,10 +131,34 @@ void Executor::run() {
   backend_.synchronize();
 }
 
-void Executor::launch_all() {
+void Executor::set_weight_done(std::function<void(int tensor)> f) {
+  GPEN_CHECK(!f || !device_, "set_weight_done: weights on a host backend only");
+  weight_done_ = std::move(f);
+  done_after_.assign(g_.nodes().size(), {});
+  if (!weight_done_) return;
+  std::vector<int> last(g_.tensors().size(), -1);
   const auto& nodes = g_.nodes();
   for (size_t i = 0; i < nodes.size(); ++i)
+    for (int t : nodes[i].inputs) {
+      if (t < 0) continue;
+      const int r = g_.root_of(t);
+      if (g_.tensor(r).kind == TensorKind::Weight) last[r] = static_cast<int>(i);
+    }
+  for (size_t t = 0; t < last.size(); ++t)
+    if (last[t] >= 0) done_after_[last[t]].push_back(static_cast<int>(t));
+}
+
+void Executor::after_node(size_t i) const {
+  if (weight_done_)
+    for (int t : done_after_[i]) weight_done_(t);
+}
+
+void Executor::launch_all() {
+  const auto& nodes = g_.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
     backend_.run_planned(nodes[i], plan_.node_kernels[i], node_in_[i], node_out_[i], workspace_);
+    after_node(i);
+  }
 }
 
 }  // namespace gpen

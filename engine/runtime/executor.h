@@ -4,6 +4,7 @@
 // On a device backend with graphs enabled (engine/runtime/device.h), the first run() captures the
 // sequence of launches and every run replays it: the addresses never change, so the recording
 // stays valid for the executor's lifetime.
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,6 +40,9 @@ class Executor {
   std::vector<double> run_profiled();
   // Whether run() replays a captured graph (after the first run on a device backend with graphs).
   bool uses_graph() const { return graph_ != nullptr; }
+  // Host backends: called after each node with every weight tensor (a view's root) no later node
+  // reads, so a loader can let that weight's pages go (GpenModel's low-memory mode). Empty: none.
+  void set_weight_done(std::function<void(int tensor)> f);
   size_t arena_bytes() const { return plan_.arena_bytes; }
   void* arena() const { return arena_; }
   void* workspace() const { return workspace_; }
@@ -56,6 +60,9 @@ class Executor {
   std::vector<TensorView> views_;                 // per tensor id
   std::vector<std::vector<TensorView>> node_in_;  // per node, resolved once
   std::vector<std::vector<TensorView>> node_out_;
+  std::function<void(int)> weight_done_;
+  std::vector<std::vector<int>> done_after_;  // per node: the weights whose last reader it is
+  void after_node(size_t i) const;
   DeviceBackend* device_ = nullptr;  // the backend, when it is a device backend
   void* graph_ = nullptr;            // captured launches (device backends with graphs)
 };

@@ -309,6 +309,7 @@ const char* conv_path_name(ConvPath p) {
 std::string conv_choice_label(const ConvChoice& c) {
   std::string s = conv_path_name(c.path);
   if (c.tile) s += " F(" + std::to_string(c.tile) + ")";
+  if (c.weight_tiles) s += " (weight tiles)";
   return s;
 }
 
@@ -354,6 +355,16 @@ ConvChoice winograd_up_form(int m, int64_t N, int64_t H, int64_t W, int64_t C, i
 
 ConvChoice choose_conv(const ConvCase& c, const CpuOptions& o) {
   GPEN_CHECK((c.conv != nullptr) != (c.mod != nullptr), "choose_conv: a conv2d or a modconv");
+  if (o.low_memory) {
+    // The table as under GPEN_CPU_CONV=direct (no Winograd); a modconv reads its weight per tile
+    // (conv2d's paths pack at most kPackFloats / kWeightCacheFloats of it at a time already).
+    CpuOptions d = o;
+    d.conv = ConvMode::direct;
+    d.low_memory = false;
+    ConvChoice ch = choose_conv(c, d);
+    ch.weight_tiles = c.mod != nullptr;
+    return ch;
+  }
   for (const Row& r : kRows) {
     if (r.modconv != (c.mod != nullptr)) continue;
     const std::optional<int> tile = r.test(c, o);

@@ -48,9 +48,13 @@ const char* conv_path_name(ConvPath p);
 struct ConvChoice {
   ConvPath path = ConvPath::gemm;
   int tile = 0;
+  // modconv_direct / to_rgb: the weight operand read per tile where the GEMM needs it (8-bit codes
+  // dequantised into the thread's scratch), never packed whole into the workspace
+  // (CpuOptions::low_memory). The same sums in the same order: the packed path's bits.
+  bool weight_tiles = false;
   bool operator==(const ConvChoice&) const = default;
 };
-// "gemm1x1", "winograd F(4)", ...
+// "gemm1x1", "winograd F(4)", "modconv_direct (weight tiles)", ...
 std::string conv_choice_label(const ConvChoice& c);
 
 // What the rule looks at: one conv2d or modconv. x: the input (a modconv's with the concat's

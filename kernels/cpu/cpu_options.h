@@ -24,6 +24,10 @@ struct CpuOptions {
   bool wino_fused = true;               // GPEN_CPU_WINO_FUSED=1 (default) | 0: the fused small-image Winograd forms
   FarMode far = FarMode::measure;       // GPEN_CPU_FAR=auto (default) | 0 | 1 (core_distance.h)
   bool huge_pages = true;               // GPEN_CPU_HUGEPAGES=0 turns the huge-page advice off (the CPU backend)
+  // The low-memory mode (`--memory-budget`, docs/memory.md): no Winograd (its transformed weight is
+  // a layer's worth of workspace) and the modconv reads its weight operand tile by tile (8-bit
+  // codes dequantised per tile: ConvChoice::weight_tiles), so no op holds a whole layer's f32 weight.
+  bool low_memory = false;
   // The ISA the conv rule chooses for: the one the kernels run (cpuid, or GPEN_CPU_ISA through
   // engine/runtime/env_options.h); a test may ask about the other.
   Isa isa = cpu_isa();

@@ -84,9 +84,10 @@ size_t modconv_workspace_bytes(const ConvChoice& c, const ModConvParams& p, cons
       return winograd_detail::modconv_winograd_up_workspace_bytes(c, x_cat, y, nt);
     case ConvPath::to_rgb:
       // Its own or the direct path's, whichever is more: the figure does not depend on the path.
-      return std::max(modconv_direct_workspace_bytes(p, x_cat, y, nt), modconv_rgb::rgb_workspace_bytes(x_cat, y));
+      return std::max(modconv_direct_workspace_bytes(p, x_cat, y, nt, c.weight_tiles),
+                      modconv_rgb::rgb_workspace_bytes(x_cat, y));
     default:
-      return modconv_direct_workspace_bytes(p, x_cat, y, nt);
+      return modconv_direct_workspace_bytes(p, x_cat, y, nt, c.weight_tiles);
   }
 }
 
@@ -110,7 +111,7 @@ void run(const ConvChoice& c, const ModConvParams& p, const ModConvArgs& a, cons
                  "modconv: the to_rgb path needs a workspace and unit channel strides");
       return;
     default:
-      return modconv_detail::modconv_direct(p, a, y, workspace);
+      return modconv_detail::modconv_direct(p, a, y, workspace, c.weight_tiles);
   }
 }
 
@@ -127,17 +128,17 @@ void modconv(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, 
 }
 
 size_t modconv_detail::modconv_direct_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y,
-                                                      int threads) {
+                                                      int threads, bool weight_tiles) {
   const int nt = threads > 0 ? threads : std::max(1, num_threads());
-  const Plan pl = make_plan(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt);
+  const Plan pl = make_plan(p, y[0], x_cat[1], x_cat[2], x_cat[3], y[3], nt, weight_tiles);
   return static_cast<size_t>(pl.shared + pl.per_thread * nt) * sizeof(float) + kAlign;
 }
 
 void modconv_detail::modconv_direct(const ModConvParams& p, const ModConvArgs& a, const TensorView& y,
-                                    void* workspace) {
+                                    void* workspace, bool weight_tiles) {
   // The workspace holds one slice per thread: it must have been sized with the same thread count.
   const int nt_req = std::max(1, num_threads());
-  Plan pl = make_plan(p, y.dim(0), a.x->dim(1), a.x->dim(2), a.w->dim(2), a.w->dim(3), nt_req);
+  Plan pl = make_plan(p, y.dim(0), a.x->dim(1), a.x->dim(2), a.w->dim(2), a.w->dim(3), nt_req, weight_tiles);
   pl.C1 = a.x->dim(3);
   pl.C2 = pl.C - pl.C1;
   const int nt = static_cast<int>(std::min<int64_t>(nt_req, std::max(pl.ntask, pl.npanel)));
@@ -221,7 +222,7 @@ void modconv_detail::modconv_direct(const ModConvParams& p, const ModConvArgs& a
         const int64_t mtiles = (M + kMR - 1) / kMR;
         // Band offset of every micro-tile row; the tail micro-tile repeats its last pixel and its
         // extra rows are ignored.
-        int64_t base[round_up(kTilePixels, kMR)];
+        int64_t base[round_up(std::max(kTilePixels, kTilePixelsWeightTiles), kMR)];
         for (int64_t m = 0; m < mtiles * kMR; ++m) {
           const int64_t q = std::min(m, M - 1);
           base[m] = ((a0 + q / wb - ry0) * pl.band_w + (b0 + q % wb - rx0)) * pl.cs;
@@ -231,13 +232,22 @@ void modconv_detail::modconv_direct(const ModConvParams& p, const ModConvArgs& a
         bool first = true;
         while (blocker.next(kb)) {
           for (int64_t j = 0; j < nco;) {
-            // Two panels per call on AVX-512 where both exist (read in place: both whole).
-            const bool pair = wide && j + kNR < nco && (!pl.direct_b || (!w8 && o0 + j + 2 * kNR <= pl.Co && ws3 == 1));
+            // Two panels per call on AVX-512 where both exist (read in place: both whole; 8-bit
+            // weight tiles: both dequantised, one after the other in bpack).
+            const bool tiles8 = pl.weight_tiles && w8;
+            const bool pair = wide && j + kNR < nco &&
+                              (!pl.direct_b || tiles8 || (!w8 && o0 + j + 2 * kNR <= pl.Co && ws3 == 1));
             const int64_t ldb = b_rows(pl, kb, in.w, o0 + j, packed, bpack, bseg);
-            const int64_t next = pl.direct_b ? kNR : pl.kdim * kNR;  // one panel to the next
+            int64_t next = pl.direct_b ? kNR : pl.kdim * kNR;  // one panel to the next
+            if (tiles8) {
+              next = int64_t{kKcMax} * kNR;
+              const float* bseg2[kMaxSeg];
+              if (pair) b_rows(pl, kb, in.w, o0 + j + kNR, packed, bpack + next, bseg2);
+            }
             const int64_t step = pair ? 2 * kNR : kNR;
-            // The first micro-tile also prefetches the next panel's rows of this block.
-            const int64_t pf = j + step < nco ? (pair ? 2 * next : next) : 0;
+            // The first micro-tile also prefetches the next panel's rows of this block (not where
+            // the rows are dequantised per block: the next ones are not written yet).
+            const int64_t pf = j + step < nco && !tiles8 ? (pair ? 2 * next : next) : 0;
             for (int64_t mt = 0; mt < mtiles; ++mt) {
               float* ct = ctile + mt * kMR * ldc + j;
 #if GPEN_HAVE_AVX512_KERNELS

@@ -21,6 +21,9 @@ constexpr int kKcMax = 256;             // K block: a 16 KB slice of a B panel s
 constexpr int kMaxSeg = 64;             // segments (tap, channel range) per K block
 constexpr int kMaxK = 7;                // largest kernel size supported
 constexpr int64_t kTilePixels = 192;    // output pixels per task: each B panel slice serves them all
+// Weight tiles (ConvChoice::weight_tiles) dequantise each task's B blocks: twice the pixels per
+// task halves that work per output for a larger band and accumulator tile.
+constexpr int64_t kTilePixelsWeightTiles = 384;
 constexpr int64_t kCoChunkMax = 256;    // output channels per task: keeps the accumulator tile in L2
 constexpr int64_t kDirectPixels = 128;  // outputs at or below this read B in place (see make_plan)
 
@@ -53,6 +56,7 @@ struct Plan {
   int64_t ntask_a = 0, ntask_b = 0, ntask_co = 0, ntask = 0;
   int64_t kdim = 0, npanel = 0;  // GEMM depth k*k*C and 16-column weight panels
   bool direct_b = false;         // small outputs read B straight from the weight (see make_plan)
+  bool weight_tiles = false;     // ConvChoice::weight_tiles: B read (dequantised) per K block, as direct_b
   int64_t shared = 0;            // floats of the packed weight, [npanel][kdim][16]
   // Per-thread workspace layout, in floats (after the shared part).
   int64_t off_band = 0, off_ctile = 0, off_bpack = 0, off_svec = 0, off_b2vec = 0, off_dvec = 0, off_bvec = 0,
@@ -61,7 +65,9 @@ struct Plan {
 };
 
 // Everything is derived from shapes, so workspace_bytes and the kernel agree on the layout.
-Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads);
+// weight_tiles: no packed weight in the workspace (ConvChoice::weight_tiles).
+Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads,
+               bool weight_tiles = false);
 
 // One K block: up to kMaxSeg segments, each a channel range of one tap.
 struct KBlock {
@@ -163,7 +169,9 @@ int64_t b_rows(const Plan& pl, const KBlock& kb, const TensorView& w, int64_t o0
 
 // The implicit-GEMM path alone (modconv's modconv_direct; benchmarks compare it with the others in
 // one process). Inputs already validated.
-size_t modconv_direct_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y, int threads);
-void modconv_direct(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace);
+size_t modconv_direct_workspace_bytes(const ModConvParams& p, const Shape& x_cat, const Shape& y, int threads,
+                                      bool weight_tiles = false);
+void modconv_direct(const ModConvParams& p, const ModConvArgs& a, const TensorView& y, void* workspace,
+                    bool weight_tiles = false);
 
 }  // namespace gpen::cpu::modconv_detail

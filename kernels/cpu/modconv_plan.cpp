@@ -7,7 +7,8 @@
 
 namespace gpen::cpu::modconv_detail {
 
-Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads) {
+Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Co, int threads,
+               bool weight_tiles) {
   GPEN_CHECK(p.k >= 1 && p.k <= kMaxK, "modconv: kernel size " + std::to_string(p.k) + " outside [1, 7]");
   GPEN_CHECK(N >= 1 && H >= 1 && W >= 1 && C >= 1 && Co >= 1,
              "modconv: empty tensor (N=" + std::to_string(N) + ", H=" + std::to_string(H) + ", W=" + std::to_string(W) +
@@ -61,7 +62,7 @@ Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t 
     }
   }
   // Tiles of about kTilePixels, balanced so the last one in a row is not a sliver.
-  const int64_t tile_px = kTilePixels, co_cap = kCoChunkMax;
+  const int64_t tile_px = weight_tiles ? kTilePixelsWeightTiles : kTilePixels, co_cap = kCoChunkMax;
   {
     const int64_t ntb = (pl.gb + tile_px - 1) / tile_px;
     pl.tb = (pl.gb + ntb - 1) / ntb;
@@ -76,14 +77,18 @@ Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t 
   // Packing the weight costs about two passes over it; it pays when each weight is used by many
   // output pixels. For the small early layers (4x4 .. 8x8) the GEMM is bound by reading the
   // weight once, so they read B in place instead.
-  pl.direct_b = N * pl.ga * pl.gb <= kDirectPixels;
+  const bool small = N * pl.ga * pl.gb <= kDirectPixels;
+  // Weight tiles (the low-memory mode) take the same road on every output: no packed weight, each
+  // task's K blocks read (8-bit: dequantise) their rows of B into the thread's scratch.
+  pl.weight_tiles = weight_tiles;
+  pl.direct_b = small || weight_tiles;
   // Small images give few pixel tiles: split the output channels too so every thread has work.
   // Where B is read in place, one chunk per thread: each then reads longer runs of every weight
   // row, which the prefetchers follow (GPEN-256's and -512's convs.0 up conv 1.11x / 1.22x against
   // four chunks per thread).
   const int64_t spatial_tasks = N * pl.ntask_a * pl.ntask_b;
   pl.co_chunk = std::min(round_up(Co, kNR), co_cap);
-  const int64_t want = (pl.direct_b ? 1 : 4) * std::max(1, threads);
+  const int64_t want = (small ? 1 : 4) * std::max(1, threads);
   while (spatial_tasks * ((Co + pl.co_chunk - 1) / pl.co_chunk) < want && pl.co_chunk > 4 * kNR)
     pl.co_chunk = round_up(pl.co_chunk / 2, kNR);
   pl.ntask_co = (Co + pl.co_chunk - 1) / pl.co_chunk;
@@ -107,7 +112,8 @@ Plan make_plan(const ModConvParams& p, int64_t N, int64_t H, int64_t W, int64_t 
   pl.off_band = take(pl.band_h * pl.band_w * pl.cs);
   // Sized for the widest chunk so the layout does not depend on the thread count.
   pl.off_ctile = take(mrows * std::min(round_up(Co, kNR), co_cap));
-  pl.off_bpack = take(int64_t{kKcMax} * kNR);
+  // Weight tiles: room for two panels' rows of a K block (the AVX-512 micro-kernel's pair).
+  pl.off_bpack = take(int64_t{kKcMax} * kNR * (weight_tiles ? 2 : 1));
   pl.off_svec = take(C);
   pl.off_b2vec = take(2 * C);
   pl.off_row = take(C);
