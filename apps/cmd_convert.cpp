@@ -46,7 +46,7 @@ void run_convert(const ConvertArgs& a) {
 }
 
 gpen::cli::Command reg(
-    "convert", "Convert a PyTorch (.pth) or safetensors checkpoint (GPEN, RetinaFace, RealESRNet, ParseNet, GFPGAN, CodeFormer) into a .gpw weight file",
+    "convert", "Convert a PyTorch (.pth) or safetensors checkpoint (GPEN, RetinaFace, RealESRNet, ParseNet, GFPGAN, CodeFormer, RestoreFormer) into a .gpw weight file",
     [](CLI::App& sub) {
       auto a = std::make_shared<ConvertArgs>();
       sub.add_option("input", a->in, "Checkpoint (.pth zip or legacy format, or .safetensors)")->required();

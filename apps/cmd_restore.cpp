@@ -1,5 +1,5 @@
-// gpen restore: GPEN, GFPGAN or CodeFormer on photos (detect, align, restore, paste back; the model file's
-// kind picks the flow, engine/photo/face_flow.h) or, with --aligned, on face crops that are
+// gpen restore: GPEN, GFPGAN, CodeFormer or RestoreFormer on photos (detect, align, restore, paste
+// back; the model file's kind picks the flow, engine/photo/face_flow.h) or, with --aligned, on face crops that are
 // already aligned (images of any size; with GPEN also .npy batches in model space).
 // Inputs are checked before work starts where that is cheap; every output is written atomically
 // and never over an input; in a folder run a bad file is reported and skipped, and the exit
@@ -151,12 +151,12 @@ void run_photos(const RestoreArgs& a) {
 RestoreArgs g_args;
 
 Command reg(
-    "restore", "Restore faces in photos (detect, align, GPEN, GFPGAN or CodeFormer, paste back), or aligned crops with --aligned",
+    "restore", "Restore faces in photos (detect, align, GPEN, GFPGAN, CodeFormer or RestoreFormer, paste back), or aligned crops with --aligned",
     [](CLI::App& sub) {
       sub.add_option("-m,--model", g_args.model,
-                     "Converted GPEN, GFPGAN or CodeFormer model (.gpw); its kind picks the flow: GPEN's official "
+                     "Converted GPEN, GFPGAN, CodeFormer or RestoreFormer model (.gpw); its kind picks the flow: GPEN's official "
                      "one, GFPGANer.enhance's (facexlib: FFHQ template, LMEDS alignment, gray crop border, eroded and "
-                     "blurred square mask) or inference_codeformer.py's (the same with its facelib's rules: photos "
+                     "blurred square mask; RestoreFormer.enhance is the same) or inference_codeformer.py's (the same with its facelib's rules: photos "
                      "under 512 scaled up, detection at 640, gray photos' faces given the crop's tones)")
           ->required()
           ->check(CLI::ExistingFile);
@@ -169,7 +169,7 @@ Command reg(
       sub.add_option("-o,--output", g_args.output, "Output file (one input) or directory")->required();
       sub.add_flag("--aligned", g_args.aligned,
                    "Inputs are aligned face crops (no detection): resized to the model's size (bilinear, as "
-                   "cv2.resize), restored and written whole; with GFPGAN and CodeFormer as their has_aligned=True");
+                   "cv2.resize), restored and written whole; with GFPGAN, CodeFormer and RestoreFormer as their has_aligned=True");
       sub.add_option("--device", g_args.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
       sub.add_option("--precision", g_args.precision,
                      "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; the CPU runs fp32 "
@@ -192,19 +192,19 @@ Command reg(
                      "weights dequantised tile by tile, the arena banded to what is left; one face per run");
       sub.add_option("--blend,--alpha", g_args.alpha,
                      "Every model: restored face * blend + original aligned crop * (1 - blend), before the paste; with "
-                     "GFPGAN or CodeFormer and --aligned, the crop resized to 512")
+                     "GFPGAN, CodeFormer or RestoreFormer and --aligned, the crop resized to 512")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));
       sub.add_option("--threshold", g_args.threshold,
-                     "Detection score threshold (default: 0.9 with GPEN, 0.97 with GFPGAN, 0.8 with CodeFormer, as "
+                     "Detection score threshold (default: 0.9 with GPEN, 0.97 with GFPGAN and RestoreFormer, 0.8 with CodeFormer, as "
                      "their official flows)");
       sub.add_option("--upscale", g_args.upscale,
-                     "GFPGAN and CodeFormer: output at N x the photo's size (the background resized, Lanczos with "
-                     "GFPGAN, bilinear with CodeFormer; faces pasted at that size)")
+                     "GFPGAN, CodeFormer and RestoreFormer: output at N x the photo's size (the background resized, bilinear with "
+                     "CodeFormer, Lanczos with the others; faces pasted at that size)")
           ->capture_default_str()
           ->check(CLI::Range(1, 8));
       sub.add_flag("--only-center-face", g_args.only_center_face,
-                   "GFPGAN and CodeFormer: restore only the face nearest the photo's centre");
+                   "GFPGAN, CodeFormer and RestoreFormer: restore only the face nearest the photo's centre");
       sub.add_option("--fidelity,-w", g_args.fidelity,
                      "CodeFormer's fidelity weight w: 0 favours quality, 1 the input's identity (as "
                      "inference_codeformer.py -w)")
@@ -237,12 +237,12 @@ Command reg(
       sub.add_option("--sr", g_args.sr_model,
                      "RealESRNet model (.gpw): super-resolve the background first, as the official --use_sr (faces "
                      "from the bilinear upscale, composited onto the SR photo); with --aligned, SR of each restored face. "
-                     "GFPGAN, CodeFormer: the background upsampler (RealESRGAN_x2plus, as the scripts' --bg_upsampler "
+                     "GFPGAN, CodeFormer, RestoreFormer: the background upsampler (RealESRGAN_x2plus, as the scripts' --bg_upsampler "
                      "realesrgan): the faces pasted onto RealESRGANer.enhance(photo, outscale=--upscale)")
           ->check(CLI::ExistingFile);
       sub.add_option("--sr-tile", g_args.sr_tile,
                      "auto: untiled when RealESRNet's plan fits --vram-budget, else the largest tile that fits "
-                     "(GFPGAN, CodeFormer: 400, the scripts' --bg_tile); N: the official tile_process with tile N; 0: "
+                     "(GFPGAN, CodeFormer, RestoreFormer: 400, the scripts' --bg_tile); N: the official tile_process with tile N; 0: "
                      "untiled")
           ->capture_default_str();
       sub.callback([] {

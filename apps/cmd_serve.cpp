@@ -92,8 +92,8 @@ Command reg(
     [](CLI::App& sub) {
       auto& e = g_args.engine.args;
       sub.add_option("-m,--model", e.model,
-                     "Converted GPEN, GFPGAN or CodeFormer model (.gpw); its kind picks the flow, as `gpen restore` "
-                     "(GFPGAN, CodeFormer: one face per run, requests take no mask or sr)")
+                     "Converted GPEN, GFPGAN, CodeFormer or RestoreFormer model (.gpw); its kind picks the flow, as `gpen restore` "
+                     "(GFPGAN, CodeFormer, RestoreFormer: one face per run, requests take no mask or sr)")
           ->required()
           ->check(CLI::ExistingFile);
       sub.add_option("-d,--detector", e.detector, "Converted RetinaFace model (.gpw)")
@@ -105,26 +105,26 @@ Command reg(
           ->check(CLI::ExistingFile);
       sub.add_option("--sr", e.sr_model,
                      "RealESRNet model (.gpw): requests may ask for sr=1, as `gpen restore --sr` (GPEN models); "
-                     "GFPGAN, CodeFormer: the background upsampler (RealESRGAN) of every answer")
+                     "GFPGAN, CodeFormer, RestoreFormer: the background upsampler (RealESRGAN) of every answer")
           ->check(CLI::ExistingFile);
       sub.add_option("--host", g_args.host, "Address to listen on (another than loopback exposes the service)")
           ->capture_default_str();
       sub.add_option("--port", g_args.port, "Port to listen on (0: any free one, printed at start)")
           ->capture_default_str()
           ->check(CLI::Range(0, 65535));
-      sub.add_option("--device", e.device, "cpu, cuda or auto (CUDA when a GPU is present; GFPGAN, CodeFormer: the CPU)")
+      sub.add_option("--device", e.device, "cpu, cuda or auto (CUDA when a GPU is present; GFPGAN, CodeFormer, RestoreFormer: the CPU)")
           ->capture_default_str();
       sub.add_option("--upscale", e.upscale,
-                     "GFPGAN, CodeFormer: answers at N x the photo's size, as `gpen restore --upscale`")
+                     "GFPGAN, CodeFormer, RestoreFormer: answers at N x the photo's size, as `gpen restore --upscale`")
           ->capture_default_str()
           ->check(CLI::Range(1, 8));
       sub.add_flag("--only-center-face", e.only_center_face,
-                   "GFPGAN, CodeFormer: restore only the face nearest each photo's centre");
+                   "GFPGAN, CodeFormer, RestoreFormer: restore only the face nearest each photo's centre");
       sub.add_option("--fidelity,-w", e.fidelity, "CodeFormer's fidelity weight w, as `gpen restore --fidelity`")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));
       sub.add_option("--precision", e.precision,
-                     "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; GFPGAN and CodeFormer run fp32)");
+                     "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; GFPGAN, CodeFormer and RestoreFormer run fp32)");
       sub.add_option("--memory-budget,--vram-budget", e.vram_budget,
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB: GPEN's batch limit is the largest "
                      "that fits, planned once at start (default: half the free RAM on CPU, 80% of the free GPU "

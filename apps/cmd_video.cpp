@@ -163,12 +163,12 @@ void run_videos(const VideoArgs& a) {
 VideoArgs g_args;
 
 Command reg(
-    "video", "Restore the faces of every frame of videos (GPEN, GFPGAN or CodeFormer), through FFmpeg's libraries",
+    "video", "Restore the faces of every frame of videos (GPEN, GFPGAN, CodeFormer or RestoreFormer), through FFmpeg's libraries",
     [](CLI::App& sub) {
       RestoreArgs& r = g_args.restore;
       sub.add_option("-m,--model", r.model,
-                     "Converted GPEN, GFPGAN or CodeFormer model (.gpw); its kind picks the flow, as `gpen restore` "
-                     "(GFPGAN, CodeFormer: their scripts' flow on every frame)")
+                     "Converted GPEN, GFPGAN, CodeFormer or RestoreFormer model (.gpw); its kind picks the flow, as `gpen restore` "
+                     "(GFPGAN, CodeFormer, RestoreFormer: their scripts' flow on every frame)")
           ->required()
           ->check(CLI::ExistingFile);
       sub.add_option("-d,--detector", r.detector, "Converted RetinaFace model (.gpw)")
@@ -186,16 +186,16 @@ Command reg(
           ->check(CLI::ExistingFile);
       sub.add_option("--sr", r.sr_model,
                      "Converted RealESRNet model (.gpw): super-resolve each frame's background first, as `gpen "
-                     "restore --sr` (the output is that many times larger); GFPGAN, CodeFormer: the background "
+                     "restore --sr` (the output is that many times larger); GFPGAN, CodeFormer, RestoreFormer: the background "
                      "upsampler (RealESRGAN), the frames at --upscale x their size")
           ->check(CLI::ExistingFile);
       sub.add_option("--upscale", r.upscale,
-                     "GFPGAN, CodeFormer: frames at N x the input's size, as `gpen restore --upscale` (CodeFormer: "
+                     "GFPGAN, CodeFormer, RestoreFormer: frames at N x the input's size, as `gpen restore --upscale` (CodeFormer: "
                      "frames under 512 pixels high or wide scaled up to 512 first)")
           ->capture_default_str()
           ->check(CLI::Range(1, 8));
       sub.add_flag("--only-center-face", r.only_center_face,
-                   "GFPGAN, CodeFormer: restore only the face nearest each frame's centre");
+                   "GFPGAN, CodeFormer, RestoreFormer: restore only the face nearest each frame's centre");
       sub.add_option("--fidelity,-w", r.fidelity, "CodeFormer's fidelity weight w, as `gpen restore --fidelity`")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));

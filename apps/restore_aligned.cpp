@@ -1,5 +1,5 @@
 // gpen restore --aligned: GPEN on aligned face crops (any size) or model-space .npy batches;
-// GFPGAN and CodeFormer on aligned face crops as their has_aligned=True restores them.
+// GFPGAN, CodeFormer and RestoreFormer on aligned face crops as their has_aligned=True restores them.
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,7 +75,7 @@ std::vector<std::string> aligned_outputs(const RestoreArgs& a, const std::vector
   return out_paths;
 }
 
-// GFPGAN and CodeFormer: each crop resized to 512 (cv2.resize INTER_LINEAR), the network, the
+// GFPGAN, CodeFormer and RestoreFormer: each crop resized to 512 (cv2.resize INTER_LINEAR), the network, the
 // restored face (blended with the resized crop by --blend), as their has_aligned=True.
 void run_aligned_facexlib(const RestoreArgs& a, FaceFlow flow) {
   const char* kind = face_flow_name(flow);

@@ -272,7 +272,7 @@ TEST_CASE("GFPGAN checkpoints in the official layout convert to the engine's con
   fs::remove_all(temp_dir(), ec);
 }
 
-TEST_CASE("gpen fetch knows CodeFormer, facexlib's parsing_parsenet and RealESRGAN at the links their official code downloads") {
+TEST_CASE("gpen fetch knows CodeFormer, RestoreFormer++, facexlib's parsing_parsenet and RealESRGAN at the links their official code downloads") {
   const fetch::ModelInfo* cf = fetch::find_model("CodeFormer");
   REQUIRE(cf != nullptr);
   CHECK(cf->expect.arch == Arch::codeformer);
@@ -291,6 +291,13 @@ TEST_CASE("gpen fetch knows CodeFormer, facexlib's parsing_parsenet and RealESRG
     CHECK(m->expect.sr_scale == scale);
     CHECK(m->expect.sr_feat == 64);
     CHECK(fetch::model_url(*m, "") == url);
+  }
+  for (const char* name : {"RestoreFormer++", "RestoreFormer"}) {
+    const fetch::ModelInfo* m = fetch::find_model(name);
+    REQUIRE(m != nullptr);
+    CHECK(m->expect.arch == Arch::restoreformer);
+    CHECK(fetch::model_url(*m, "") ==
+          std::string("https://github.com/wzhouxiff/RestoreFormerPlusPlus/releases/download/v1.0.0/") + name + ".ckpt");
   }
   // A GFPGAN checkpoint is refused as CodeFormer, naming what it holds.
   const std::string gfp = error_of([&] { fetch::verify(gfpgan_dir() + "s64/checkpoint.pth", *cf, ""); });

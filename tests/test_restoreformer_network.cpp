@@ -21,11 +21,16 @@
 #include "converter/layouts.h"
 #include "engine/core/error.h"
 #include "engine/models/restoreformer.h"
+#include "engine/photo/face_flow.h"
+#include "engine/photo/facexlib_flow.h"
+#include "engine/photo/image.h"
 #include "engine/photo/npy.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/runtime/backend.h"
 #include "tests/codeformer_fixture.h"
 #include "tests/converter_fixtures.h"
+#include "tests/facexlib_flow_fixture.h"
+#include "kernels/cpu/image_resize.h"
 #include "tests/run_command.h"
 #include "tests/test_paths.h"
 #include "weights/gpw.h"
@@ -274,4 +279,43 @@ TEST_CASE("gpen plan --arch restoreformer reports the released configuration's p
   CHECK(j["gflop"].get<double>() > 0);
   CHECK(j["arena_bytes"].get<size_t>() >= j["lower_bound_bytes"].get<size_t>());
   CHECK(gpen_test::run(gpen + " plan --arch restoreformer --size 256 --json", &out) != 0);
+}
+
+// RestoreFormer.enhance (the official inference.py's) is GFPGANer.enhance's facexlib flow with this
+// network, so `gpen restore` runs a RestoreFormer .gpw through that flow: checked here against the
+// model's own output through facexlib's steps (the flow itself is checked against the official
+// code in test_gfpgan_flow).
+TEST_CASE("gpen restore with a RestoreFormer++ model: aligned crops and photos through GFPGANer's flow") {
+  const std::string gpw = converted_fixture("rfpp");
+  const fs::path dir = temp_dir() / "restore";
+  fs::create_directories(dir);
+  CHECK(gpen::face_flow_of_file(gpw) == gpen::FaceFlow::restoreformer);
+  const std::string gpen = gpen_test::binary_dir() + "/gpen --threads 1 restore -m " + gpw + " ";
+  const std::string face = gpen_test::shared_dir() + "/images/ffhq_lq_00002.png";
+  std::string log;
+  REQUIRE_MESSAGE(gpen_test::run(gpen + "--aligned " + face + " -o " + (dir / "aligned.png").string(), &log) == 0, log);
+  // has_aligned=True: cv2.resize to 512, the network, tensor2img.
+  auto backend = gpen::make_cpu_backend();
+  gpen::RestoreformerModel net(gpw, *backend);
+  const gpen::Image crop = gpen::resize_bilinear(gpen::read_image(face), 512, 512);
+  std::vector<float> x(512 * 512 * 3), y(x.size());
+  gpen::facexlib_input(crop, x.data());
+  net.run(x.data(), 1, y.data());
+  CHECK(gpen::read_image((dir / "aligned.png").string()).bgr == gpen::facexlib_output(y.data(), 512).bgr);
+  // A photo: GFPGAN's options are its own, CodeFormer's refused by name.
+  const std::string det = gpen_test::facexlib_detector_gpw(dir);
+  const std::string photo = gpen_test::shared_dir() + "/images/kids_1024x768.jpg";
+  REQUIRE_MESSAGE(gpen_test::run(gpen + "-d " + det + " " + photo + " --only-center-face -o " +
+                                     (dir / "photo.png").string() + " --report " + (dir / "r.json").string(),
+                                 &log) == 0,
+                  log);
+  std::ifstream rs(dir / "r.json");
+  const nlohmann::json rep = nlohmann::json::parse(rs);
+  CHECK(rep["images"][0]["faces_restored"] == 1);
+  const gpen::Image out = gpen::read_image((dir / "photo.png").string()), in = gpen::read_image(photo);
+  CHECK(out.width == in.width);
+  CHECK(out.bgr != in.bgr);
+  CHECK(gpen_test::run(gpen + "-d " + det + " " + photo + " --fidelity 0.7 -o " + (dir / "never.png").string(), &log) != 0);
+  CHECK(log.find("--fidelity is an option of CodeFormer models") != std::string::npos);
+  CHECK(!fs::exists(dir / "never.png"));
 }

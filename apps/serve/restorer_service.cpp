@@ -23,12 +23,12 @@ namespace {
 // (DetectOptions), so 1500 x 1500 is the most a photo makes it plan.
 constexpr int kLargestDetectorInput = 1500;
 
-// /v1/plan for GFPGAN or CodeFormer: the network at batch 1 and the detector at the warm-up's
+// /v1/plan for GFPGAN, CodeFormer or RestoreFormer: the network at batch 1 and the detector at the warm-up's
 // 1500 x 1500, each in an arena of its own (the facexlib flows share none), in the keys of
 // `gpen plan --pipeline`.
 nlohmann::json facexlib_plan(FaceFlow flow, const std::string& model, const std::string& detector_arch) {
   report::PlanArgs g;
-  g.arch = flow == FaceFlow::codeformer ? "codeformer" : "gfpgan";
+  g.arch = face_flow_arch(flow);
   g.model = model;
   report::PlanArgs d;
   d.arch = detector_arch;
@@ -289,7 +289,7 @@ RestoreResult RestorerService::restore(const Image& photo, const RestoreRequest&
   call.sr = req.sr;
   RestoreResult out;
   if (req.aligned && is_facexlib_flow(restorer_->flow())) {
-    // As `gpen restore --aligned` with GFPGAN or CodeFormer (has_aligned=True), one crop per run.
+    // As `gpen restore --aligned` with GFPGAN, CodeFormer or RestoreFormer (has_aligned=True), one crop per run.
     out.image = on_engine([&] { return restorer_->restore_aligned(photo); });
     if (opt_.on_batch) opt_.on_batch(1);
     out.faces_found = out.faces_restored = 1;

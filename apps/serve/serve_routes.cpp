@@ -107,7 +107,7 @@ RestoreQuery restore_query(const Target& t, const ServiceInfo& info) {
         throw BadRequest("quality=" + v + ": expected an integer from 1 to 100");
       q.quality = n;
     } else if ((k == "mask" || k == "sr") && info.model != "GPEN") {
-      // The facexlib flows (GFPGAN, CodeFormer) paste by the mask chosen at start and have no
+      // The facexlib flows (GFPGAN, CodeFormer, RestoreFormer) paste by the mask chosen at start and have no
       // background super-resolution.
       throw BadRequest(k + " is an option of GPEN models; this server runs a " + info.model + " model");
     } else if (k == "mask") {

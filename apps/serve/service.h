@@ -20,7 +20,7 @@ struct ServiceInfo {
   std::string device;     // "cpu", "cuda"
   std::string precision;  // the model's
   int size = 0;           // the model's input resolution
-  int batch_limit = 1;    // most faces per run, from the memory budget (GFPGAN, CodeFormer: 1)
+  int batch_limit = 1;    // most faces per run, from the memory budget (GFPGAN, CodeFormer, RestoreFormer: 1)
   bool parser = false;    // mask=parse possible (--parse given)
   bool sr = false;        // sr=1 possible (--sr given)
 };

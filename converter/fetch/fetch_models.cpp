@@ -96,6 +96,15 @@ std::vector<ModelInfo> make_table() {
   ModelInfo codeformer{"CodeFormer", true, true, "", cf, 0, ""};
   codeformer.url = "https://github.com/sczhou/CodeFormer/releases/download/v0.1.0/codeformer.pth";
   t.push_back(codeformer);
+  // RestoreFormer++ and RestoreFormer, from the links the official inference.py downloads
+  // (wzhouxiff/RestoreFormerPlusPlus, release v1.0.0; its README links a Google Drive folder).
+  Expect rf;
+  rf.arch = conv::Arch::restoreformer;
+  for (const char* name : {"RestoreFormer++", "RestoreFormer"}) {
+    ModelInfo m{name, true, true, "", rf, 0, ""};
+    m.url = std::string("https://github.com/wzhouxiff/RestoreFormerPlusPlus/releases/download/v1.0.0/") + name + ".ckpt";
+    t.push_back(m);
+  }
   // facexlib's face parser, the one GFPGANer and CodeFormer's facelib paste with (xinntao/facexlib,
   // release v0.2.2): GPEN's ParseNet layout.
   ModelInfo facexlib_parse{"parsing_parsenet", true, true, "", parse, 0, ""};
@@ -139,6 +148,7 @@ std::string describe(const Expect& e) {
   if (e.arch == conv::Arch::gfpgan)
     return "GFPGANv1Clean 512x512 (channel multiplier 2, different_w, sft_half)";
   if (e.arch == conv::Arch::codeformer) return "CodeFormer 512x512 (dim_embd 512, 9 layers, 1024 codes)";
+  if (e.arch == conv::Arch::restoreformer) return "RestoreFormer 512x512 (VQVAE with multi-head cross-attention)";
   if (e.arch != conv::Arch::gpen) return "a model the converter does not know";
   auto num = [](double v) {
     std::string s = std::to_string(v);

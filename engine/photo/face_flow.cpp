@@ -18,6 +18,7 @@ constexpr FlowRow kFlows[] = {
     {"gpen", FaceFlow::gpen, "GPEN"},
     {"gfpgan", FaceFlow::gfpgan, "GFPGAN"},
     {"codeformer", FaceFlow::codeformer, "CodeFormer"},
+    {"restoreformer", FaceFlow::restoreformer, "RestoreFormer"},
 };
 
 }  // namespace
@@ -36,6 +37,12 @@ FaceFlow face_flow_of_file(const std::string& gpw_path) {
 const char* face_flow_name(FaceFlow f) {
   for (const FlowRow& r : kFlows)
     if (f == r.flow) return r.name;
+  return "?";
+}
+
+const char* face_flow_arch(FaceFlow f) {
+  for (const FlowRow& r : kFlows)
+    if (f == r.flow) return r.arch;
   return "?";
 }
 

@@ -93,9 +93,13 @@ void parser_input(const T* bgr, size_t n, float* x) {
 
 const FacexlibRules& facexlib_rules(FacexlibHelper h) { return kRules[static_cast<int>(h)]; }
 
-size_t FacexlibNet::weights_bytes() const { return gfpgan ? gfpgan->weights_bytes() : codeformer->weights_bytes(); }
+size_t FacexlibNet::weights_bytes() const {
+  return gfpgan ? gfpgan->weights_bytes() : codeformer ? codeformer->weights_bytes() : restoreformer->weights_bytes();
+}
 
-const MemoryPlan& FacexlibNet::plan(float w) const { return gfpgan ? gfpgan->plan_for(1) : codeformer->plan_for(1, w); }
+const MemoryPlan& FacexlibNet::plan(float w) const {
+  return gfpgan ? gfpgan->plan_for(1) : codeformer ? codeformer->plan_for(1, w) : restoreformer->plan_for(1);
+}
 
 std::unique_ptr<FacexlibNet> open_facexlib_net(const std::string& path, FaceFlow flow, Backend& backend, float w) {
   auto n = std::make_unique<FacexlibNet>();
@@ -105,8 +109,11 @@ std::unique_ptr<FacexlibNet> open_facexlib_net(const std::string& path, FaceFlow
     GPEN_CHECK(size == kFaceSize, path + ": GFPGAN's flow aligns faces to the 512 x 512 FFHQ template; this model is " +
                                       std::to_string(size) + " x " + std::to_string(size));
     n->run = [g = n->gfpgan.get()](const float* in, float* out) { g->run(in, 1, out); };
+  } else if (flow == FaceFlow::restoreformer) {
+    n->restoreformer = std::make_unique<RestoreformerModel>(path, backend);
+    n->run = [m = n->restoreformer.get()](const float* in, float* out) { m->run(in, 1, out); };
   } else {
-    GPEN_CHECK(flow == FaceFlow::codeformer, path + ": not a GFPGAN or CodeFormer model");
+    GPEN_CHECK(flow == FaceFlow::codeformer, path + ": not a GFPGAN, CodeFormer or RestoreFormer model");
     n->codeformer = std::make_unique<CodeformerModel>(path, backend);
     n->run = [m = n->codeformer.get(), w](const float* in, float* out) { m->run(in, 1, w, out); };
   }

@@ -1,6 +1,7 @@
 #pragma once
-// The photo flow of the facexlib family: GFPGANer.enhance with facexlib's FaceRestoreHelper (GFPGAN)
-// and inference_codeformer.py with the copy of that helper in CodeFormer's facelib (CodeFormer).
+// The photo flow of the facexlib family: GFPGANer.enhance with facexlib's FaceRestoreHelper (GFPGAN;
+// RestoreFormer.enhance is the same with RestoreFormer++ or RestoreFormer as the network) and
+// inference_codeformer.py with the copy of that helper in CodeFormer's facelib (CodeFormer).
 // Both: detection (RetinaFace), faces whose eyes are under 5 pixels apart skipped, optionally only
 // the face nearest the centre, alignment onto the 512 FFHQ template (facexlib_align.h), the
 // network (BGR -> RGB, / 255, normalised by 0.5; its output clamped to [-1, 1], mapped to [0, 255]
@@ -20,6 +21,7 @@
 #include "engine/models/codeformer.h"
 #include "engine/models/gfpgan.h"
 #include "engine/models/parsenet.h"
+#include "engine/models/restoreformer.h"
 #include "engine/models/retinaface.h"
 #include "engine/models/rrdbnet.h"
 #include "engine/photo/face_flow.h"
@@ -48,7 +50,8 @@ struct FacexlibRules {
   int bg_tile_pad;          // the scripts' RealESRGANer tile_pad (inference_gfpgan.py 10, inference_codeformer.py 40)
 };
 const FacexlibRules& facexlib_rules(FacexlibHelper h);
-// The helper a facexlib flow's model runs with (GFPGAN: facexlib's; CodeFormer: its facelib's).
+// The helper a facexlib flow's model runs with (GFPGAN, RestoreFormer: facexlib's; CodeFormer: its
+// facelib's).
 inline FacexlibHelper facexlib_helper(FaceFlow f) {
   return f == FaceFlow::codeformer ? FacexlibHelper::codeformer : FacexlibHelper::gfpgan;
 }
@@ -69,11 +72,12 @@ struct FacexlibFlowOptions {
 // One 512 x 512 face through the network: in and out [512, 512, 3] RGB in [-1, 1] (host).
 using FaceNet = std::function<void(const float* in, float* out)>;
 
-// A GFPGAN or CodeFormer .gpw opened on `backend` as the flow's network (CodeFormer at fidelity w).
-// gpen::Error naming the file for a GFPGAN model whose size is not 512.
+// A GFPGAN, CodeFormer or RestoreFormer .gpw opened on `backend` as the flow's network (CodeFormer
+// at fidelity w). gpen::Error naming the file for a GFPGAN model whose size is not 512.
 struct FacexlibNet {
   std::unique_ptr<GfpganModel> gfpgan;
   std::unique_ptr<CodeformerModel> codeformer;
+  std::unique_ptr<RestoreformerModel> restoreformer;
   FaceNet run;
   size_t weights_bytes() const;
   const MemoryPlan& plan(float w) const;  // one face's

@@ -39,7 +39,7 @@ struct FacexlibNet;      // engine/photo/facexlib_flow.h
 
 struct RestoreConfig {
   // Converted models (.gpw).
-  std::string model;     // GPEN, GFPGAN or CodeFormer (required): the file's arch picks the flow (face_flow.h)
+  std::string model;     // GPEN, GFPGAN, CodeFormer or RestoreFormer (required): the file's arch picks the flow (face_flow.h)
   std::string detector;  // RetinaFace (required)
   std::string parser;    // ParseNet: paste through the face-parsing mask ("": none)
   std::string mask;      // "rect" or "parse"; "": parse when a parser is given, else rect
@@ -58,7 +58,7 @@ struct RestoreConfig {
   int bands = 0;            // run GPEN with exactly this many bands (0: as the arena budget says)
   // The photo steps.
   double alpha = 1.0;       // the blend (--blend): restored * alpha + aligned crop * (1 - alpha), both flows
-  // The facexlib flows only (GFPGAN, CodeFormer: facexlib_flow.h): the output at upscale x the
+  // The facexlib flows only (GFPGAN, CodeFormer, RestoreFormer: facexlib_flow.h): the output at upscale x the
   // photo's size, and only the face nearest the photo's centre.
   int upscale = 1;
   bool only_center_face = false;
@@ -163,7 +163,7 @@ class Restorer {
   // The SR tile (and why) a width x height photo gets; 0: untiled. Needs SR configured.
   int sr_tile(int width, int height, std::string* why = nullptr);
 
-  // Which flow the model file runs; with GFPGAN or CodeFormer the GPEN accessors below throw.
+  // Which flow the model file runs; with GFPGAN, CodeFormer or RestoreFormer the GPEN accessors below throw.
   FaceFlow flow() const { return flow_; }
   GfpganModel* gfpgan_model();
   CodeformerModel* codeformer_model();

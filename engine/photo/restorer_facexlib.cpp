@@ -1,4 +1,4 @@
-// Restorer with a GFPGAN or CodeFormer model: the options each flow takes (one table), and the
+// Restorer with a GFPGAN, CodeFormer or RestoreFormer model: the options each flow takes (one table), and the
 // setup of the facexlib flows (facexlib_flow.h) on the CPU backend.
 #include <string>
 
@@ -15,7 +15,13 @@ namespace gpen {
 namespace {
 
 // Options only some flows take: set for another flow's model, they are refused.
-enum FlowSet : unsigned { kGpen = 1u << 0, kGfpgan = 1u << 1, kCodeformer = 1u << 2, kFacexlib = kGfpgan | kCodeformer };
+enum FlowSet : unsigned {
+  kGpen = 1u << 0,
+  kGfpgan = 1u << 1,
+  kCodeformer = 1u << 2,
+  kRestoreformer = 1u << 3,
+  kFacexlib = kGfpgan | kCodeformer | kRestoreformer
+};
 struct FlowOption {
   const char* option;
   unsigned flows;
@@ -30,8 +36,8 @@ constexpr FlowOption kFlowOptions[] = {
     {"--arena-budget", kGpen, "GPEN", [](const RestoreConfig& c) { return c.arena_budget != 0; }},
     {"--bands", kGpen, "GPEN", [](const RestoreConfig& c) { return c.bands != 0; }},
     {"--det-max-side", kGpen, "GPEN", [](const RestoreConfig& c) { return c.det_max_side >= 0; }},
-    {"--upscale", kFacexlib, "GFPGAN and CodeFormer", [](const RestoreConfig& c) { return c.upscale != 1; }},
-    {"--only-center-face", kFacexlib, "GFPGAN and CodeFormer", [](const RestoreConfig& c) { return c.only_center_face; }},
+    {"--upscale", kFacexlib, "GFPGAN, CodeFormer and RestoreFormer", [](const RestoreConfig& c) { return c.upscale != 1; }},
+    {"--only-center-face", kFacexlib, "GFPGAN, CodeFormer and RestoreFormer", [](const RestoreConfig& c) { return c.only_center_face; }},
     {"--fidelity", kCodeformer, "CodeFormer", [](const RestoreConfig& c) { return c.fidelity != 0.5f; }},
 };
 
@@ -109,7 +115,7 @@ nlohmann::json Restorer::facexlib_memory_json() const {
   const size_t weights = net_->weights_bytes();
   return {{"device", backend_->name()},
           {"precision", "fp32"},
-          {"model", flow_ == FaceFlow::gfpgan ? "gfpgan" : "codeformer"},
+          {"model", face_flow_arch(flow_)},
           {"batch", 1},
           {"batch_limit", 1},
           {"weights_bytes", weights},

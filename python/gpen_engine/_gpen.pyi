@@ -31,13 +31,13 @@ class ImageMeta:
     def orientation(self) -> int: ...
 
 class Restorer:
-    """The restore job of `gpen restore`. `model` is a converted GPEN, GFPGAN or CodeFormer .gpw;
+    """The restore job of `gpen restore`. `model` is a converted GPEN, GFPGAN, CodeFormer or RestoreFormer .gpw;
     its kind picks the flow (GPEN's official one, GFPGANer.enhance's or inference_codeformer.py's).
     Options of another kind are refused with Error naming them: sr, precision other than fp32,
     memory_budget, batch, det_max_side and device "cuda" are GPEN's; upscale (the output at that
     many times the photo's size) and only_center_face (only the face nearest the centre) are
     GFPGAN's and CodeFormer's; fidelity (w, default 0.5) is CodeFormer's. parse (a ParseNet .gpw)
-    gives every flow its face-parsing paste mask. restore_aligned with GFPGAN or CodeFormer is
+    gives every flow its face-parsing paste mask. restore_aligned with GFPGAN, CodeFormer or RestoreFormer is
     their has_aligned=True."""
     def __init__(self, model: str, detector: str, parse: Optional[str] = None, sr: Optional[str] = None, *,
                  device: str = "auto", precision: Optional[str] = None,
