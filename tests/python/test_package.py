@@ -227,7 +227,10 @@ class Gfpgan(unittest.TestCase):
         gpen_model, _ = common.models()
         with self.assertRaises(ge.Error) as e:
             ge.Restorer(gpen_model, self.det, upscale=2)
-        self.assertIn("--upscale is an option of GFPGAN models", str(e.exception))
+        self.assertIn("--upscale is an option of GFPGAN, CodeFormer and RestoreFormer models", str(e.exception))
+        with self.assertRaises(ge.Error) as e:
+            ge.Restorer(self.model, self.det, fidelity=0.7)
+        self.assertIn("--fidelity is an option of CodeFormer models", str(e.exception))
 
 
 if __name__ == "__main__":
