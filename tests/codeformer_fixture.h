@@ -92,11 +92,10 @@ struct CodeformerWeightRule {
   }
 };
 
-// Writes the checkpoint of configuration c (official layout, flat names) to `path`, leaving out
-// the tensor named `skip` when not empty.
-inline void write_codeformer_checkpoint(const std::string& path, const gpen::conv::CodeformerConfig& c, uint64_t seed,
-                                        const std::string& skip = "") {
-  const std::vector<gpen::conv::TensorSpec> layout = gpen::conv::codeformer_layout(c);
+// Writes a safetensors checkpoint of `layout` to `path`, every weight by the rule above keyed by
+// the tensor's name without `strip_prefix`, leaving out the tensor named `skip` when not empty.
+inline void write_rule_checkpoint(const std::string& path, const std::vector<gpen::conv::TensorSpec>& layout,
+                                  uint64_t seed, const std::string& skip = "", const std::string& strip_prefix = "") {
   nlohmann::json h = nlohmann::json::object();
   uint64_t off = 0;
   for (const auto& t : layout) {
@@ -117,12 +116,19 @@ inline void write_codeformer_checkpoint(const std::string& path, const gpen::con
     if (t.name == skip) continue;
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
-    const CodeformerWeightRule rule(t.name, t.shape, seed);
+    const std::string key = t.name.compare(0, strip_prefix.size(), strip_prefix) == 0 ? t.name.substr(strip_prefix.size()) : t.name;
+    const CodeformerWeightRule rule(key, t.shape, seed);
     buf.resize(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) buf[static_cast<size_t>(i)] = rule(static_cast<uint64_t>(i));
     f.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(buf.size() * 4));
   }
   REQUIRE(f.good());
+}
+
+// The checkpoint of configuration c (official layout, flat names).
+inline void write_codeformer_checkpoint(const std::string& path, const gpen::conv::CodeformerConfig& c, uint64_t seed,
+                                        const std::string& skip = "") {
+  write_rule_checkpoint(path, gpen::conv::codeformer_layout(c), seed, skip);
 }
 
 // The fixture's checkpoint converted to .gpw (once per process); its path.

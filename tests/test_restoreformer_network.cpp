@@ -77,31 +77,7 @@ conv::RestoreformerConfig fixture_config(const std::string& variant) {
 // The fixture's checkpoint as a safetensors file in the official layout, the names under the
 // released checkpoint's prefix and the weights from the rule of their unprefixed names.
 void write_checkpoint(const std::string& path, const conv::RestoreformerConfig& c, uint64_t seed) {
-  const std::vector<conv::TensorSpec> layout = conv::restoreformer_layout(c);
-  nlohmann::json h = nlohmann::json::object();
-  uint64_t off = 0;
-  for (const auto& t : layout) {
-    int64_t n = 1;
-    for (int64_t d : t.shape) n *= d;
-    h[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {off, off + static_cast<uint64_t>(n) * 4}}};
-    off += static_cast<uint64_t>(n) * 4;
-  }
-  std::string text = h.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
-  std::ofstream f(path, std::ios::binary);
-  const uint64_t hn = text.size();
-  f.write(reinterpret_cast<const char*>(&hn), 8);
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  std::vector<float> buf;
-  for (const auto& t : layout) {
-    int64_t n = 1;
-    for (int64_t d : t.shape) n *= d;
-    const gpen_test::CodeformerWeightRule rule(t.name.substr(kPrefix.size()), t.shape, seed);
-    buf.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) buf[static_cast<size_t>(i)] = rule(static_cast<uint64_t>(i));
-    f.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(buf.size() * 4));
-  }
-  REQUIRE(f.good());
+  gpen_test::write_rule_checkpoint(path, conv::restoreformer_layout(c), seed, "", kPrefix);
 }
 
 std::string converted_fixture(const std::string& variant) {

@@ -68,8 +68,8 @@ def fnv1a64(s):
     return h
 
 
-def uniform(name, n):
-    base = np.uint64(fnv1a64(name) ^ ((SEED * G) & MASK64))
+def uniform(name, n, seed=SEED):
+    base = np.uint64(fnv1a64(name) ^ ((seed * G) & MASK64))
     with np.errstate(over="ignore"):
         z = base + np.arange(1, n + 1, dtype=np.uint64) * np.uint64(G)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -92,11 +92,11 @@ def scale_offset(name, shape):
     return pow2(math.sqrt(3.0 / fan_in)), 0.0
 
 
-def weights(model):
+def weights(model, seed=SEED):
     sd = model.state_dict()
     for k, v in sd.items():
         s, o = scale_offset(k, tuple(v.shape))
-        f = uniform(k, v.numel()) * np.float32(s) + np.float32(o)
+        f = uniform(k, v.numel(), seed) * np.float32(s) + np.float32(o)
         v.copy_(torch.from_numpy(f.reshape(tuple(v.shape))))
 
 

@@ -34,7 +34,6 @@ The official code is not part of this repository: check it out and point at it,
 """
 import importlib.util
 import json
-import math
 import os
 import sys
 
@@ -42,12 +41,13 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from make_codeformer_fixtures import weights as codeformer_rule  # noqa: E402
+
 OUT = os.path.normpath(os.path.join(HERE, "..", "fixtures", "restoreformer"))
 INPUT = os.path.normpath(os.path.join(HERE, "..", "fixtures", "codeformer", "input.npy"))
 SEED = 4049
 VARIANTS = {"rfpp": dict(ch=32, head_size=4, ex_multi_scale_num=1), "rf": dict(ch=32, head_size=8, ex_multi_scale_num=0)}
-MASK64 = (1 << 64) - 1
-G = 0x9E3779B97F4A7C15
 
 
 def load_official():
@@ -61,38 +61,9 @@ def load_official():
     return mod
 
 
-def fnv1a64(s):
-    h = 0xCBF29CE484222325
-    for b in s.encode():
-        h = ((h ^ b) * 0x100000001B3) & MASK64
-    return h
-
-
-def uniform(name, n):
-    base = np.uint64(fnv1a64(name) ^ ((SEED * G) & MASK64))
-    with np.errstate(over="ignore"):
-        z = base + np.arange(1, n + 1, dtype=np.uint64) * np.uint64(G)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    u = (z >> np.uint64(40)).astype(np.float32)
-    return u * np.float32(2.0 ** -23) - np.float32(1.0)
-
-
-def scale_offset(name, shape):
-    if name.endswith(".bias"):
-        return 2.0 ** -4, 0.0
-    if len(shape) == 1:
-        return 2.0 ** -3, 1.0
-    fan_in = int(np.prod(shape[1:]))
-    return 2.0 ** math.floor(math.log2(math.sqrt(3.0 / fan_in)) + 0.5), 0.0
-
-
 def weights(model):
-    for k, v in model.state_dict().items():
-        s, o = scale_offset(k, tuple(v.shape))
-        f = uniform(k, v.numel()) * np.float32(s) + np.float32(o)
-        v.copy_(torch.from_numpy(f.reshape(tuple(v.shape))))
+    """The weight rule of make_codeformer_fixtures.py (name and index hashed), at this seed."""
+    codeformer_rule(model, SEED)
 
 
 def write_layout(official):
