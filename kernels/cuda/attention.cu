@@ -68,24 +68,22 @@ void gemm(const Gemm& g, int64_t batch, const float* a, const TB* b, const TB* b
   GPEN_LAUNCH(grid, kTile * kTile, 0, stream, gemm_kernel<TB, TC>)(g, a, b, bias, c);
 }
 
-struct Inputs {
-  int64_t L, E;
-  int64_t xs_l, xs_e, ps_l, ps_e, qs_l, qs_e;
+// One [L, E] input (strides in elements) read as f32: plain[t] = x[l][e] (when plain is set) and
+// with_pos[t] = x[l][e] + pos[l][e] (x alone without pos), t = l E + e. One launch per input keeps
+// the kernel within 32 registers on sm_80.
+struct Source {
+  int64_t s_l, s_e;    // x's strides
+  int64_t ps_l, ps_e;  // pos's strides
 };
 
 template <class T>
 __global__ void __launch_bounds__(256)
-    load_kernel(const Inputs s, const T* x, const T* pos, const T* query, float* xq, float* xv, float* xc) {
-  for (int64_t t = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; t < s.L * s.E; t += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t l = t / s.E, e = t % s.E;
-    const float v = to_f32(x[l * s.xs_l + e * s.xs_e]);
-    const float pe = pos ? to_f32(pos[l * s.ps_l + e * s.ps_e]) : 0.0f;
-    xv[t] = v;
-    xq[t] = pos ? v + pe : v;
-    if (query) {
-      const float q = to_f32(query[l * s.qs_l + e * s.qs_e]);
-      xc[t] = pos ? q + pe : q;
-    }
+    load_kernel(int64_t L, int64_t E, const Source s, const T* x, const T* pos, float* with_pos, float* plain) {
+  for (int64_t t = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; t < L * E; t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t l = t / E, e = t % E;
+    const float v = to_f32(x[l * s.s_l + e * s.s_e]);
+    if (plain) plain[t] = v;
+    with_pos[t] = pos ? v + to_f32(pos[l * s.ps_l + e * s.ps_e]) : v;
   }
 }
 
@@ -142,17 +140,19 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
     for (int64_t n = 0; n < N; ++n) {
       const T* pos = nullptr;
       const T* query = nullptr;
-      Inputs s{L, E, x.stride(1), x.stride(2), 0, 0, 0, 0};
+      int64_t ps_l = 0, ps_e = 0;
       if (a.pos) {
         pos = a.pos->as<const T>() + (a.pos->dim(0) == 1 ? 0 : n) * a.pos->stride(0);
-        s.ps_l = a.pos->stride(1), s.ps_e = a.pos->stride(2);
+        ps_l = a.pos->stride(1), ps_e = a.pos->stride(2);
       }
+      // xq = x + pos, xv = x; with a query, xc = query + pos.
+      GPEN_LAUNCH(grid_for(L * E, 256), 256, 0, stream, load_kernel<T>)(
+          L, E, Source{x.stride(1), x.stride(2), ps_l, ps_e}, x.as<const T>() + n * x.stride(0), pos, xq, xv);
       if (a.query) {
         query = a.query->as<const T>() + n * a.query->stride(0);
-        s.qs_l = a.query->stride(1), s.qs_e = a.query->stride(2);
+        GPEN_LAUNCH(grid_for(L * E, 256), 256, 0, stream, load_kernel<T>)(
+            L, E, Source{a.query->stride(1), a.query->stride(2), ps_l, ps_e}, query, pos, xc, static_cast<float*>(nullptr));
       }
-      GPEN_LAUNCH(grid_for(L * E, 256), 256, 0, stream, load_kernel<T>)(s, x.as<const T>() + n * x.stride(0), pos, query,
-                                                                         xq, xv, xc);
       // q and k: xq in_w[0:2E]^T (q: xc in_w[0:E]^T in a cross-attention); v: xv in_w[2E:3E]^T
       // (B[k][j] = in_w[j][k]).
       if (query) {
