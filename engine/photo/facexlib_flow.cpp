@@ -61,8 +61,9 @@ void mean_std(const T* px, size_t n, double mean[3], double std_[3]) {
 }
 
 // add_restored_face on a gray photo: bgr2gray(restored) (0.2989 r + 0.5870 g + 0.1140 b in
-// float64, on all three channels), then adain_npy with the aligned crop's per-channel statistics.
-std::vector<double> gray_transfer(const Image& restored, const Image& crop) {
+// float64, on all three channels), then adain_npy with the aligned crop's per-channel statistics;
+// blend < 1 then mixes it with the crop (the blend of 8-bit faces, blend_faces, in float64).
+std::vector<double> gray_transfer(const Image& restored, const Image& crop, double blend) {
   const size_t n = restored.pixels();
   std::vector<double> g(n * 3);
   for (size_t i = 0; i < n; ++i) {
@@ -75,6 +76,8 @@ std::vector<double> gray_transfer(const Image& restored, const Image& crop) {
   mean_std(crop.bgr.data(), n, sm, ss);
   for (size_t i = 0; i < n; ++i)
     for (size_t c = 0; c < 3; ++c) g[i * 3 + c] = (g[i * 3 + c] - cm[c]) / cs[c] * ss[c] + sm[c];
+  if (blend != 1.0)
+    for (size_t k = 0; k < g.size(); ++k) g[k] = g[k] * blend + crop.bgr[k] * (1.0 - blend);
   return g;
 }
 
@@ -275,9 +278,7 @@ PhotoResult FacexlibRestorer::process(ImageView photo, SrReport* bg_report) {
     face.restored = run_net(crop);
     face.crop_to_output = facexlib_inverse(m, opt_.upscale);
     if (gray) {
-      auto g = std::make_shared<std::vector<double>>(gray_transfer(face.restored, crop));
-      if (opt_.blend != 1.0)
-        for (size_t k = 0; k < g->size(); ++k) (*g)[k] = (*g)[k] * opt_.blend + crop.bgr[k] * (1.0 - opt_.blend);
+      auto g = std::make_shared<std::vector<double>>(gray_transfer(face.restored, crop, opt_.blend));
       face.restored = rounded(*g, kFaceSize);
       face.restored64 = std::move(g);
       r.restored_faces.push_back(face.restored);
@@ -329,10 +330,7 @@ Image FacexlibRestorer::restore_aligned(ImageView face) {
                                                                          : resize_bilinear(face, kFaceSize, kFaceSize);
   Image restored = run_net(crop);
   if (rules_.gray_transfer && is_gray_photo(crop)) {
-    std::vector<double> g = gray_transfer(restored, crop);
-    if (opt_.blend != 1.0)
-      for (size_t k = 0; k < g.size(); ++k) g[k] = g[k] * opt_.blend + crop.bgr[k] * (1.0 - opt_.blend);
-    return rounded(g, kFaceSize);  // imwrite of the float64 face
+    return rounded(gray_transfer(restored, crop, opt_.blend), kFaceSize);  // imwrite of the float64 face
   }
   if (opt_.blend != 1.0) restored = blend_faces(restored, crop, opt_.blend);
   return restored;
