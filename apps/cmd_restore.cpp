@@ -36,6 +36,12 @@ using namespace restore_detail;
 // What the setup decided, in words.
 void print_plan(Restorer& r) {
   const RestorePlan& p = r.plan();
+  if (p.low_memory) {
+    std::fprintf(stderr, "GPEN %dx%d on %s (%s), low-memory mode within %s, %d face(s) per run; planned per photo below\n",
+                 p.size, p.size, p.device.c_str(), p.precision.c_str(), human_bytes(double(p.budget_bytes)).c_str(),
+                 p.split.batch);
+    return;
+  }
   if (FacexlibRestorer* f = r.facexlib()) {
     const nlohmann::json m = r.memory_json();
     std::string what = face_flow_name(r.flow());
@@ -65,6 +71,20 @@ void print_plan(Restorer& r) {
                  p.parser_in_generator_arena ? "inside GPEN's arena" : "its own: larger than GPEN's");
 }
 
+// The low-memory mode's account of a photo, in words (the report's `low_memory`).
+std::string low_memory_line(const nlohmann::json& m) {
+  auto mib = [&m](const char* k) { return human_bytes(m[k].get<double>()); };
+  const int bands = m["gpen_bands"].get<int>();
+  return "low-memory mode: planned " + mib("planned_bytes") + " of " + mib("budget_bytes") + ": GPEN's weights resident " +
+         mib("gpen_weights_resident_bytes") + " at most (of " + mib("gpen_weights_file_bytes") +
+         ", mapped from the file and let go after use), arena " + mib("arena_bytes") +
+         " (GPEN's, lent to the detector; GPEN " + (bands ? "in " + std::to_string(bands) + " bands" : "unbanded") +
+         "), workspace " + mib("workspace_bytes") + ", the detector's weights " + mib("detector_weights_bytes") +
+         ", images " + mib("images_bytes") + ", paste buffer " + mib("pipeline_buffer_bytes") +
+         (m["faces_kept_bytes"].get<size_t>() ? ", faces kept " + mib("faces_kept_bytes") : "") +
+         "; the process's code and libraries not included";
+}
+
 void run_photos(const RestoreArgs& a) {
   const RestoreConfig config = restore_config(a);
   check_config(config);
@@ -74,6 +94,7 @@ void run_photos(const RestoreArgs& a) {
   print_plan(*restorer);
 
   nlohmann::json images = nlohmann::json::array();
+  std::string low_memory_said;
   StageTimes sum;
   int failed = 0, faces_total = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -112,6 +133,12 @@ void run_photos(const RestoreArgs& a) {
       rep["mask"] = r.restored ? r.mask : restorer->plan().mask.c_str();
       rep["times_ms"] = {{"decode", r.times.decode_ms}, {"detect", r.times.detect_ms}, {"align", r.times.align_ms},
                          {"restore", r.times.restore_ms}, {"paste", r.times.paste_ms}, {"encode", r.times.encode_ms}};
+      if (restorer->plan().low_memory) {
+        rep["low_memory"] = restorer->memory_json()["low_memory"];
+        // Said when it changes (a larger photo), not for every photo of a folder.
+        if (std::string line = low_memory_line(rep["low_memory"]); line != low_memory_said)
+          std::fprintf(stderr, "%s%s\n", isatty(fileno(stderr)) ? "\n" : "", (low_memory_said = line).c_str());
+      }
       if (jobs.size() == 1 || !isatty(fileno(stderr)))
         std::fprintf(stderr, "%s: %zu faces found, %d restored -> %s (%.0f ms)\n", job.input.c_str(), r.faces.size(),
                      r.restored, job.output.c_str(),
@@ -187,9 +214,11 @@ Command reg(
       sub.add_option("--bands", g_args.bands, "Run GPEN banded with exactly this many bands of output rows")
           ->check(CLI::Range(1, 2048));
       sub.add_option("--memory-budget", g_args.memory_budget,
-                     "--aligned, CPU: the low-memory mode, GPEN planned into this much (weights resident + arena + "
-                     "workspace), e.g. 128MiB: weights read from the file's mapping and let go after use, 8-bit "
-                     "weights dequantised tile by tile, the arena banded to what is left; one face per run");
+                     "GPEN on the CPU in the low-memory mode, planned into this much, e.g. 128MiB: photos: GPEN's "
+                     "weights resident + the arena it shares with the detector + workspace + the detector's weights + "
+                     "the photo, the composite and the paste canvases; --aligned: GPEN's weights resident + arena + "
+                     "workspace. Weights read from the file's mapping and let go after use, 8-bit weights dequantised "
+                     "tile by tile, the arena banded to what is left; one face per run; the rectangle paste mask");
       sub.add_option("--blend,--alpha", g_args.alpha,
                      "Every model: restored face * blend + original aligned crop * (1 - blend), before the paste; with "
                      "GFPGAN, CodeFormer or RestoreFormer and --aligned, the crop resized to 512")
@@ -252,9 +281,9 @@ Command reg(
                                                    g_args.model + " is a " + face_flow_name(flow) + " model");
         }
         finish_task_options(g_args);
-        GPEN_CHECK(g_args.memory_budget.empty() || (g_args.aligned && flow == FaceFlow::gpen),
-                   "--memory-budget runs GPEN with --aligned (the photo flow's detector and paste are not planned "
-                   "into it yet)");
+        GPEN_CHECK(g_args.memory_budget.empty() || flow == FaceFlow::gpen,
+                   "--memory-budget is an option of GPEN models; " + g_args.model + " is a " + face_flow_name(flow) +
+                       " model");
         if (g_args.aligned) {
           GPEN_CHECK(g_args.parse.empty() && g_args.mask.empty(),
                      "--parse and --mask choose how faces are pasted into photos; --aligned pastes nothing");

@@ -121,10 +121,7 @@ std::unique_ptr<Backend> low_memory_backend(const RestoreArgs& a) {
   GPEN_CHECK(k != DeviceKind::cuda, "--memory-budget plans the CPU's low-memory mode; on CUDA use --vram-budget");
   GPEN_CHECK(a.arena_budget.empty() && a.bands == 0 && a.vram_budget.empty(),
              "--memory-budget chooses the banding itself: leave out --arena-budget, --bands and --vram-budget");
-  cpu::CpuOptions o = cpu_options_from_env();
-  o.low_memory = true;
-  o.huge_pages = false;  // no huge-page copy of the weights, no arena rounded up to 2 MiB pages
-  return make_cpu_backend(o);
+  return make_cpu_backend(low_memory_cpu_options());
 }
 
 void print_budget(const GpenModel& m) {

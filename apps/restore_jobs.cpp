@@ -56,6 +56,13 @@ RestoreConfig restore_config(const RestoreArgs& a) {
   c.cuda_graphs = dopt.cuda_graphs;
   c.precision = a.precision;
   if (!a.vram_budget.empty()) c.memory_budget = parse_bytes(a.vram_budget);
+  if (!a.memory_budget.empty()) {
+    GPEN_CHECK(a.vram_budget.empty(), "--memory-budget plans the CPU's low-memory mode and --vram-budget the default "
+                                      "one: give one of them");
+    c.memory_budget = parse_bytes(a.memory_budget);
+    c.low_memory = true;
+    c.keep_faces = !a.save_faces.empty();  // else the faces kept would count in the budget for nothing
+  }
   c.batch = std::max(a.batch, 0);
   const PlanOptions po = plan_options(a);
   c.arena_budget = po.arena_budget;

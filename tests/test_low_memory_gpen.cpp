@@ -1,7 +1,9 @@
 // The CPU's low-memory mode on whole GPEN models (docs/memory.md "Low-memory CPU mode"): at the
 // GPEN-BFR-256 and -512 widths, converted to int8 with groups of 32, the mode (unbanded, and
 // banded to a memory budget) gives exactly what the default mode gives on the direct conv paths,
-// and the default mode's output within Winograd's rounding; a run lets the file's pages go.
+// and the default mode's output within Winograd's rounding; a run lets the file's pages go. The
+// photo flow in the mode (Restorer with RestoreConfig::low_memory) gives the direct paths' photo,
+// with every planned byte inside the budget.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -20,6 +22,9 @@
 #include "converter/convert.h"
 #include "converter/layouts.h"
 #include "engine/models/gpen_model.h"
+#include "engine/photo/image.h"
+#include "engine/photo/restorer.h"
+#include "kernels/cpu/image_resize.h"
 #include "engine/plan/memory_budget.h"
 #include "engine/runtime/env_options.h"
 #include "kernels/cpu/cpu_options.h"
@@ -215,3 +220,127 @@ TEST_CASE("low memory: a run lets the weights pages of the file go, the default 
   fs::remove_all(d);
 }
 
+
+TEST_CASE("low memory: a photo restored within a memory budget equals the direct paths, every planned byte inside it") {
+  const std::string det_pth = gpen_test::shared_dir() + "/models/retinaface-mobilenet0.25.pth";
+  if (!fs::exists(det_pth)) {
+    MESSAGE("skipped: " << det_pth << " is missing");
+    return;
+  }
+  const fs::path d = gpen_test::scratch_path("low_memory_photo");
+  fs::create_directories(d);
+  const std::string src = (d / "g.safetensors").string(), q = (d / "g_int8.gpw").string(),
+                    det = (d / "mnet.gpw").string();
+  write_checkpoint(src, 128, 1, 0.5);  // GPEN-BFR-256's widths at 128, a test's cost
+  conv::ConvertOptions o;
+  o.dtype = DType::i8;
+  o.dense_dtype = DType::i8;
+  o.dense_layers = kDense8Modulation;
+  o.q8_group = 32;
+  conv::convert(src, q, o);
+  conv::convert(det_pth, det);
+  const Image photo = read_image(gpen_test::shared_dir() + "/images/kids_1024x768.jpg");
+  const int S = 128;
+  const size_t face = size_t{S} * S * 3;
+
+  // The reference: the default mode on the direct conv paths, one face per run, unbanded.
+  auto reference = [&](int det_side, ImageView p) {
+    auto gb = cpu_backend(false, cpu::ConvMode::direct);
+    auto g = GpenModel::open(q, *gb);
+    RetinaFaceDetector detector(det, cpu_backend(false, cpu::ConvMode::direct));
+    RestoreOptions ro;
+    ro.batch = 1;
+    ro.detect.max_side = ro.detect.target_side = det_side;
+    FaceRestorer steps(*g, detector, ro);
+    return steps.process(p);
+  };
+  auto config = [&](size_t budget, int det_side) {
+    RestoreConfig c;
+    c.model = q;
+    c.detector = det;
+    c.device = DeviceKind::cpu;
+    c.low_memory = true;
+    c.memory_budget = budget;
+    c.det_max_side = det_side;
+    return c;
+  };
+  auto use_of = [](Restorer& r) { return r.faces().budget_use(); };
+
+  // Detection on a copy shrunk to 512 (the detector's arena then under GPEN's).
+  const PhotoResult want = reference(512, photo);
+  REQUIRE(want.restored >= 4);
+  // A generous budget: GPEN unbanded.
+  auto r1 = Restorer::open(config(size_t{1} << 30, 512));
+  const RestoreResult got1 = r1->restore(photo);
+  const BudgetUse u1 = use_of(*r1);
+  CHECK(got1.restored == want.restored);
+  CHECK(got1.image.bgr == want.image.bgr);
+  CHECK(r1->model().budget_fit().arena_budget == 0);
+  CHECK(u1.fits == 1);  // the faces kept fitted beside the plan made for the photo
+  CHECK(u1.total() <= u1.budget);
+  CHECK(u1.images == photo.bgr.size() * 2);  // the photo and the composite
+  CHECK(u1.faces == face * static_cast<size_t>(want.restored));
+  CHECK(u1.arena >= r1->detector().planned_memory(384, 512).arena_bytes);
+  MESSAGE("unbanded: planned " << u1.total() << " bytes: GPEN's weights resident " << u1.gpen_weights << ", arena "
+                               << u1.arena << ", workspace " << u1.workspace << ", detector's weights "
+                               << u1.detector_weights << ", images " << u1.images << ", buffer " << u1.buffer
+                               << ", faces " << u1.faces);
+
+  // A third of GPEN's arena less: banded, the same image.
+  const size_t b2 = u1.total() - u1.arena / 3;
+  auto r2 = Restorer::open(config(b2, 512));
+  const RestoreResult got2 = r2->restore(photo);
+  const BudgetUse u2 = use_of(*r2);
+  CHECK(r2->model().budget_fit().arena_budget > 0);
+  CHECK(u2.arena < u1.arena);
+  CHECK(u2.total() <= b2);
+  CHECK(got2.image.bgr == want.image.bgr);
+
+  // The detector at the photo's own size plans an 18 MiB arena, more than that budget leaves GPEN:
+  // refused before anything runs, naming the way out.
+  auto r3 = Restorer::open(config(b2, 0));
+  const size_t det_arena = r3->detector().planned_memory(768, 1024).arena_bytes;
+  REQUIRE(det_arena > u2.arena);
+  CHECK_THROWS_WITH_AS(r3->restore(photo), doctest::Contains("--det-max-side"), gpen::Error);
+  // With room for it the arena GPEN lends the detector is made as large as the detector's plan.
+  const size_t b4 = u2.total() - u2.arena + det_arena;
+  auto r4 = Restorer::open(config(b4, 0));
+  const RestoreResult got4 = r4->restore(photo);
+  const BudgetUse u4 = use_of(*r4);
+  CHECK(u4.arena >= det_arena);
+  CHECK(u4.total() <= b4);
+  CHECK(got4.image.bgr == reference(0, photo).image.bgr);
+
+  // A smaller photo first, then the larger one: GPEN fitted again, smaller, for the larger.
+  const Image small = resize_bilinear(photo, 512, 384);
+  auto r5 = Restorer::open(config(u2.total(), 512));
+  r5->restore(small);
+  CHECK(use_of(*r5).fits == 1);
+  const RestoreResult got5 = r5->restore(photo);
+  CHECK(use_of(*r5).fits == 2);
+  CHECK(use_of(*r5).total() <= u2.total());
+  CHECK(got5.image.bgr == want.image.bgr);
+  fs::remove_all(d);
+}
+
+TEST_CASE("low memory: the photo flow's options it does not plan are refused by name") {
+  RestoreConfig c;
+  c.model = "g.gpw";
+  c.detector = "d.gpw";
+  c.low_memory = true;
+  CHECK_THROWS_WITH_AS(check_config(c), doctest::Contains("give one"), gpen::Error);
+  c.memory_budget = size_t{128} << 20;
+  check_config(c);
+  RestoreConfig p = c;
+  p.parser = "p.gpw";
+  CHECK_THROWS_WITH_AS(check_config(p), doctest::Contains("--parse"), gpen::Error);
+  RestoreConfig s = c;
+  s.sr = "sr.gpw";
+  CHECK_THROWS_WITH_AS(check_config(s), doctest::Contains("--sr"), gpen::Error);
+  RestoreConfig g = c;
+  g.device = DeviceKind::cuda;
+  CHECK_THROWS_WITH_AS(check_config(g), doctest::Contains("--vram-budget"), gpen::Error);
+  RestoreConfig b = c;
+  b.bands = 4;
+  CHECK_THROWS_WITH_AS(check_config(b), doctest::Contains("--bands"), gpen::Error);
+}

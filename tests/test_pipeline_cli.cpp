@@ -300,3 +300,38 @@ TEST_CASE("gpen restore/detect: EXIF orientation, metadata kept, --ignore-orient
   CHECK(run(det + " --max-pixels 1000", log) != 0);
   fs::remove_all(s.root);
 }
+
+TEST_CASE("gpen restore --memory-budget: photos in the low-memory mode, the account said, a photo that cannot fit refused") {
+  Setup s;
+  if (!prepare(s)) return;
+  const fs::path out = s.root / "low_memory";
+  const fs::path log = s.root / "low_memory.log", report = s.root / "low_memory.json";
+  const std::string photo = (s.in / "kids.png").string();
+  REQUIRE(run(restore_cmd(s, photo + " -o " + (out / "kids.png").string() + " --memory-budget 48MiB --report " +
+                                 report.string()),
+              log) == 0);
+  const std::string text = read_file(log);
+  CHECK_MESSAGE(text.find("low-memory mode: planned") != std::string::npos, text);
+  CHECK(fs::exists(out / "kids.png"));
+  const nlohmann::json r = nlohmann::json::parse(read_file(report));
+  const nlohmann::json& a = r["images"][0]["low_memory"];
+  CHECK(a["planned_bytes"].get<size_t>() <= a["budget_bytes"].get<size_t>());
+  CHECK(a["images_bytes"].get<size_t>() > 0);
+  CHECK(r["memory"]["low_memory"] == a);
+  CHECK(r["plan"]["low_memory"] == true);
+  // The same photo in the default mode on one face per run differs only by the detector's and
+  // GPEN's conv paths (Winograd there): the faces restored are the same ones.
+  CHECK(r["images"][0]["faces_restored"].get<int>() > 0);
+
+  // A budget the photo's images and buffers alone exceed: refused by name, no output written.
+  const fs::path tiny = s.root / "low_memory_tiny";
+  CHECK(run(restore_cmd(s, photo + " -o " + (tiny / "kids.png").string() + " --memory-budget 2MiB"), log) != 0);
+  CHECK_MESSAGE(read_file(log).find("memory budget") != std::string::npos, read_file(log));
+  CHECK(listing(tiny).empty());
+  // Options the mode does not plan, refused before any work.
+  CHECK(run(restore_cmd(s, photo + " -o " + (tiny / "kids.png").string() + " --memory-budget 48MiB --vram-budget 1GiB"),
+            log) != 0);
+  CHECK(read_file(log).find("give one of them") != std::string::npos);
+  CHECK(listing(tiny).empty());
+  fs::remove_all(s.root);
+}

@@ -127,6 +127,7 @@ class GpenModel {
   void release_weights_after_use(Executor& ex, const Graph& g);
   // PlanOptions::memory_budget of opt_: fits it (budget_fit_) and puts the banding into opt_.
   void fit_memory_budget_for(const GpenConfig& c);
+  void fit(const GpenConfig& c, const std::string& key);  // fit_memory_budget_for's search
   Backend& backend_;
   DeviceBackend* device_ = nullptr;
   void* device_weights_ = nullptr;
@@ -150,6 +151,8 @@ class GpenModel {
   PlanOptions opt_;
   TransformReport transform_;
   BudgetFit budget_fit_;
+  std::string fit_key_;  // the options and batch budget_fit_ was made for (a prepare that only changes
+                         // set_min_memory reuses it: a fit searches bandings)
   std::unique_ptr<GpenGraph> graph_;
   std::unique_ptr<MemoryPlan> plan_;
   std::unique_ptr<Executor> exec_;

@@ -6,8 +6,22 @@
 namespace gpen {
 
 void GpenModel::fit_memory_budget_for(const GpenConfig& c) {
+  if (opt_.memory_budget == 0) {
+    budget_fit_ = BudgetFit{};
+    fit_key_.clear();
+    return;
+  }
+  const std::string key = opt_.key() + "/batch" + std::to_string(c.batch);
+  if (key != fit_key_) fit(c, key);
+  // The banding the fit found, applied as it is (no second search).
+  opt_.arena_budget = 0;
+  opt_.bands = 0;
+  opt_.band_spec = budget_fit_.banding;
+}
+
+void GpenModel::fit(const GpenConfig& c, const std::string& key) {
   budget_fit_ = BudgetFit{};
-  if (opt_.memory_budget == 0) return;
+  fit_key_.clear();
   // The arena budget that fits weights resident + arena + workspace in the memory budget.
   GPEN_CHECK(backend_.low_memory(), "a memory budget plans the CPU backend's low-memory mode (the backend was "
                                     "made without it)");
@@ -21,10 +35,7 @@ void GpenModel::fit_memory_budget_for(const GpenConfig& c) {
                                    " + workspace " + std::to_string(budget_fit_.workspace_bytes) +
                                    " + the smallest banded arena bound " +
                                    std::to_string(budget_fit_.smallest_bound) + ")");
-  // The banding the fit found, applied as it is (no second search).
-  opt_.arena_budget = 0;
-  opt_.bands = 0;
-  opt_.band_spec = budget_fit_.banding;
+  fit_key_ = key;
 }
 
 void GpenModel::release_weights_after_use(Executor& ex, const Graph& g) {

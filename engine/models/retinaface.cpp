@@ -207,6 +207,21 @@ size_t RetinaFaceDetector::arena_bytes(int h, int w) const {
   return 0;
 }
 
+RetinaFaceDetector::Memory RetinaFaceDetector::planned_memory(int h, int w) {
+  for (const auto& [hw, m] : planned_)
+    if (hw == std::pair(h, w)) return m;
+  const MemoryPlan plan = plan_memory(build_retinaface_graph(backbone_, h, w).graph, planned_on(*backend_));
+  if (planned_.size() >= kMaxCached) planned_.erase(planned_.begin());
+  planned_.push_back({{h, w}, {plan.arena_bytes, plan.workspace_bytes}});
+  return planned_.back().second;
+}
+
+size_t RetinaFaceDetector::weights_bytes() const {
+  size_t bytes = 0;
+  for (const auto& [name, v] : model_->weights) bytes += static_cast<size_t>(v.shape.numel()) * dtype_size(v.dtype);
+  return bytes;
+}
+
 void RetinaFaceDetector::share_memory(void* arena, size_t arena_bytes, void* workspace, size_t workspace_bytes) {
   cache_.clear();  // the executors point into the blocks being replaced
   static_cast<SharedArenaBackend&>(*backend_).lend(arena, arena_bytes, workspace, workspace_bytes);

@@ -81,6 +81,15 @@ class RetinaFaceDetector {
   // arena all cached executors share (the largest plan seen since it last grew).
   size_t arena_bytes(int h, int w) const;
   size_t arena_capacity() const;
+  // The plan an h x w input gets (arena, workspace), without running or caching an executor: what
+  // the photo pipeline's low-memory mode checks a photo's detection against before it runs.
+  struct Memory {
+    size_t arena_bytes = 0, workspace_bytes = 0;
+  };
+  Memory planned_memory(int h, int w);
+  // Bytes of the weights as the detector reads them (the file's mapping on the CPU, resident once
+  // read; the widened copies of a half-precision file; on a device, its one upload).
+  size_t weights_bytes() const;
   // Runs inside memory the caller owns and leaves alone while detect() runs (FaceRestorer lends
   // the generator's arena and workspace: detection and restoration never overlap, so the photo
   // pipeline needs the larger of the two arenas, not their sum). It must be memory of this
@@ -109,6 +118,8 @@ class RetinaFaceDetector {
   // folder of odd sizes cannot pile up graphs.
   std::vector<std::unique_ptr<Cached>> cache_;
   static constexpr size_t kMaxCached = 8;
+  // planned_memory's answers per input size (the photos of a folder or a video share a few).
+  std::vector<std::pair<std::pair<int, int>, Memory>> planned_;
 };
 
 }  // namespace gpen

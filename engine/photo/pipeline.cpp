@@ -102,6 +102,11 @@ FaceRestorer::FaceRestorer(GpenModel& gpen, RetinaFaceDetector& det, const Resto
   }
   device_buf_.mem = &gpen_.backend();
   if (!is_device_backend(gpen_.backend())) host_buf_.mem = &gpen_.backend();
+  // With a memory budget GPEN is fitted when the first call says what the photos hold.
+  if (opt_.memory_budget) {
+    GPEN_CHECK(!opt_.grow_batch && !opt_.parser, "the low-memory mode plans a fixed batch and the rectangle mask");
+    return;
+  }
   plan_batch(opt_.grow_batch ? 1 : opt_.batch);
 }
 
@@ -201,13 +206,25 @@ std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos
   Buffer& buf = *st.buf;
   const int S = gpen_.size();
   const size_t face = static_cast<size_t>(S) * S * 3;
-  size_t scratch = 0;
-  for (const ImageView& p : photos) {
+  size_t scratch = 0, images = 0;
+  int det_h = 0, det_w = 0;  // the largest detection input (by pixels)
+  for (size_t p = 0; p < photos.size(); ++p) {
     int nw = 0, nh = 0;
-    detect_input_scale(p.width, p.height, opt_.detect.max_side, opt_.detect.target_side, &nw, &nh);
+    detect_input_scale(photos[p].width, photos[p].height, opt_.detect.max_side, opt_.detect.target_side, &nw, &nh);
     scratch = std::max(scratch, st.det_ops->detect_scratch_bytes(nh, nw));
+    if (int64_t{nw} * nh > int64_t{det_w} * det_h) det_h = nh, det_w = nw;
+    // The photo, its background, and the composite made of them.
+    images += photos[p].bgr.size() * (backgrounds.empty() ? 2 : 3);
   }
-  Layout L = layout(photos, st.host, scratch, S, batch_);
+  // With a memory budget the batch is fixed (opt_.batch) and GPEN fitted before the first detection.
+  const int planned_batch = opt_.memory_budget ? opt_.batch : batch_;
+  Layout L = layout(photos, st.host, scratch, S, planned_batch);
+  const std::string what = photos.size() == 1 ? "the " + std::to_string(photos[0].width) + "x" +
+                                                    std::to_string(photos[0].height) + " photo"
+                                              : std::to_string(photos.size()) + " photos";
+  // The buffer, and one batch of restored faces on their way to the caller.
+  const size_t buffer_bytes = L.total + face * static_cast<size_t>(planned_batch);
+  fit_call(images, buffer_bytes, 0, det_h, det_w, what);
   auto base = [&buf] { return static_cast<uint8_t*>(buf.data); };
   auto pixels = [&](size_t p) -> const uint8_t* { return st.host ? photos[p].bgr.data() : base() + L.photo[p]; };
   auto upload_photos = [&] {
@@ -244,6 +261,8 @@ std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos
     }
     r.times.align_ms = ms_since(t0);
   }
+  // Faces kept for the caller count in a memory budget: fitted again now that their number is known.
+  if (opt_.keep_faces && !kept.empty()) fit_call(images, buffer_bytes, face * kept.size(), det_h, det_w, what);
   // A larger batch (grow_batch) needs more crop slots: in a new buffer, the photos go up again.
   const int planned = batch_;
   grow_batch(kept.size());
@@ -284,12 +303,10 @@ std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos
       ops.warp_face(pixels(k.photo), photos[k.photo].width, photos[k.photo].height, k.fwd, S, crops + i * face);
     }
     run_gpen(st, static_cast<int>(n), crops, restored);
-    std::vector<size_t> index(n);  // of each face among its photo's restored faces
+    std::vector<Image> batch_faces(n);
     for (size_t i = 0; i < n; ++i) {
-      std::vector<Image>& faces = results[kept[start + i].photo].restored_faces;
-      index[i] = faces.size();
-      faces.push_back(Image{S, S, std::vector<uint8_t>(face)});
-      buf.mem->download(faces.back().bgr.data(), restored + i * face, face);
+      batch_faces[i] = Image{S, S, std::vector<uint8_t>(face)};
+      buf.mem->download(batch_faces[i].bgr.data(), restored + i * face, face);
     }
     const double per_face = ms_since(t0) / static_cast<double>(n);
     for (size_t i = 0; i < n; ++i) {
@@ -302,7 +319,7 @@ std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos
       if (opt_.parser) {
         // From the raw GPEN output (before smoothing and blending), as officially; host memory,
         // since a parser keeps the steps on the host.
-        parsed = parse_paste_mask(face_parse(*opt_.parser, r.restored_faces[index[i]]), S);
+        parsed = parse_paste_mask(face_parse(*opt_.parser, batch_faces[i]), S);
         mask = parsed.data();
       }
       const uint8_t* ef = restored + i * face;
@@ -317,6 +334,7 @@ std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos
       }
       ops.canvas_add(ef, mask, S, k.back, canvas_mask(k.photo), canvas_faces(k.photo), photos[k.photo].width,
                      photos[k.photo].height);
+      if (opt_.keep_faces) r.restored_faces.push_back(std::move(batch_faces[i]));
       r.times.paste_ms += ms_since(tp);
     }
   }

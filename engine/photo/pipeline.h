@@ -38,6 +38,31 @@ struct RestoreOptions {
   ParseNetModel* parser = nullptr;
   // How GPEN is planned (graph transforms, banded execution under an arena budget).
   PlanOptions plan;
+  // The CPU's low-memory mode (GPEN and the detector on low-memory CPU backends, docs/memory.md
+  // "Low-memory CPU mode"): the bytes every call may hold at its peak. GPEN is fitted (plan's
+  // memory_budget) to what the call leaves it after the detector's weights, the photos, their
+  // results and the pipeline's buffer, when the first call comes and again, only ever smaller,
+  // when a larger call comes; the arena GPEN lends the detector is grown for a detection that
+  // needs more when the total still fits. A call that cannot fit is refused before it runs,
+  // naming the figures. 0: no budget (GPEN planned at construction, as `plan` says).
+  size_t memory_budget = 0;
+  // Keep each restored face in PhotoResult::restored_faces (false: left empty; with a memory
+  // budget, kept faces count in it).
+  bool keep_faces = true;
+};
+
+// Where the low-memory mode's bytes went in the last call (FaceRestorer::budget_use).
+struct BudgetUse {
+  size_t budget = 0;
+  size_t gpen_weights = 0;      // GPEN's weights resident at most at once (its fit's bound)
+  size_t detector_weights = 0;  // the detector's, all resident
+  size_t arena = 0;             // GPEN's arena, lent to the detector: the larger of their plans
+  size_t workspace = 0;         // the same for the workspace
+  size_t images = 0;            // the call's photos (and backgrounds) and the composites made
+  size_t buffer = 0;            // the pipeline's buffer: paste canvases, crops, detection candidates
+  size_t faces = 0;             // restored faces kept for the caller
+  int fits = 0;                 // times GPEN was fitted (the first call, then each smaller fit)
+  size_t total() const { return gpen_weights + detector_weights + arena + workspace + images + buffer + faces; }
 };
 
 struct StageTimes {
@@ -85,8 +110,14 @@ class FaceRestorer {
   // Device steps: bytes of their one buffer (photos, paste canvases, detection candidates, paste
   // mask, one batch of crops and restored faces), sized for the largest call so far; 0 when none.
   size_t device_buffer_bytes() const { return device_buf_.bytes; }
-  // The batch GPEN is planned for now (RestoreOptions::batch, or less with grow_batch).
+  // The batch GPEN is planned for now (RestoreOptions::batch, or less with grow_batch; 0 with a
+  // memory budget before the first call).
   int batch() const { return batch_; }
+  // With RestoreOptions::memory_budget: the last call's account (budget 0 before any call).
+  const BudgetUse& budget_use() const { return budget_use_; }
+  // With RestoreOptions::memory_budget: GPEN fitted for a call holding `held` bytes beside it (the
+  // detector's weights are added here), for restoring aligned crops outside process().
+  void fit_budget(size_t held);
 
  private:
   // Memory the steps work in (engine/photo/pipeline_buffer.cpp), grown only.
@@ -111,10 +142,15 @@ class FaceRestorer {
   void run_gpen(const Steps& st, int n, const uint8_t* crops, uint8_t* restored);
   void plan_batch(int batch);   // prepares GPEN for `batch` faces and lends its arena to the detector
   void grow_batch(size_t faces);  // with grow_batch: plan_batch when a photo needs a larger batch
+  // With a memory budget (pipeline_budget.cpp): fits GPEN and the detector's arena to a call
+  // holding `images`, `buffer` and `faces` bytes, whose largest detection input is det_h x det_w;
+  // gpen::Error naming the figures when nothing fits.
+  void fit_call(size_t images, size_t buffer, size_t faces, int det_h, int det_w, const std::string& what);
   GpenModel& gpen_;
   RetinaFaceDetector& det_;
   RestoreOptions opt_;
   int batch_ = 0;
+  BudgetUse budget_use_;
   PipelineOps* device_ops_ = nullptr;  // GPEN's device steps (nullptr: the host's)
   PipelineOps* det_device_ops_ = nullptr;  // the detector's (its own stream)
   std::unique_ptr<Backend> host_mem_;  // host memory for the host steps when GPEN is on a device

@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include "engine/core/error.h"
+#include "engine/runtime/env_options.h"
 #include "kernels/cpu/face_io.h"
 #include "kernels/cpu/image_resize.h"
 
@@ -26,6 +27,17 @@ void check_config(const RestoreConfig& c) {
   GPEN_CHECK(c.batch >= 0 && c.batch_cap >= 1, "batch must be at least 1");
   GPEN_CHECK(c.threads >= 0, "threads must be at least 1");
   GPEN_CHECK(c.bands >= 0, "bands must be at least 1");
+  if (c.low_memory) {
+    GPEN_CHECK(c.memory_budget.has_value(), "the low-memory mode plans into a memory budget: give one (--memory-budget B)");
+    GPEN_CHECK(c.device != DeviceKind::cuda, "--memory-budget plans the CPU's low-memory mode; on CUDA use --vram-budget");
+    GPEN_CHECK(c.arena_budget == 0 && c.bands == 0,
+               "--memory-budget chooses the banding itself: leave out --arena-budget and --bands");
+    GPEN_CHECK(mask_kind(c) == "rect",
+               "--memory-budget pastes with the rectangle mask: ParseNet (81 MiB of weights, a 289 MiB arena at 512) "
+               "is not planned into the low-memory mode; leave out --parse");
+    GPEN_CHECK(c.sr.empty(), "--memory-budget does not plan the background super-resolution (--sr): leave it out");
+    GPEN_CHECK(!c.plan_at_limit, "the low-memory mode plans GPEN as photos come (plan_at_limit)");
+  }
 }
 
 std::unique_ptr<GpenModel> open_gpen_model(const std::string& path, Backend& backend, const std::string& precision) {
@@ -43,6 +55,7 @@ nlohmann::json to_json(const RestorePlan& p) {
       {"size", p.size},
       {"memory_budget_bytes", p.budget_bytes},
       {"memory_budget_given", p.budget_given},
+      {"low_memory", p.low_memory},
       {"gpen",
        {{"batch", s.batch},
         {"batch_from_budget", s.batch_from_budget},
@@ -75,6 +88,7 @@ std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c, const CudaProvi
   const FaceFlow flow = face_flow_of_file(c.model);
   check_config(c, flow);
   if (is_facexlib_flow(flow)) return open_facexlib(c, flow);
+  if (c.low_memory) return open_low_memory(c);
   std::unique_ptr<Restorer> r(new Restorer);
   r->config_ = c;
   r->apply_threads();
@@ -146,6 +160,39 @@ std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c, const CudaProvi
   return r;
 }
 
+std::unique_ptr<Restorer> Restorer::open_low_memory(const RestoreConfig& c) {
+  std::unique_ptr<Restorer> r(new Restorer);
+  r->config_ = c;
+  r->apply_threads();
+  // GPEN and the detector on low-memory CPU backends: weights read where the files are mapped.
+  r->backend_ = make_cpu_backend(low_memory_cpu_options());
+  r->model_ = open_gpen_model(c.model, *r->backend_, c.precision);
+  r->detector_ = std::make_unique<RetinaFaceDetector>(c.detector, make_cpu_backend(low_memory_cpu_options()));
+  RestoreOptions opt;
+  opt.alpha = c.alpha;
+  opt.min_score = detection_threshold(c, FaceFlow::gpen);
+  opt.detect.post.threshold = opt.min_score;
+  if (c.det_max_side >= 0) {
+    opt.detect.max_side = c.det_max_side;
+    opt.detect.target_side = c.det_max_side;
+  }
+  opt.batch = std::max(c.batch, 1);
+  opt.memory_budget = *c.memory_budget;
+  opt.keep_faces = c.keep_faces;
+  r->faces_ = std::make_unique<FaceRestorer>(*r->model_, *r->detector_, opt);
+  RestorePlan& p = r->plan_;
+  p.budget_given = true;
+  p.budget_bytes = *c.memory_budget;
+  p.split.batch = opt.batch;  // GPEN's plan comes with the first photo (memory_json)
+  p.device = r->backend_->name();
+  p.precision = precision_name(r->model_->precision());
+  p.size = r->model_->size();
+  p.detector_device = r->detector_->device();
+  p.mask = "rect";
+  p.low_memory = true;
+  return r;
+}
+
 Restorer::~Restorer() = default;
 
 GpenModel& Restorer::model() {
@@ -167,8 +214,10 @@ void Restorer::apply_threads() const {
 
 nlohmann::json Restorer::memory_json() const {
   if (facexlib_faces_) return facexlib_memory_json();
+  if (model_->batch() < 1) return {{"device", backend_->name()}, {"low_memory", low_memory_json()}};  // nothing run yet
   const MemoryPlan& plan = model_->plan();  // the plan of the batch the photos needed
   return {{"device", backend_->name()},
+          {"low_memory", low_memory_json()},
           {"precision", precision_name(model_->precision())},
           {"gpen_batch", faces_->batch()},
           {"gpen_batch_limit", plan_.split.batch},
@@ -190,6 +239,23 @@ nlohmann::json Restorer::memory_json() const {
           // crops in one buffer, sized by the largest photo (0 on the host).
           {"pipeline_on_device", faces_->on_device()},
           {"pipeline_buffer_bytes", faces_->device_buffer_bytes()}};
+}
+
+nlohmann::json Restorer::low_memory_json() const {
+  if (!config_.low_memory) return nullptr;
+  const BudgetUse& u = faces_->budget_use();
+  return {{"budget_bytes", plan_.budget_bytes},
+          {"gpen_weights_resident_bytes", u.gpen_weights},
+          {"gpen_weights_file_bytes", model_->budget_fit().weights.total_bytes},
+          {"detector_weights_bytes", u.detector_weights},
+          {"arena_bytes", u.arena},
+          {"workspace_bytes", u.workspace},
+          {"images_bytes", u.images},
+          {"pipeline_buffer_bytes", u.buffer},
+          {"faces_kept_bytes", u.faces},
+          {"planned_bytes", u.total()},
+          {"gpen_bands", model_->budget_fit().banding.bands},
+          {"gpen_fits", u.fits}};
 }
 
 int Restorer::sr_tile(int width, int height, std::string* why) {
@@ -266,6 +332,8 @@ Image Restorer::restore_aligned(ImageView face, const RestoreCall& call) {
   const int S = model_->size();
   std::vector<float> x(static_cast<size_t>(S) * S * 3), y(x.size());
   face_to_model(face, S, x.data());
+  // The low-memory mode: GPEN fitted beside the face, its model-space copies and the result.
+  if (config_.low_memory) faces_->fit_budget(face.bgr.size() + (x.size() + y.size()) * sizeof(float) + x.size());
   if (model_->batch() < 1) model_->prepare(1);
   model_->run(1, x.data(), y.data());  // inside the arena planned for the photos' batch
   Image out = model_to_face(y.data(), S);

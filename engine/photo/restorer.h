@@ -56,6 +56,13 @@ struct RestoreConfig {
   int batch_cap = 16;
   size_t arena_budget = 0;  // run GPEN banded under this arena (0: only when the budget needs it)
   int bands = 0;            // run GPEN with exactly this many bands (0: as the arena budget says)
+  // The CPU's low-memory mode (GPEN: docs/memory.md "Low-memory CPU mode"): memory_budget is then
+  // what a photo may take at its peak, everything planned counted (GPEN's weights resident, its
+  // arena the detector shares, workspace, the detector's weights, the photo, the composite, the
+  // paste canvases); GPEN runs one face at a time unless `batch` says more, banded to what is left.
+  bool low_memory = false;
+  // Keep each restored face crop in the results (RestoreResult::restored_faces).
+  bool keep_faces = true;
   // The photo steps.
   double alpha = 1.0;       // the blend (--blend): restored * alpha + aligned crop * (1 - alpha), both flows
   // The facexlib flows only (GFPGAN, CodeFormer, RestoreFormer: facexlib_flow.h): the output at upscale x the
@@ -112,6 +119,7 @@ struct RestorePlan {
   // Background super-resolution: its model and the tile setting (auto: per photo from sr_budget).
   std::string sr_model;
   std::string sr_tile;
+  bool low_memory = false;         // RestoreConfig::low_memory: GPEN's plan comes with the first photo
 };
 // The plan as JSON (the `plan` object of `gpen restore --report`, the Python Restorer's .plan).
 nlohmann::json to_json(const RestorePlan& p);
@@ -182,6 +190,8 @@ class Restorer {
   Restorer() = default;
   void apply_threads() const;
   static std::unique_ptr<Restorer> open_facexlib(const RestoreConfig& config, FaceFlow flow);
+  static std::unique_ptr<Restorer> open_low_memory(const RestoreConfig& config);
+  nlohmann::json low_memory_json() const;  // the last photo's account (null outside the low-memory mode)
   nlohmann::json facexlib_memory_json() const;
   Image super_resolved(ImageView photo, const std::function<void(int, int)>& progress, SrReport* report,
                        std::string* why);

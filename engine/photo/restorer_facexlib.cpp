@@ -31,6 +31,7 @@ struct FlowOption {
 constexpr FlowOption kFlowOptions[] = {
     {"--device cuda", kGpen, "GPEN", [](const RestoreConfig& c) { return c.device == DeviceKind::cuda; }},
     {"--precision", kGpen, "GPEN", [](const RestoreConfig& c) { return !c.precision.empty() && c.precision != "fp32"; }},
+    {"--memory-budget", kGpen, "GPEN", [](const RestoreConfig& c) { return c.low_memory; }},
     {"--vram-budget", kGpen, "GPEN", [](const RestoreConfig& c) { return c.memory_budget.has_value(); }},
     {"--batch", kGpen, "GPEN", [](const RestoreConfig& c) { return c.batch != 0; }},
     {"--arena-budget", kGpen, "GPEN", [](const RestoreConfig& c) { return c.arena_budget != 0; }},

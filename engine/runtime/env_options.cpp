@@ -58,6 +58,13 @@ const cpu::CpuOptions& cpu_options_from_env() {
   return o;
 }
 
+cpu::CpuOptions low_memory_cpu_options() {
+  cpu::CpuOptions o = cpu_options_from_env();
+  o.low_memory = true;
+  o.huge_pages = false;
+  return o;
+}
+
 std::optional<cuda_tiles::GemmFamily> cuda_gemm_family_from_env() {
   using cuda_tiles::GemmFamily;
   static const std::optional<GemmFamily> f = []() -> std::optional<GemmFamily> {

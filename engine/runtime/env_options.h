@@ -22,6 +22,10 @@
 namespace gpen {
 
 const cpu::CpuOptions& cpu_options_from_env();
+// The same in the low-memory mode (`--memory-budget`, docs/memory.md): weights read where their
+// file is mapped, no Winograd, the modconv's weight tile by tile, and no huge-page copy of the
+// weights (nor an arena rounded up to 2 MiB pages).
+cpu::CpuOptions low_memory_cpu_options();
 std::optional<cuda_tiles::GemmFamily> cuda_gemm_family_from_env();
 
 }  // namespace gpen

@@ -38,13 +38,14 @@ class Restorer:
     many times the photo's size) and only_center_face (only the face nearest the centre) are
     GFPGAN's and CodeFormer's; fidelity (w, default 0.5) is CodeFormer's. parse (a ParseNet .gpw)
     gives every flow its face-parsing paste mask. restore_aligned with GFPGAN, CodeFormer or RestoreFormer is
-    their has_aligned=True."""
+    their has_aligned=True. low_memory=True (GPEN, CPU) is `gpen restore --memory-budget`: memory_budget
+    (required) is then what a photo may hold at its peak, everything planned counted."""
     def __init__(self, model: str, detector: str, parse: Optional[str] = None, sr: Optional[str] = None, *,
                  device: str = "auto", precision: Optional[str] = None,
                  memory_budget: Optional[Union[int, str]] = None, threads: Optional[int] = None,
                  alpha: float = 1.0, threshold: float = 0.0, det_max_side: Optional[int] = None,
                  batch: Optional[int] = None, sr_tile: str = "auto", upscale: int = 1,
-                 only_center_face: bool = False, fidelity: float = 0.5) -> None: ...
+                 only_center_face: bool = False, fidelity: float = 0.5, low_memory: bool = False) -> None: ...
     def restore(self, image: Image) -> Tuple[Image, list[Face]]: ...
     def restore_aligned(self, face: Image) -> Image: ...
     def sr_tile(self, width: int, height: int) -> Tuple[int, str]: ...

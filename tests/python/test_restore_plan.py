@@ -2,7 +2,8 @@
 same memory budget, the plan `gpen restore --report` writes (GPEN's batch, banded or not, the
 budget it came from, the plan's bytes, the SR share) equals Restorer.plan, and the SR tile a photo
 gets there equals Restorer.sr_tile's. Budgets for the s32 fixture: one that keeps batch 16
-unbanded, two that need banding (at batches 2 and 6), and one with RealESRNet beside GPEN."""
+unbanded, two that need banding (at batches 2 and 6), and one with RealESRNet beside GPEN. The
+low-memory mode (`--memory-budget`, low_memory=True) gives the same photo and the same account."""
 import json
 import os
 import sys
@@ -53,6 +54,21 @@ class RestorePlan(unittest.TestCase):
         self.assertEqual(tile, report["images"][0]["sr"]["tile"])
         self.assertEqual(why, report["images"][0]["sr"]["tile_reason"])
         self.assertGreater(tile, 0, "6MiB should make RealESRNet tile this photo")
+
+    def test_low_memory_mode_as_the_cli(self):
+        # gpen restore --memory-budget and Restorer(low_memory=True): the same photo, the same account.
+        report = self.cli_report("low_memory", "--memory-budget", "48MiB")
+        r = ge.Restorer(self.model, self.det, device="cpu", memory_budget="48MiB", low_memory=True)
+        self.assertTrue(r.plan["low_memory"])
+        self.assertEqual(r.plan, report["plan"])
+        out, faces = r.restore(ge.imread(self.photo))
+        want = ge.imread(os.path.join(self.out, "low_memory.png"))
+        self.assertTrue((out == want).all())
+        account = r.memory["low_memory"]
+        self.assertEqual(account, report["memory"]["low_memory"])
+        self.assertLessEqual(account["planned_bytes"], account["budget_bytes"])
+        with self.assertRaisesRegex(ge.Error, "--parse"):
+            ge.Restorer(self.model, self.det, parse=self.model, device="cpu", memory_budget="48MiB", low_memory=True)
 
 
 if __name__ == "__main__":
