@@ -79,8 +79,7 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   pc.batch = N;
   pc.threads = cpu::num_threads();
   pc.timeout_s = a.peer_timeout;
-  // The export first (and before the engine's weights are mapped, so its process is not counted):
-  // its input is the one the engine and the peers run.
+  // The export first: its input is the one the engine and the peers run.
   const nlohmann::json exported = reference ? run_transformer_export(pc) : nlohmann::json();
   const bool have_ref = exported.contains("onnx");
 

@@ -13,8 +13,8 @@
 # weights in the official networks (tests/reference/export_transformer_onnx.py; CodeFormer's code from
 # $CODEFORMER_PIP, default /tmp/codeformer-official of scripts/reference_packages.sh, RestoreFormer++'s
 # from a checkout at $RESTOREFORMER_REPO, default build/restoreformer-official, cloned when missing).
-# They are not in the default list: their first run exports ~400 MB networks, each invocation costs
-# about a minute more.
+# They are not in the default list: an invocation of each takes about 2.5 minutes on 2 vCPUs, and the
+# first one exports its network (about 2-4 minutes, 300-380 MB).
 # Run it on an otherwise idle machine: the figures are wall times.
 # Usage: bench/cpu_peers.sh [INVOCATIONS] [OUT] [CONFIGS...]   (CONFIGS: gpen512 gpen256 r50 gfpgan512, the
 #        default; also codeformer512 restoreformer512)
