@@ -1,7 +1,7 @@
 #pragma once
 // The options of `gpen bench` (apps/cmd_bench.cpp registers them) and the run they drive
 // (apps/bench_gpen.cpp; the other architectures hand off to apps/bench_detector, bench_parsenet,
-// bench_sr and bench_gfpgan).
+// bench_sr, bench_gfpgan and bench_transformer).
 #include <string>
 
 namespace gpen::cli {
@@ -37,6 +37,7 @@ struct BenchArgs {
   std::string detector, image, pytorch_checkpoint;  // --arch retinaface
   std::string save_weights;                          // --arch gfpgan: keep the synthetic weights' .gpw here
   int sr_scale = 2, num_block = 23;                  // --arch realesrnet (--size: the input side)
+  double fidelity = 0.5;                             // --arch codeformer: w
 };
 void run_bench(BenchArgs a);
 

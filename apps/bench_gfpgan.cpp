@@ -1,13 +1,11 @@
 #include "apps/bench_gfpgan.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -15,6 +13,7 @@
 #include <random>
 
 #include "apps/bench_compare.h"
+#include "apps/bench_synthetic.h"
 #include "apps/peer.h"
 #include "converter/checkpoint.h"
 #include "converter/convert.h"
@@ -35,61 +34,6 @@ namespace fs = std::filesystem;
 
 constexpr uint32_t kSeed = 1;
 
-// Converts the synthetic weights into a .gpw in a child process, so that the conversion's buffers
-// stay out of the bench's peak RSS; the caller removes the file.
-std::string write_synthetic_gpw(const conv::GfpganConfig& c) {
-  const std::string path =
-      (fs::temp_directory_path() / ("gpen_bench_gfpgan_" + std::to_string(getpid()) + ".gpw")).string();
-  int fds[2];
-  GPEN_CHECK(pipe(fds) == 0, "gpen bench: cannot create a pipe");
-  const pid_t pid = fork();
-  GPEN_CHECK(pid >= 0, "gpen bench: cannot fork to write the synthetic GFPGAN weights");
-  if (pid == 0) {
-    close(fds[0]);
-    try {
-      conv::convert(conv::SyntheticGfpganCheckpoint(c, kSeed), path);
-      _exit(0);
-    } catch (const std::exception& e) {
-      const ssize_t w = write(fds[1], e.what(), std::strlen(e.what()));
-      (void)w;
-      _exit(1);
-    }
-  }
-  close(fds[1]);
-  std::string msg;
-  char buf[512];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::error_code ec;
-    fs::remove(path, ec);
-    throw Error("synthetic GFPGAN weights for " + path + ": " + (msg.empty() ? "the conversion failed" : msg));
-  }
-  return path;
-}
-
-// An official (N, 3, S, S) array against the engine's [N, S, S, 3]: max and mean abs difference.
-std::pair<double, double> nchw_vs_nhwc(const npy::Array& a, const std::vector<float>& nhwc, int N, int S,
-                                       const std::string& what) {
-  GPEN_CHECK(a.shape == std::vector<int64_t>({N, 3, S, S}),
-             what + ": expected shape (" + std::to_string(N) + ", 3, " + std::to_string(S) + ", " +
-                 std::to_string(S) + ")");
-  const std::vector<float> v = a.to_f32();
-  double mx = 0, sum = 0;
-  const size_t plane = static_cast<size_t>(S) * S;
-  for (size_t b = 0; b < static_cast<size_t>(N); ++b)
-    for (size_t ch = 0; ch < 3; ++ch)
-      for (size_t p = 0; p < plane; ++p) {
-        const double d = std::fabs(double(v[(b * 3 + ch) * plane + p]) - nhwc[(b * plane + p) * 3 + ch]);
-        mx = std::isnan(d) ? INFINITY : std::max(mx, d);
-        sum += d;
-      }
-  return {mx, sum / static_cast<double>(v.size())};
-}
-
 }  // namespace
 
 void run_gfpgan_bench(const GfpganBenchArgs& a) {
@@ -105,7 +49,8 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
     gc.channel_multiplier = a.channel_multiplier;
     gc.narrow = a.narrow;
     gc.check();
-    gpw = synthetic = write_synthetic_gpw(gc);
+    gpw = synthetic = write_synthetic_gpw(
+        "gfpgan", [&gc](const std::string& path) { conv::convert(conv::SyntheticGfpganCheckpoint(gc, kSeed), path); });
     if (!a.save_weights.empty()) fs::copy_file(synthetic, a.save_weights, fs::copy_options::overwrite_existing);
   }
   auto backend = make_cpu_backend();
@@ -142,13 +87,8 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
   const size_t face = static_cast<size_t>(S) * S * 3;
   std::vector<float> in(face * N), out(face * N);
   if (have_ref) {
-    const npy::Array x = npy::load(exported["input"].get<std::string>());
-    GPEN_CHECK(x.shape == std::vector<int64_t>({N, 3, S, S}), exported["input"].get<std::string>() + ": not (N, 3, S, S)");
-    const std::vector<float> v = x.to_f32();
-    const size_t plane = static_cast<size_t>(S) * S;
-    for (size_t b = 0; b < static_cast<size_t>(N); ++b)
-      for (size_t ch = 0; ch < 3; ++ch)
-        for (size_t p = 0; p < plane; ++p) in[(b * plane + p) * 3 + ch] = v[(b * 3 + ch) * plane + p];
+    const std::string path = exported["input"].get<std::string>();
+    in = nchw_to_nhwc(npy::load(path), N, S, path);
   } else {
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);

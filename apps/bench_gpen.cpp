@@ -6,6 +6,7 @@
 // configuration (on CUDA: eager at the engine's precision, eager fp32, torch.compile on request);
 // both: apps/bench_compare.h.
 // --profile: each node timed alone (apps/bench_profile.h).
+// CodeFormer and RestoreFormer++: apps/bench_transformer.h.
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +26,7 @@
 #include "apps/bench_parsenet.h"
 #include "apps/bench_profile.h"
 #include "apps/bench_sr.h"
+#include "apps/bench_transformer.h"
 #include "kernels/cpu/core_distance.h"
 #include "kernels/cpu/isa.h"
 #include "apps/cli.h"
@@ -79,7 +81,7 @@ void run_bench(BenchArgs a) {
   if (a.arch == "gfpgan") {
     GPEN_CHECK(!a.compare_pytorch, "--arch gfpgan: the official PyTorch forward is --accuracy (its time is not taken)");
     GPEN_CHECK(a.device == "auto" || a.device == "cpu", "--arch gfpgan is timed on the CPU only");
-    GPEN_CHECK(!a.profile, "--profile is for GPEN, ParseNet and RetinaFace");
+    GPEN_CHECK(!a.profile, "--profile is for GPEN, ParseNet, RetinaFace, CodeFormer and RestoreFormer++");
     GfpganBenchArgs g;
     g.model = a.model;
     g.pytorch_pth = a.pytorch_checkpoint;
@@ -96,6 +98,28 @@ void run_bench(BenchArgs a) {
     g.peer_timeout = a.pytorch_timeout;
     g.save_weights = a.save_weights;
     run_gfpgan_bench(g);
+    return;
+  }
+  if (a.arch == "codeformer" || a.arch == "restoreformer") {
+    GPEN_CHECK(!a.compare_pytorch, "--arch " + a.arch + ": the official PyTorch forward is --accuracy (its time is not taken)");
+    GPEN_CHECK(a.device == "auto" || a.device == "cpu", "--arch " + a.arch + " is timed on the CPU only");
+    GPEN_CHECK(a.size == 512, "--arch " + a.arch + ": the input is 512 x 512 (--size " + std::to_string(a.size) + ")");
+    GPEN_CHECK(a.arch == "codeformer" || a.fidelity == 0.5, "--fidelity is CodeFormer's (--arch codeformer)");
+    TransformerBenchArgs t;
+    t.arch = a.arch;
+    t.model = a.model;
+    t.pytorch_pth = a.pytorch_checkpoint;
+    t.w = a.fidelity;
+    t.batch = a.batch;
+    t.runs = a.runs;
+    t.warmup = a.warmup;
+    t.json = a.json;
+    t.accuracy = a.accuracy;
+    t.profile = a.profile;
+    t.onnx_peers = onnx_list;
+    t.peers_python = peers_py;
+    t.peer_timeout = a.pytorch_timeout;
+    run_transformer_bench(t);
     return;
   }
   if (a.arch == "parsenet") {
@@ -137,7 +161,7 @@ void run_bench(BenchArgs a) {
                    " keeps the dtype it was converted with (gpen convert --dtype)");
     m = GpenModel::open(a.model, *backend, precision);
   } else {
-    GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen, retinaface, realesrnet, parsenet, gfpgan)");
+    GPEN_CHECK(a.arch == "gpen", "unknown --arch '" + a.arch + "' (known: gpen, retinaface, realesrnet, parsenet, gfpgan, codeformer, restoreformer)");
     c.size = a.size;
     c.channel_multiplier = a.channel_multiplier;
     c.narrow = a.narrow;

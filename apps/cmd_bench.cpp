@@ -18,16 +18,20 @@ Command reg(
                      "gpen (synthetic weights unless -m), retinaface: time detect() on --image with -d, "
                      "realesrnet: RRDBNet on a --size square input (synthetic weights, --scale), or parsenet: "
                      "ParseNet (-m PARSENET.gpw) on a --size x --size input, CPU, or gfpgan: GFPGANv1Clean per face on the CPU "
-                     "(synthetic weights of --size, --channel-multiplier, --narrow unless -m)")
+                     "(synthetic weights of --size, --channel-multiplier, --narrow unless -m), codeformer: CodeFormer at --fidelity, or "
+                     "restoreformer: RestoreFormer++ (both 512, the CPU, synthetic weights of the released configuration "
+                     "unless -m)")
           ->capture_default_str();
       sub.add_option("--scale", g_args.sr_scale, "--arch realesrnet: scale 1, 2 or 4")->capture_default_str();
+      sub.add_option("--fidelity", g_args.fidelity, "--arch codeformer: the fidelity weight w in [0, 1]")
+          ->capture_default_str();
       sub.add_option("--num-block", g_args.num_block, "--arch realesrnet: RRDB blocks (official 23)")->capture_default_str();
       sub.add_option("-d,--detector", g_args.detector, "--arch retinaface: RetinaFace weights (.gpw)");
       sub.add_option("--image", g_args.image, "--arch retinaface: the photo to detect faces in");
       sub.add_option("--pytorch-checkpoint", g_args.pytorch_checkpoint,
                      "--arch retinaface / parsenet --compare-pytorch: the .pth the PyTorch reference loads "
-                     "(parsenet: random weights without it); --arch gfpgan -m with --accuracy or --compare: the .pth "
-                     "the .gpw was converted from");
+                     "(parsenet: random weights without it); --arch gfpgan / codeformer / restoreformer -m with "
+                     "--accuracy or --compare: the checkpoint the .gpw was converted from");
       sub.add_option("--save-weights", g_args.save_weights,
                      "--arch gfpgan without -m: also keep the synthetic weights as this .gpw (a random-weight "
                      "model of the configuration, which `gpen restore`, `video` and `serve` take)");
@@ -67,8 +71,9 @@ Command reg(
       sub.add_flag("--compare-onnxruntime", g_args.compare_onnxruntime,
                    "Also time ONNX Runtime (CPU, fp32, same threads) on an ONNX export of the PyTorch reference "
                    "(peer_bench.py of the reference scripts, in the environment of --peers-python); output compared with PyTorch; "
-                   "--arch retinaface: the network alone, exported from --pytorch-checkpoint; --arch gfpgan: the official "
-                   "network with the engine's weights and input, output also compared with the engine's");
+                   "--arch retinaface: the network alone, exported from --pytorch-checkpoint; --arch gfpgan, codeformer "
+                   "(w fixed in the export), restoreformer: the official network with the engine's weights and input, "
+                   "output also compared with the engine's");
       sub.add_flag("--compare-openvino", g_args.compare_openvino,
                    "Also time OpenVINO (CPU, fp32, same threads) on the same ONNX export, as --compare-onnxruntime");
       sub.add_option("--compare", g_args.compare,
@@ -88,11 +93,12 @@ Command reg(
           ->capture_default_str();
       sub.add_flag("--accuracy", g_args.accuracy,
                    "Also run the same weights on the same input on the CPU backend in fp32 and report max abs and "
-                   "max relative difference of the raw output and the PSNR of the 8-bit faces (--arch gfpgan: against the "
-                   "official PyTorch network on the same weights and input, max and mean abs)");
+                   "max relative difference of the raw output and the PSNR of the 8-bit faces (--arch gfpgan, codeformer, "
+                   "restoreformer: against the official PyTorch network on the same weights and input, max and mean "
+                   "abs; the last two also count the codes picked apart from the official ones)");
       sub.add_flag("--profile", g_args.profile,
                    "Also time every node alone (CUDA: events, no graph; median of max(3, --runs) runs) and print "
-                   "(GPEN, ParseNet, RetinaFace: also by part of the detector) "
+                   "(GPEN, ParseNet, CodeFormer, RestoreFormer++, RetinaFace: also by part of the detector) "
                    "time, share and GFLOP/s per op kind and for the slowest nodes");
       sub.callback([] { run_bench(g_args); });
     },

@@ -177,18 +177,46 @@ nlohmann::json run_gfpgan_export(const GfpganPeerConfig& c) {
                        "are torch and the official GFPGAN code (tests/reference/gfpgan_official.py) installed for");
 }
 
-nlohmann::json run_onnx_peer_gfpgan_bench(const std::string& peer, const nlohmann::json& exported,
-                                          const GfpganPeerConfig& c, int runs, int warmup,
-                                          const std::string& save_output, const std::string& py) {
-  const std::string args = "--arch gfpgan --peer " + shell_quote(peer) + " --onnx " +
+namespace {
+
+// peer_bench.py on an export made by the bench (--onnx, --input, --expect given).
+nlohmann::json run_onnx_peer_on_export(const std::string& peer, const std::string& arch, const nlohmann::json& exported,
+                                       int batch, int threads, int runs, int warmup, const std::string& save_output,
+                                       const std::string& py, int timeout_s) {
+  const std::string args = "--arch " + arch + " --peer " + shell_quote(peer) + " --onnx " +
                            shell_quote(exported["onnx"].get<std::string>()) + " --input " +
                            shell_quote(exported["input"].get<std::string>()) + " --expect " +
                            shell_quote(exported["expect"].get<std::string>()) + " --save-output " +
-                           shell_quote(save_output) + " --batch " + std::to_string(c.batch) + " --threads " +
-                           std::to_string(c.threads) + " --runs " + std::to_string(runs) + " --warmup " +
+                           shell_quote(save_output) + " --batch " + std::to_string(batch) + " --threads " +
+                           std::to_string(threads) + " --runs " + std::to_string(runs) + " --warmup " +
                            std::to_string(warmup) + " --cache-dir " + shell_quote(peers_cache());
-  return run_reference("peer_bench.py", args, c.timeout_s, py, "the ONNX peer",
+  return run_reference("peer_bench.py", args, timeout_s, py, "the ONNX peer",
                        "are onnxruntime and openvino installed (scripts/peers_venv.sh) for");
+}
+
+}  // namespace
+
+nlohmann::json run_onnx_peer_gfpgan_bench(const std::string& peer, const nlohmann::json& exported,
+                                          const GfpganPeerConfig& c, int runs, int warmup,
+                                          const std::string& save_output, const std::string& py) {
+  return run_onnx_peer_on_export(peer, "gfpgan", exported, c.batch, c.threads, runs, warmup, save_output, py,
+                                 c.timeout_s);
+}
+
+nlohmann::json run_transformer_export(const TransformerPeerConfig& c) {
+  std::string args = "--arch " + c.arch + " --w " + std::to_string(c.w) + " --batch " + std::to_string(c.batch) +
+                     " --threads " + std::to_string(c.threads) + " --out-dir " + shell_quote(peers_cache());
+  args += c.checkpoint.empty() ? " --seed " + std::to_string(c.seed) : " --checkpoint " + shell_quote(c.checkpoint);
+  return run_reference("export_transformer_onnx.py", args, c.timeout_s, "", "the CodeFormer / RestoreFormer++ export",
+                       "are torch and the official code (tests/reference/export_transformer_onnx.py says where) "
+                       "installed for");
+}
+
+nlohmann::json run_onnx_peer_transformer_bench(const std::string& peer, const nlohmann::json& exported,
+                                               const TransformerPeerConfig& c, int runs, int warmup,
+                                               const std::string& save_output, const std::string& py) {
+  return run_onnx_peer_on_export(peer, c.arch, exported, c.batch, c.threads, runs, warmup, save_output, py,
+                                 c.timeout_s);
 }
 
 }  // namespace gpen::cli

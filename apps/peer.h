@@ -91,4 +91,25 @@ nlohmann::json run_onnx_peer_gfpgan_bench(const std::string& peer, const nlohman
                                           const GfpganPeerConfig& c, int runs, int warmup,
                                           const std::string& save_output, const std::string& python);
 
+// CodeFormer and RestoreFormer++ for the ONNX peers and the --accuracy check of `gpen bench --arch
+// codeformer|restoreformer`: the released configuration of the official network, its weights the
+// checkpoint (the .pth / .ckpt the .gpw was converted from) or, when empty, the bench's synthetic
+// ones of `seed` (converter/synthetic_rule.h, drawn alike on both sides).
+struct TransformerPeerConfig {
+  std::string arch;  // codeformer or restoreformer
+  std::string checkpoint;
+  uint64_t seed = 1;
+  double w = 0.5;  // codeformer: the fidelity the export fixes
+  int batch = 1, threads = 1, timeout_s = 0;
+};
+// Runs tests/reference/export_transformer_onnx.py (PyTorch's interpreter) into the peers' cache:
+// returns {"onnx", "input" (N, 3, 512, 512), "expect" (the official forward on it), "expect_indices"
+// (N, 256: the codes it picked), ...} or {"error"}.
+nlohmann::json run_transformer_export(const TransformerPeerConfig& c);
+// Runs tests/reference/peer_bench.py --arch c.arch for `peer` on that export, as
+// run_onnx_peer_gfpgan_bench.
+nlohmann::json run_onnx_peer_transformer_bench(const std::string& peer, const nlohmann::json& exported,
+                                               const TransformerPeerConfig& c, int runs, int warmup,
+                                               const std::string& save_output, const std::string& python);
+
 }  // namespace gpen::cli

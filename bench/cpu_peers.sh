@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU targets of docs/benchmarks.md in one go: GPEN-BFR-512 and -256 layouts, RetinaFace R50 at
-# 1024x768 and GFPGAN-512 (GFPGANv1Clean as released), engine against ONNX Runtime and OpenVINO in the
-# same invocation, 2 threads each,
+# 1024x768 and GFPGAN-512 (GFPGANv1Clean as released); on request CodeFormer-512 and RestoreFormer++-512
+# as released; engine against ONNX Runtime and OpenVINO in the same invocation, 2 threads each,
 # INVOCATIONS times (default 3), the JSON of each under OUT (default out/cpu-peers).
 # Prints one table row per invocation and the median ratio against the faster peer per config.
 # Needs build/gpen and the peers' venv (scripts/peers_venv.sh; made here when missing). The R50 weights
@@ -9,11 +9,18 @@
 # under build/peers_r50. GFPGAN-512 uses the bench's synthetic weights, the same in the official network
 # that tests/reference/export_gfpgan_onnx.py exports (torch for /usr/bin/python3, and the official code:
 # $GFPGAN_OFFICIAL, default build/gfpgan-official, installed there out of tree when missing).
+# codeformer512 (w $CODEFORMER_W, default 0.5) and restoreformer512 likewise with the bench's synthetic
+# weights in the official networks (tests/reference/export_transformer_onnx.py; CodeFormer's code from
+# $CODEFORMER_PIP, default /tmp/codeformer-official of scripts/reference_packages.sh, RestoreFormer++'s
+# from a checkout at $RESTOREFORMER_REPO, default build/restoreformer-official, cloned when missing).
+# They are not in the default list: an invocation of each takes about 2.5 minutes on 2 vCPUs, and the
+# first one exports its network (about 2-4 minutes, 300-380 MB).
 # Run it on an otherwise idle machine: the figures are wall times.
-# Usage: bench/cpu_peers.sh [INVOCATIONS] [OUT] [CONFIGS...]   (CONFIGS: gpen512 gpen256 r50 gfpgan512)
+# Usage: bench/cpu_peers.sh [INVOCATIONS] [OUT] [CONFIGS...]   (CONFIGS: gpen512 gpen256 r50 gfpgan512, the
+#        default; also codeformer512 restoreformer512)
 # GPEN_PEERS_OMP_SPIN=default: the engine with libgomp's default spin (below).
 # PEERS_RUNS=R: R timed runs for the engine and for each peer in every invocation (default 3 for gpen512,
-# r50 and gfpgan512, 5 for gpen256), the same for all three; each reports its median. More runs make a
+# r50, gfpgan512, codeformer512 and restoreformer512, 5 for gpen256), the same for all three; each reports its median. More runs make a
 # median that a short disturbance of the host cannot move (a 90 ms engine median of 5 spans 0.5 s).
 # AVX2_ONLY=1 runs everything (engine and both peers) under bench/avx2_only.c, which hides AVX-512
 # from CPUID, so an AVX-512 machine measures the AVX2 code paths of all three (the AVX2 target).
@@ -42,6 +49,15 @@ if [[ " ${CONFIGS[*]} " == *" gfpgan512 "* ]]; then
   [ -f "$GFPGAN_OFFICIAL/gfpgan/archs/gfpganv1_clean_arch.py" ] ||
     /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-deps --target "$GFPGAN_OFFICIAL" gfpgan basicsr
 fi
+if [[ " ${CONFIGS[*]} " == *" codeformer512 "* ]]; then
+  export CODEFORMER_PIP=${CODEFORMER_PIP:-/tmp/codeformer-official}
+  [ -f "$CODEFORMER_PIP/codeformer/basicsr/archs/codeformer_arch.py" ] || scripts/reference_packages.sh
+fi
+if [[ " ${CONFIGS[*]} " == *" restoreformer512 "* ]]; then
+  export RESTOREFORMER_REPO=${RESTOREFORMER_REPO:-$PWD/build/restoreformer-official}
+  [ -f "$RESTOREFORMER_REPO/RestoreFormer/modules/vqvae/vqvae_arch.py" ] ||
+    git clone --quiet --depth 1 https://github.com/wzhouxiff/RestoreFormerPlusPlus "$RESTOREFORMER_REPO"
+fi
 # The engine's OpenMP threads spin briefly by default here (the setting docs/benchmarks.md recommends on a
 # shared machine); GPEN_PEERS_OMP_SPIN=default leaves libgomp's own spin (about 300k iterations), as a
 # user's plain `gpen` run has it, like the peers' own thread pools, which spin by default.
@@ -58,6 +74,8 @@ args_for() {
     gpen512) echo "--device cpu --size 512 --runs ${PEERS_RUNS:-3}" ;;
     gpen256) echo "--device cpu --size 256 --channel-multiplier 1 --narrow 0.5 --runs ${PEERS_RUNS:-5}" ;;
     gfpgan512) echo "--device cpu --arch gfpgan --size 512 --accuracy --runs ${PEERS_RUNS:-3}" ;;
+    codeformer512) echo "--device cpu --arch codeformer --fidelity ${CODEFORMER_W:-0.5} --accuracy --runs ${PEERS_RUNS:-3}" ;;
+    restoreformer512) echo "--device cpu --arch restoreformer --accuracy --runs ${PEERS_RUNS:-3}" ;;
     r50) echo "--device cpu --arch retinaface -d $R50/r50.gpw --image ../shared/images/kids_1024x768.jpg --runs ${PEERS_RUNS:-3} --pytorch-checkpoint $R50/checkpoint.pth" ;;
   esac
 }
@@ -74,10 +92,12 @@ for i in $(seq 1 "$N"); do
   for c in "${CONFIGS[@]}"; do
     f="$OUT/${c}_peers_$i.json"
     load=$(cut -d' ' -f1 /proc/loadavg)
+    echo "$c #$i before: $(cat /proc/loadavg)" >> "$OUT/loadavg.txt"
     dist0=$(build/core_distance || echo ?)
     # shellcheck disable=SC2046
     build/gpen --threads 2 bench $(args_for "$c") --compare onnxruntime,openvino --json > "$f"
     dist1=$(build/core_distance || echo ?)
+    echo "$c #$i after:  $(cat /proc/loadavg)" >> "$OUT/loadavg.txt"
     python3 - "$f" "$c" "$i" "$load" "$dist0/$dist1" <<'PY'
 import json, sys
 f, c, i, load, cores = sys.argv[1:]

@@ -247,4 +247,11 @@ void CodeformerModel::run(const float* in, int batch, float w, float* out, int32
   if (indices) ex_->get_output(gg_->indices, indices, g.tensor(gg_->indices).bytes());
 }
 
+std::vector<double> CodeformerModel::run_profiled(const float* in, int batch, float w) {
+  plan_for(batch, w);
+  if (!ex_) ex_ = std::make_unique<Executor>(gg_->graph, *plan_, backend_, w_->views);
+  ex_->set_input(gg_->input, in, gg_->graph.tensor(gg_->input).bytes());
+  return ex_->run_profiled();
+}
+
 }  // namespace gpen

@@ -69,6 +69,8 @@ class CodeformerModel {
   // in: [batch, 512, 512, 3] RGB in [-1, 1] (host); out: [batch, 512, 512, 3] (host); indices,
   // when not null: [batch, 256] (host).
   void run(const float* in, int batch, float w, float* out, int32_t* indices = nullptr);
+  // As run() with each node timed alone (Executor::run_profiled): milliseconds per graph node.
+  std::vector<double> run_profiled(const float* in, int batch, float w);
 
  private:
   Backend& backend_;

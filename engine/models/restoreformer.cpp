@@ -185,4 +185,11 @@ void RestoreformerModel::run(const float* in, int batch, float* out, int32_t* in
   if (indices) ex_->get_output(gg_->indices, indices, g.tensor(gg_->indices).bytes());
 }
 
+std::vector<double> RestoreformerModel::run_profiled(const float* in, int batch) {
+  plan_for(batch);
+  if (!ex_) ex_ = std::make_unique<Executor>(gg_->graph, *plan_, backend_, w_->views);
+  ex_->set_input(gg_->input, in, gg_->graph.tensor(gg_->input).bytes());
+  return ex_->run_profiled();
+}
+
 }  // namespace gpen

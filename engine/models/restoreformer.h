@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/graph/graph.h"
 #include "engine/plan/memory_plan.h"
@@ -66,6 +67,8 @@ class RestoreformerModel {
   // in: [batch, 512, 512, 3] RGB in [-1, 1] (host); out: [batch, 512, 512, 3] (host); indices,
   // when not null: [batch, 256] (host).
   void run(const float* in, int batch, float* out, int32_t* indices = nullptr);
+  // As run() with each node timed alone (Executor::run_profiled): milliseconds per graph node.
+  std::vector<double> run_profiled(const float* in, int batch);
 
  private:
   Backend& backend_;

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Times the GPEN ONNX export (export_gpen_onnx.py), or with --arch retinaface the RetinaFace
 export of --checkpoint for --image (export_retinaface_onnx.py: the network alone, on the input
-the engine's detect() feeds), or with --arch gfpgan the GFPGAN export named by --onnx, --input and
---expect (export_gfpgan_onnx.py, run by gpen bench itself, which feeds the engine the same input),
+the engine's detect() feeds), or with --arch gfpgan, codeformer or restoreformer the export named by --onnx, --input
+and --expect (export_gfpgan_onnx.py, export_transformer_onnx.py, run by gpen bench itself, which
+feeds the engine the same input),
 on ONNX Runtime or OpenVINO, CPU, fp32. --save-output keeps the peer's last output (.npy) for the
 caller to compare with its own.
 
@@ -24,10 +25,12 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The archs whose export the caller made and names (--onnx, --input, --expect).
+EXPORTED = ('gfpgan', 'codeformer', 'restoreformer')
 
 
 def ensure_export(a):
-    if a.arch == 'gfpgan':
+    if a.arch in EXPORTED:
         return a.onnx, a.input, a.expect, None
     if a.arch == 'retinaface':
         # The export names its files after the checkpoint and the input size: let it decide.
@@ -105,12 +108,12 @@ def openvino_runner(onnx_path, threads):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--peer', choices=('onnxruntime', 'openvino'), required=True)
-    ap.add_argument('--arch', choices=('gpen', 'retinaface', 'gfpgan'), default='gpen')
+    ap.add_argument('--arch', choices=('gpen', 'retinaface') + EXPORTED, default='gpen')
     ap.add_argument('--checkpoint', help='--arch retinaface: the .pth the export loads')
     ap.add_argument('--image', help='--arch retinaface: the photo whose network input is timed')
-    ap.add_argument('--onnx', help='--arch gfpgan: the export')
-    ap.add_argument('--input', help='--arch gfpgan: its input (.npy)')
-    ap.add_argument('--expect', help='--arch gfpgan: the official forward on that input (.npy)')
+    ap.add_argument('--onnx', help='--arch gfpgan, codeformer, restoreformer: the export')
+    ap.add_argument('--input', help='--arch gfpgan, codeformer, restoreformer: its input (.npy)')
+    ap.add_argument('--expect', help='--arch gfpgan, codeformer, restoreformer: the official forward on that input (.npy)')
     ap.add_argument('--save-output', help='where to write the peer\'s output (.npy)')
     ap.add_argument('--size', type=int, default=512)
     ap.add_argument('--cm', type=float, default=2)
@@ -129,10 +132,10 @@ def main(argv=None):
             ap.error('--arch retinaface needs --checkpoint and --image')
         info = {'peer': a.peer, 'arch': 'retinaface', 'checkpoint': a.checkpoint, 'image': a.image,
                 'threads': a.threads, 'runs': a.runs, 'warmup': a.warmup, 'timed': 'network only'}
-    if a.arch == 'gfpgan':
+    if a.arch in EXPORTED:
         if not (a.onnx and a.input and a.expect):
-            ap.error('--arch gfpgan needs --onnx, --input and --expect')
-        info = {'peer': a.peer, 'arch': 'gfpgan', 'batch': a.batch, 'threads': a.threads, 'runs': a.runs,
+            ap.error('--arch %s needs --onnx, --input and --expect' % a.arch)
+        info = {'peer': a.peer, 'arch': a.arch, 'batch': a.batch, 'threads': a.threads, 'runs': a.runs,
                 'warmup': a.warmup}
     try:
         import numpy as np

@@ -1,0 +1,244 @@
+#include "apps/bench_transformer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "apps/bench_compare.h"
+#include "apps/bench_profile.h"
+#include "apps/bench_synthetic.h"
+#include "apps/peer.h"
+#include "converter/convert.h"
+#include "converter/layouts.h"
+#include "converter/synthetic_rule.h"
+#include "engine/core/bytes.h"
+#include "engine/core/error.h"
+#include "engine/core/rss.h"
+#include "engine/models/codeformer.h"
+#include "engine/models/restoreformer.h"
+#include "engine/photo/npy.h"
+#include "kernels/cpu/ops.h"
+
+namespace gpen::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint64_t kSeed = 1;
+constexpr int kSize = 512, kTokens = 256;
+
+// Either network behind one face: its run, its profiled run, its graph and plan.
+struct Net {
+  std::string name;
+  std::function<void(const float*, float*, int32_t*)> run;
+  std::function<std::vector<double>(const float*)> run_profiled;
+  const Graph* graph = nullptr;
+  const MemoryPlan* plan = nullptr;
+};
+
+std::string write_synthetic(const std::string& arch) {
+  return write_synthetic_gpw(arch, [&arch](const std::string& path) {
+    if (arch == "codeformer")
+      conv::convert(conv::SyntheticRuleCheckpoint(conv::codeformer_layout(conv::CodeformerConfig{}), kSeed, "CodeFormer"),
+                    path);
+    else
+      conv::convert(
+          conv::SyntheticRuleCheckpoint(conv::restoreformer_layout(conv::RestoreformerConfig{}), kSeed, "RestoreFormer++"),
+          path);
+  });
+}
+
+}  // namespace
+
+void run_transformer_bench(const TransformerBenchArgs& a) {
+  GPEN_CHECK(a.arch == "codeformer" || a.arch == "restoreformer", "unknown --arch '" + a.arch + "'");
+  GPEN_CHECK(a.runs >= 1 && a.warmup >= 0 && a.batch >= 1, "--runs and --batch must be >= 1 and --warmup >= 0");
+  GPEN_CHECK(a.w >= 0 && a.w <= 1, "--fidelity must lie in [0, 1]");
+  const bool codeformer = a.arch == "codeformer";
+  const bool reference = a.accuracy || !a.onnx_peers.empty();
+  GPEN_CHECK(!reference || a.model.empty() || !a.pytorch_pth.empty(),
+             "--arch " + a.arch + " -m " + a.model + " with --accuracy or the ONNX peers needs --pytorch-checkpoint: "
+             "the checkpoint it was converted from (the official network loads it)");
+  const int N = a.batch, S = kSize;
+
+  TransformerPeerConfig pc;
+  pc.arch = a.arch;
+  pc.checkpoint = a.model.empty() ? "" : a.pytorch_pth;
+  pc.seed = kSeed;
+  pc.w = a.w;
+  pc.batch = N;
+  pc.threads = cpu::num_threads();
+  pc.timeout_s = a.peer_timeout;
+  // The export first: its input is the one the engine and the peers run.
+  const nlohmann::json exported = reference ? run_transformer_export(pc) : nlohmann::json();
+  const bool have_ref = exported.contains("onnx");
+
+  std::string gpw = a.model, synthetic;
+  if (gpw.empty()) gpw = synthetic = write_synthetic(a.arch);
+  auto backend = make_cpu_backend();
+  std::unique_ptr<CodeformerModel> cf;
+  std::unique_ptr<RestoreformerModel> rf;
+  try {
+    if (codeformer)
+      cf = std::make_unique<CodeformerModel>(gpw, *backend);
+    else
+      rf = std::make_unique<RestoreformerModel>(gpw, *backend);
+  } catch (...) {
+    if (!synthetic.empty()) fs::remove(synthetic);
+    throw;
+  }
+  if (!synthetic.empty()) fs::remove(synthetic);  // mapped: its pages stay with the model
+  Net net;
+  const float w = static_cast<float>(a.w);
+  if (codeformer) {
+    const CodeformerNetConfig& c = cf->config();
+    char name[96];
+    std::snprintf(name, sizeof name, "CodeFormer 512 (dim_embd %d, %d layers, w %g)", c.dim_embd, c.n_layers, a.w);
+    net.name = name;
+    net.plan = &cf->plan_for(N, w);
+    net.graph = &cf->graph();
+    net.run = [&](const float* in, float* out, int32_t* idx) { cf->run(in, N, w, out, idx); };
+    net.run_profiled = [&](const float* in) { return cf->run_profiled(in, N, w); };
+  } else {
+    const RestoreformerNetConfig& c = rf->config();
+    net.name = std::string(c.ex_multi_scale_num == 1 ? "RestoreFormer++" : "RestoreFormer") + " 512 (ch " +
+               std::to_string(c.ch) + ", " + std::to_string(c.head_size) + " heads)";
+    net.plan = &rf->plan_for(N);
+    net.graph = &rf->graph();
+    net.run = [&](const float* in, float* out, int32_t* idx) { rf->run(in, N, out, idx); };
+    net.run_profiled = [&](const float* in) { return rf->run_profiled(in, N); };
+  }
+
+  const size_t face = static_cast<size_t>(S) * S * 3;
+  std::vector<float> in(face * N), out(face * N);
+  std::vector<int32_t> codes(static_cast<size_t>(N) * kTokens);
+  if (have_ref) {
+    const std::string path = exported["input"].get<std::string>();
+    in = nchw_to_nhwc(npy::load(path), N, S, path);
+  } else {
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (float& v : in) v = u(rng);
+  }
+  const MemoryPlan& p = *net.plan;
+  const double flops = graph_flops(*net.graph);
+  std::vector<double> ms;
+  for (int i = 0; i < a.warmup + a.runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    net.run(in.data(), out.data(), codes.data());
+    if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[ms.size() / 2], per_face = median / N;
+  const size_t nonfinite = static_cast<size_t>(std::count_if(out.begin(), out.end(), [](float v) { return !std::isfinite(v); }));
+  nlohmann::json j = {{"arch", a.arch},
+                      {"model", a.model.empty() ? "synthetic" : a.model},
+                      {"model_name", net.name},
+                      {"size", S},
+                      {"batch", N},
+                      {"device", "cpu"},
+                      {"threads", cpu::num_threads()},
+                      {"runs", a.runs},
+                      {"warmup", a.warmup},
+                      {"median_ms", median},
+                      {"min_ms", ms.front()},
+                      {"max_ms", ms.back()},
+                      {"spread_pct", 100.0 * (ms.back() - ms.front()) / median},
+                      {"ms_per_face", per_face},
+                      {"gflop_per_face", flops / 1e9 / N},
+                      {"gflops", flops / 1e9 / (median / 1e3)},
+                      {"weights_bytes", p.weights_bytes},
+                      {"arena_bytes", p.arena_bytes},
+                      {"workspace_bytes", p.workspace_bytes},
+                      {"peak_rss_mib", peak_rss_mib()},
+                      {"nonfinite", nonfinite}};
+  if (codeformer) j["fidelity_w"] = a.w;
+  if (reference) j["export"] = exported;
+  if (a.accuracy) {
+    if (have_ref) {
+      const std::string path = exported["expect"].get<std::string>();
+      const auto [mx, mean] = nchw_vs_nhwc(npy::load(path), out, N, S, path);
+      j["accuracy_reference"] = "official PyTorch fp32";
+      j["accuracy_max_abs"] = mx;
+      j["accuracy_mean_abs"] = mean;
+      // A code picked apart from the official one changes its whole 32 x 32 patch of the output:
+      // the count says whether a large difference is that or the arithmetic.
+      if (exported.contains("expect_indices")) {
+        const npy::Array idx = npy::load(exported["expect_indices"].get<std::string>());
+        GPEN_CHECK(idx.shape == std::vector<int64_t>({N, kTokens}), "the official codes: not (N, 256)");
+        const std::vector<float> v = idx.to_f32();
+        size_t differ = 0;
+        for (size_t i = 0; i < codes.size(); ++i) differ += static_cast<int32_t>(v[i]) != codes[i];
+        j["accuracy_codes_differing"] = differ;
+        j["accuracy_codes"] = codes.size();
+      }
+    } else {
+      j["accuracy_error"] = exported.value("error", std::string("no export"));
+    }
+  }
+  if (!a.onnx_peers.empty()) {
+    compare_onnx_peers(j, a.onnx_peers, [&](const std::string& name) -> nlohmann::json {
+      if (!have_ref) return {{"error", "no ONNX export: " + exported.value("error", std::string("?"))}};
+      const std::string saved = (fs::temp_directory_path() /
+                                 ("gpen_bench_" + a.arch + "_" + std::to_string(getpid()) + "_" + name + ".npy"))
+                                    .string();
+      nlohmann::json r = run_onnx_peer_transformer_bench(name, exported, pc, a.runs, a.warmup, saved, a.peers_python);
+      std::error_code ec;
+      if (r.contains("ms_per_face") && fs::exists(saved, ec)) {
+        // Equal work: the peer's output against the engine's, on the same input.
+        r["max_abs_vs_engine"] = nchw_vs_nhwc(npy::load(saved), out, N, S, saved).first;
+      }
+      fs::remove(saved, ec);
+      return r;
+    });
+  }
+  // Last: the per-node runs must not move the timed runs' figures or the peak RSS reported above.
+  if (a.profile) {
+    std::vector<std::vector<double>> runs;
+    for (int i = 0; i < std::max(3, a.runs); ++i) runs.push_back(net.run_profiled(in.data()));
+    j["profile"] = profile_summary(*net.graph, runs);
+    add_cpu_peak(j["profile"], *net.graph, cpu::num_threads());
+  }
+  if (a.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%s, %s weights, on cpu (%d threads), batch %d, %.1f GFLOP per face, %d runs after %d warm-up\n",
+                net.name.c_str(), a.model.empty() ? "synthetic" : "converted", cpu::num_threads(), N, flops / 1e9 / N,
+                a.runs, a.warmup);
+    std::printf("  time per face   %.1f ms (median; batch min %.1f, max %.1f ms), %.1f GFLOP/s\n", per_face,
+                ms.front(), ms.back(), j["gflops"].get<double>());
+    std::printf("  weights %s, arena %s, workspace %s, peak RSS %.0f MiB\n", human_bytes(double(p.weights_bytes)).c_str(),
+                human_bytes(double(p.arena_bytes)).c_str(), human_bytes(double(p.workspace_bytes)).c_str(),
+                j["peak_rss_mib"].get<double>());
+    if (j.contains("accuracy_max_abs")) {
+      std::printf("  accuracy        vs the official PyTorch forward (same weights, same input): max abs %.3g, "
+                  "mean abs %.3g",
+                  j["accuracy_max_abs"].get<double>(), j["accuracy_mean_abs"].get<double>());
+      if (j.contains("accuracy_codes_differing"))
+        std::printf("; %zu of %zu codes differ", j["accuracy_codes_differing"].get<size_t>(),
+                    j["accuracy_codes"].get<size_t>());
+      std::printf("\n");
+    }
+    if (j.contains("accuracy_error"))
+      std::printf("  accuracy        not measured: %s\n", j["accuracy_error"].get<std::string>().c_str());
+    print_onnx_peers(j);
+    if (j.contains("peers"))
+      for (const auto& [name, r] : j["peers"].items())
+        if (r.contains("max_abs_vs_engine"))
+          std::printf("  %s output vs the engine's: max abs %.3g\n", name.c_str(), r["max_abs_vs_engine"].get<double>());
+    if (j.contains("profile")) print_profile(j["profile"], 12);
+  }
+  GPEN_CHECK(nonfinite == 0, net.name + " produced " + std::to_string(nonfinite) + " non-finite values");
+}
+
+}  // namespace gpen::cli
