@@ -13,6 +13,7 @@
 
 #include "engine/core/error.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/exp_simd.h"
 #include "tests/transformer_fixture.h"
 
 using namespace gpen;
@@ -229,4 +230,23 @@ TEST_CASE("adain trades each channel's mean and unbiased std for the style's, on
   }
   CHECK_THROWS_AS(cpu::adain(AdaInParams{}, x.v, Strided(Shape{1, 2, 3, 3}).v, y.v), Error);
   CHECK_THROWS_AS(cpu::adain(AdaInParams{}, Strided(Shape{1, 1, 1, 2}).v, s.v, Strided(Shape{1, 1, 1, 2}).v), Error);
+}
+
+TEST_CASE("exp_simd is expf within 2 ulp on its range, and silu_simd is x * sigmoid(x)") {
+  double worst_ulp = 0.0;
+  for (float x = -87.0f; x <= 88.0f; x += 0.000731f * (1.0f + std::fabs(x))) {
+    const double want = std::exp(static_cast<double>(x));
+    const float got = cpu::exp_simd(x);
+    const double ulp = std::nextafter(static_cast<float>(want), INFINITY) - static_cast<float>(want);
+    worst_ulp = std::max(worst_ulp, std::fabs(got - want) / ulp);
+  }
+  MESSAGE("exp_simd: worst " << worst_ulp << " ulp");
+  CHECK(worst_ulp <= 2.0);
+  CHECK(cpu::exp_simd(-200.0f) > 0.0f);
+  CHECK(std::isfinite(cpu::exp_simd(200.0f)));
+  CHECK(cpu::exp_simd(200.0f) > 1e38f);
+  for (float x : {-100.0f, -20.0f, -1.5f, -1e-3f, 0.0f, 1e-3f, 0.7f, 9.0f, 100.0f}) {
+    const double want = x / (1.0 + std::exp(-static_cast<double>(x)));
+    CHECK(std::fabs(cpu::silu_simd(x) - want) <= 3e-7 * std::fabs(want) + 1e-30);  // exp(100) saturates at 2.4e38
+  }
 }

@@ -1,19 +1,20 @@
 // GroupNorm (NHWC, optionally followed by SiLU), LayerNorm over the last axis and CodeFormer's
-// adaptive instance normalisation. Statistics in
-// double, two passes (mean, then the mean squared deviation), so long groups of large values
-// (VQGAN's 512-channel 16x16 maps) keep f32's precision; PyTorch's biased variance.
+// adaptive instance normalisation. Statistics in double, two passes (mean, then the mean squared
+// deviation), so long groups of large values (VQGAN's 512-channel 16x16 maps) keep f32's
+// precision; PyTorch's biased variance.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
+#include "kernels/cpu/exp_simd.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/strided.h"
 
 namespace gpen::cpu {
 
 namespace {
-
-inline float silu(float v) { return v / (1.0f + std::exp(-v)); }
 
 void check_affine(const TensorView* gamma, const TensorView* beta, bool affine, int64_t C, const char* op) {
   GPEN_CHECK(affine == (gamma != nullptr && beta != nullptr),
@@ -45,54 +46,105 @@ void channel_stats(const TensorView& x, int64_t n, int64_t c, double& mean, doub
 
 }  // namespace
 
+namespace {
+
+// Per channel of sample n, over the H x W positions in order: the sum of x (without `centre`), or
+// of (x - centre[c])^2, in double, into acc[c - c0] for channels [c0, c1). Each channel's sum runs
+// over the positions in the same order however the channels are split among threads, so the
+// statistics do not depend on the thread count; a task reads its channels' slice of every
+// position (whole cache lines for slices of 16 channels), where a loop per group would read every
+// line of the tensor once per group.
+template <bool kUnit>
+void channel_sums(const TensorView& x, int64_t n, int64_t c0, int64_t c1, const double* centre, double* acc) {
+  const int64_t H = x.dim(1), W = x.dim(2), xc = kUnit ? 1 : x.stride(3), k = c1 - c0;
+  for (int64_t i = 0; i < k; ++i) acc[i] = 0.0;
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t w = 0; w < W; ++w) {
+      const float* xp = x.f32() + n * x.stride(0) + h * x.stride(1) + w * x.stride(2) + c0 * xc;
+      if (!centre) {
+#pragma omp simd
+        for (int64_t i = 0; i < k; ++i) acc[i] += static_cast<double>(xp[i * xc]);
+      } else {
+#pragma omp simd
+        for (int64_t i = 0; i < k; ++i) {
+          const double d = static_cast<double>(xp[i * xc]) - centre[i];
+          acc[i] += d * d;
+        }
+      }
+    }
+}
+
+template <bool kUnit>
+void group_norm_impl(const GroupNormParams& p, const TensorView& x, const TensorView* gamma, const TensorView* beta,
+                     const TensorView& y) {
+  const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3), G = p.groups, cg = C / G;
+  const int64_t xc = kUnit ? 1 : x.stride(3), yc = kUnit ? 1 : y.stride(3);
+  const double count = static_cast<double>(H * W * cg);
+  const int T = x.numel() >= detail::kParallelMinElements ? num_threads() : 1;
+  // Groups a chunk at a time, so the per-channel figures live on the stack.
+  constexpr int64_t kChunk = 1024;
+  GPEN_CHECK(cg <= kChunk, "group_norm: groups of more than " + std::to_string(kChunk) + " channels");
+  const int64_t groups_per_chunk = kChunk / cg;
+  double sums[kChunk], centre[kChunk], scale[kChunk];  // per channel of the chunk
+  float mul[kChunk], add[kChunk];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g0 = 0; g0 < G; g0 += groups_per_chunk) {
+      const int64_t g1 = std::min(G, g0 + groups_per_chunk), c0 = g0 * cg, cc = (g1 - g0) * cg;
+      // Channel slices per thread: at least 16 channels each (a cache line of floats).
+      const int parts = static_cast<int>(std::clamp<int64_t>(cc / 16, 1, T));
+      for (int pass = 0; pass < 2; ++pass) {
+#pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
+        for (int t = 0; t < parts; ++t) {
+          const int64_t a = cc * t / parts, b = cc * (t + 1) / parts;
+          channel_sums<kUnit>(x, n, c0 + a, c0 + b, pass == 0 ? nullptr : centre + a, sums + a);
+        }
+        for (int64_t g = 0; g < g1 - g0; ++g) {
+          double s = 0.0;
+          for (int64_t i = g * cg; i < (g + 1) * cg; ++i) s += sums[i];
+          const double v = pass == 0 ? s / count : 1.0 / std::sqrt(s / count + static_cast<double>(p.eps));
+          for (int64_t i = g * cg; i < (g + 1) * cg; ++i) (pass == 0 ? centre : scale)[i] = v;
+        }
+      }
+      // y = (x - mean) * inv, then the affine (1 and 0 without one: exact) and SiLU, per position.
+      for (int64_t i = 0; i < cc; ++i) {
+        mul[i] = p.affine ? gamma->f32()[(c0 + i) * gamma->stride(0)] : 1.0f;
+        add[i] = p.affine ? beta->f32()[(c0 + i) * beta->stride(0)] : 0.0f;
+      }
+#pragma omp parallel for collapse(2) num_threads(T) if (T > 1) schedule(static)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w) {
+          const float* xp = x.f32() + n * x.stride(0) + h * x.stride(1) + w * x.stride(2) + c0 * xc;
+          float* yp = y.f32() + n * y.stride(0) + h * y.stride(1) + w * y.stride(2) + c0 * yc;
+          if (p.silu) {
+#pragma omp simd
+            for (int64_t i = 0; i < cc; ++i)
+              yp[i * yc] = silu_simd(static_cast<float>((static_cast<double>(xp[i * xc]) - centre[i]) * scale[i]) * mul[i] + add[i]);
+          } else {
+#pragma omp simd
+            for (int64_t i = 0; i < cc; ++i)
+              yp[i * yc] = static_cast<float>((static_cast<double>(xp[i * xc]) - centre[i]) * scale[i]) * mul[i] + add[i];
+          }
+        }
+    }
+}
+
+}  // namespace
+
 void group_norm(const GroupNormParams& p, const TensorView& x, const TensorView* gamma, const TensorView* beta,
                 const TensorView& y) {
   detail::check_f32(x, "group_norm", "input");
   detail::check_f32(y, "group_norm", "output");
   detail::check_rank(x, 4, "group_norm", "input");
   detail::check_same_shape(x, y, "group_norm", "input", "output");
-  const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3), G = p.groups;
+  const int64_t C = x.dim(3), G = p.groups;
   GPEN_CHECK(G > 0 && C % G == 0, "group_norm: " + std::to_string(C) + " channels of " + x.shape.str() +
                                       " do not split into " + std::to_string(G) + " groups");
   check_affine(gamma, beta, p.affine, C, "group_norm");
   if (x.numel() == 0) return;
-  const int64_t cg = C / G, xc = x.stride(3), yc = y.stride(3);
-  const double count = static_cast<double>(H * W * cg);
-  auto px = [&](int64_t n, int64_t h, int64_t w) { return x.f32() + n * x.stride(0) + h * x.stride(1) + w * x.stride(2); };
-  const int T = x.numel() >= detail::kParallelMinElements ? num_threads() : 1;
-#pragma omp parallel for collapse(2) num_threads(T) if (T > 1) schedule(static)
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t g = 0; g < G; ++g) {
-      const int64_t c0 = g * cg;
-      double sum = 0.0;
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t w = 0; w < W; ++w) {
-          const float* xp = px(n, h, w);
-          for (int64_t c = c0; c < c0 + cg; ++c) sum += xp[c * xc];
-        }
-      const double mean = sum / count;
-      double sq = 0.0;
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t w = 0; w < W; ++w) {
-          const float* xp = px(n, h, w);
-          for (int64_t c = c0; c < c0 + cg; ++c) {
-            const double d = xp[c * xc] - mean;
-            sq += d * d;
-          }
-        }
-      const double inv = 1.0 / std::sqrt(sq / count + static_cast<double>(p.eps));
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t w = 0; w < W; ++w) {
-          const float* xp = px(n, h, w);
-          float* yp = y.f32() + n * y.stride(0) + h * y.stride(1) + w * y.stride(2);
-          for (int64_t c = c0; c < c0 + cg; ++c) {
-            float v = static_cast<float>((xp[c * xc] - mean) * inv);
-            if (p.affine) v = v * gamma->f32()[c * gamma->stride(0)] + beta->f32()[c * beta->stride(0)];
-            yp[c * yc] = p.silu ? silu(v) : v;
-          }
-        }
-    }
-  }
+  if (x.stride(3) == 1 && y.stride(3) == 1)
+    group_norm_impl<true>(p, x, gamma, beta, y);
+  else
+    group_norm_impl<false>(p, x, gamma, beta, y);
 }
 
 void layer_norm(const LayerNormParams& p, const TensorView& x, const TensorView* gamma, const TensorView* beta,

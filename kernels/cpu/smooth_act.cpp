@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kernels/cpu/exp_simd.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/strided.h"
 
@@ -21,9 +22,14 @@ void smooth_act(const SmoothActParams& p, const TensorView& x, const TensorView&
   for (int64_t r = 0; r < rows; ++r) {
     const float* xp = x.f32() + detail::row_offset(x, r);
     float* yp = y.f32() + detail::row_offset(y, r);
-    for (int64_t i = 0; i < L; ++i) {
-      const float v = xp[i * xs];
-      yp[i * ys] = gelu ? 0.5f * v * (1.0f + std::erf(v * static_cast<float>(M_SQRT1_2))) : v / (1.0f + std::exp(-v));
+    if (gelu) {
+      for (int64_t i = 0; i < L; ++i) {
+        const float v = xp[i * xs];
+        yp[i * ys] = 0.5f * v * (1.0f + std::erf(v * static_cast<float>(M_SQRT1_2)));
+      }
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < L; ++i) yp[i * ys] = silu_simd(xp[i * xs]);
     }
   }
 }
