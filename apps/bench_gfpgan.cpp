@@ -85,51 +85,17 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
   const nlohmann::json exported = reference ? run_gfpgan_export(pc) : nlohmann::json();
   const bool have_ref = exported.contains("onnx");
   const size_t face = static_cast<size_t>(S) * S * 3;
-  std::vector<float> in(face * N), out(face * N);
-  if (have_ref) {
-    const std::string path = exported["input"].get<std::string>();
-    in = nchw_to_nhwc(npy::load(path), N, S, path);
-  } else {
-    std::mt19937 rng(1);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (float& v : in) v = u(rng);
-  }
-
-  const MemoryPlan& p = net->plan_for(N);
-  const double flops = graph_flops(net->graph());
-  std::vector<double> ms;
-  for (int i = 0; i < a.warmup + a.runs; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    net->run(in.data(), N, out.data());
-    if (i >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  const double median = ms[ms.size() / 2], per_face = median / N;
-  const size_t nonfinite = static_cast<size_t>(std::count_if(out.begin(), out.end(), [](float v) { return !std::isfinite(v); }));
-  nlohmann::json j = {{"arch", "gfpgan"},
-                      {"model", a.model.empty() ? "synthetic" : a.model},
-                      {"model_name", "GFPGANv1Clean " + std::to_string(S)},
-                      {"size", S},
-                      {"channel_multiplier", c.channel_multiplier},
-                      {"narrow", c.narrow},
-                      {"num_style_feat", c.num_style_feat},
-                      {"batch", N},
-                      {"device", "cpu"},
-                      {"threads", cpu::num_threads()},
-                      {"runs", a.runs},
-                      {"warmup", a.warmup},
-                      {"median_ms", median},
-                      {"min_ms", ms.front()},
-                      {"max_ms", ms.back()},
-                      {"spread_pct", 100.0 * (ms.back() - ms.front()) / median},
-                      {"ms_per_face", per_face},
-                      {"gflop_per_face", flops / 1e9 / N},
-                      {"gflops", flops / 1e9 / (median / 1e3)},
-                      {"weights_bytes", p.weights_bytes},
-                      {"arena_bytes", p.arena_bytes},
-                      {"workspace_bytes", p.workspace_bytes},
-                      {"peak_rss_mib", peak_rss_mib()},
-                      {"nonfinite", nonfinite}};
+  const std::vector<float> in = bench_input(exported, have_ref, N, S);
+  std::vector<float> out(face * N);
+  nlohmann::json j = time_runs(a.runs, a.warmup, N, graph_flops(net->graph()), net->plan_for(N),
+                               [&] { net->run(in.data(), N, out.data()); }, out);
+  j.update({{"arch", "gfpgan"},
+            {"model", a.model.empty() ? "synthetic" : a.model},
+            {"model_name", "GFPGANv1Clean " + std::to_string(S)},
+            {"size", S},
+            {"channel_multiplier", c.channel_multiplier},
+            {"narrow", c.narrow},
+            {"num_style_feat", c.num_style_feat}});
   if (reference) j["export"] = exported;
   if (a.accuracy) {
     if (have_ref) {
@@ -163,12 +129,8 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
     std::printf("GFPGANv1Clean %d (channel multiplier %d, narrow %g, %s weights) on cpu (%d threads), batch %d, "
                 "%.1f GFLOP per face, %d runs after %d warm-up\n",
                 S, c.channel_multiplier, c.narrow, a.model.empty() ? "synthetic" : "converted", cpu::num_threads(), N,
-                flops / 1e9 / N, a.runs, a.warmup);
-    std::printf("  time per face   %.1f ms (median; batch min %.1f, max %.1f ms), %.1f GFLOP/s\n", per_face,
-                ms.front(), ms.back(), j["gflops"].get<double>());
-    std::printf("  weights %s, arena %s, workspace %s, peak RSS %.0f MiB\n", human_bytes(double(p.weights_bytes)).c_str(),
-                human_bytes(double(p.arena_bytes)).c_str(), human_bytes(double(p.workspace_bytes)).c_str(),
-                peak_rss_mib());
+                j["gflop_per_face"].get<double>(), a.runs, a.warmup);
+    print_timing(j);
     if (j.contains("accuracy_max_abs"))
       std::printf("  accuracy        vs the official PyTorch forward (same weights, same input): max abs %.3g, "
                   "mean abs %.3g\n",
@@ -181,7 +143,7 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
         if (r.contains("max_abs_vs_engine"))
           std::printf("  %s output vs the engine's: max abs %.3g\n", name.c_str(), r["max_abs_vs_engine"].get<double>());
   }
-  GPEN_CHECK(nonfinite == 0, "GFPGAN produced " + std::to_string(nonfinite) + " non-finite values");
+  check_finite(j, "GFPGAN");
 }
 
 }  // namespace gpen::cli

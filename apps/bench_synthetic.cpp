@@ -4,11 +4,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <random>
 
+#include "engine/core/bytes.h"
 #include "engine/core/error.h"
+#include "engine/core/rss.h"
+#include "kernels/cpu/ops.h"
 
 namespace gpen::cli {
 
@@ -83,6 +89,62 @@ std::vector<float> nchw_to_nhwc(const npy::Array& a, int N, int S, const std::st
     for (size_t ch = 0; ch < 3; ++ch)
       for (size_t p = 0; p < plane; ++p) out[(b * plane + p) * 3 + ch] = v[(b * 3 + ch) * plane + p];
   return out;
+}
+
+std::vector<float> bench_input(const nlohmann::json& exported, bool from_export, int N, int S) {
+  if (from_export) {
+    const std::string path = exported["input"].get<std::string>();
+    return nchw_to_nhwc(npy::load(path), N, S, path);
+  }
+  std::vector<float> in(static_cast<size_t>(N) * S * S * 3);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& v : in) v = u(rng);
+  return in;
+}
+
+nlohmann::json time_runs(int runs, int warmup, int N, double flops, const MemoryPlan& plan,
+                         const std::function<void()>& run, const std::vector<float>& out) {
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + runs; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    run();
+    if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[ms.size() / 2];
+  const size_t nonfinite = static_cast<size_t>(std::count_if(out.begin(), out.end(), [](float v) { return !std::isfinite(v); }));
+  return {{"batch", N},
+          {"device", "cpu"},
+          {"threads", cpu::num_threads()},
+          {"runs", runs},
+          {"warmup", warmup},
+          {"median_ms", median},
+          {"min_ms", ms.front()},
+          {"max_ms", ms.back()},
+          {"spread_pct", 100.0 * (ms.back() - ms.front()) / median},
+          {"ms_per_face", median / N},
+          {"gflop_per_face", flops / 1e9 / N},
+          {"gflops", flops / 1e9 / (median / 1e3)},
+          {"weights_bytes", plan.weights_bytes},
+          {"arena_bytes", plan.arena_bytes},
+          {"workspace_bytes", plan.workspace_bytes},
+          {"peak_rss_mib", peak_rss_mib()},
+          {"nonfinite", nonfinite}};
+}
+
+void print_timing(const nlohmann::json& j) {
+  std::printf("  time per face   %.1f ms (median; batch min %.1f, max %.1f ms), %.1f GFLOP/s\n",
+              j["ms_per_face"].get<double>(), j["min_ms"].get<double>(), j["max_ms"].get<double>(),
+              j["gflops"].get<double>());
+  std::printf("  weights %s, arena %s, workspace %s, peak RSS %.0f MiB\n",
+              human_bytes(j["weights_bytes"].get<double>()).c_str(), human_bytes(j["arena_bytes"].get<double>()).c_str(),
+              human_bytes(j["workspace_bytes"].get<double>()).c_str(), j["peak_rss_mib"].get<double>());
+}
+
+void check_finite(const nlohmann::json& j, const std::string& what) {
+  const size_t n = j["nonfinite"].get<size_t>();
+  GPEN_CHECK(n == 0, what + " produced " + std::to_string(n) + " non-finite values");
 }
 
 }  // namespace gpen::cli

@@ -3,11 +3,13 @@
 // synthetic weights converted to a .gpw outside the bench's process, and the official NCHW outputs
 // against the engine's NHWC ones.
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/photo/npy.h"
+#include "engine/plan/memory_plan.h"
 
 namespace gpen::cli {
 
@@ -22,5 +24,17 @@ std::pair<double, double> nchw_vs_nhwc(const npy::Array& a, const std::vector<fl
                                        const std::string& what);
 // The official (N, 3, S, S) input as the engine's [N, S, S, 3].
 std::vector<float> nchw_to_nhwc(const npy::Array& a, int N, int S, const std::string& what);
+// The bench's input: the export's (`exported["input"]`, when `from_export`), else uniform in
+// [-1, 1) from seed 1; [N, S, S, 3].
+std::vector<float> bench_input(const nlohmann::json& exported, bool from_export, int N, int S);
+// `warmup` untimed then `runs` timed calls of `run` (N faces each, into `out`): the figures every
+// official network's bench reports (median, min, max, spread, per face, GFLOP, the plan's bytes,
+// peak RSS, the output's non-finite values).
+nlohmann::json time_runs(int runs, int warmup, int N, double flops, const MemoryPlan& plan,
+                         const std::function<void()>& run, const std::vector<float>& out);
+// time_runs' figures in words: the time per face and the memory lines.
+void print_timing(const nlohmann::json& j);
+// gpen::Error naming `what` when time_runs counted non-finite outputs.
+void check_finite(const nlohmann::json& j, const std::string& what);
 
 }  // namespace gpen::cli

@@ -47,6 +47,23 @@ std::unique_ptr<GpenModel> open_gpen_model(const std::string& path, Backend& bac
   return GpenModel::open(path, backend, p);
 }
 
+namespace {
+
+// GPEN's photo steps as the configuration asks: the blend, the detection threshold and size.
+RestoreOptions photo_steps(const RestoreConfig& c) {
+  RestoreOptions opt;
+  opt.alpha = c.alpha;
+  opt.min_score = detection_threshold(c, FaceFlow::gpen);
+  opt.detect.post.threshold = opt.min_score;
+  if (c.det_max_side >= 0) {
+    opt.detect.max_side = c.det_max_side;
+    opt.detect.target_side = c.det_max_side;
+  }
+  return opt;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const RestorePlan& p) {
   const BudgetSplit& s = p.split;
   nlohmann::json j = {
@@ -105,15 +122,8 @@ std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c, const CudaProvi
   // On GPEN's backend, so that it can run in GPEN's arena (parsing and restoring take turns).
   const std::string mask = mask_kind(c);
   if (mask == "parse") r->parser_ = std::make_unique<ParseNetModel>(c.parser, be);
-  RestoreOptions opt;
+  RestoreOptions opt = photo_steps(c);
   opt.parser = r->parser_.get();
-  opt.alpha = c.alpha;
-  opt.min_score = detection_threshold(c, FaceFlow::gpen);
-  opt.detect.post.threshold = opt.min_score;
-  if (c.det_max_side >= 0) {
-    opt.detect.max_side = c.det_max_side;
-    opt.detect.target_side = c.det_max_side;
-  }
   // After the models are on the device: the default budget counts what is left there.
   RestorePlan& p = r->plan_;
   p.budget_given = c.memory_budget.has_value();
@@ -168,14 +178,7 @@ std::unique_ptr<Restorer> Restorer::open_low_memory(const RestoreConfig& c) {
   r->backend_ = make_cpu_backend(low_memory_cpu_options());
   r->model_ = open_gpen_model(c.model, *r->backend_, c.precision);
   r->detector_ = std::make_unique<RetinaFaceDetector>(c.detector, make_cpu_backend(low_memory_cpu_options()));
-  RestoreOptions opt;
-  opt.alpha = c.alpha;
-  opt.min_score = detection_threshold(c, FaceFlow::gpen);
-  opt.detect.post.threshold = opt.min_score;
-  if (c.det_max_side >= 0) {
-    opt.detect.max_side = c.det_max_side;
-    opt.detect.target_side = c.det_max_side;
-  }
+  RestoreOptions opt = photo_steps(c);
   opt.batch = std::max(c.batch, 1);
   opt.memory_budget = *c.memory_budget;
   opt.keep_faces = c.keep_faces;

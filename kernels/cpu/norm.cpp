@@ -1,7 +1,7 @@
 // GroupNorm (NHWC, optionally followed by SiLU), LayerNorm over the last axis and CodeFormer's
-// adaptive instance normalisation. Statistics in double, two passes (mean, then the mean squared
-// deviation), so long groups of large values (VQGAN's 512-channel 16x16 maps) keep f32's
-// precision; PyTorch's biased variance.
+// adaptive instance normalisation. Statistics in double (GroupNorm's in one pass of shifted sums,
+// the others in two: mean, then the mean squared deviation), so long groups of large values
+// (VQGAN's 512-channel 16x16 maps) keep f32's precision; PyTorch's biased variance.
 #include <omp.h>
 
 #include <algorithm>
@@ -48,28 +48,29 @@ void channel_stats(const TensorView& x, int64_t n, int64_t c, double& mean, doub
 
 namespace {
 
-// Per channel of sample n, over the H x W positions in order: the sum of x (without `centre`), or
-// of (x - centre[c])^2, in double, into acc[c - c0] for channels [c0, c1). Each channel's sum runs
-// over the positions in the same order however the channels are split among threads, so the
-// statistics do not depend on the thread count; a task reads its channels' slice of every
-// position (whole cache lines for slices of 16 channels), where a loop per group would read every
-// line of the tensor once per group.
+// Per channel of sample n, over the H x W positions in order, for channels [c0, c1): the sums of
+// d and d^2 in double, d = x - shift[c] with shift[c] the channel's value at the first position (so
+// the squares stay near the data's spread, not its mean: no cancellation when a channel's mean is
+// large against its deviation). Each channel's sums run over the positions in the same order
+// however the channels are split among threads, so the statistics do not depend on the thread
+// count; a task reads its channels' slice of every position (whole cache lines for slices of 16
+// channels), one pass where a loop per group would read every line of the tensor once per group.
 template <bool kUnit>
-void channel_sums(const TensorView& x, int64_t n, int64_t c0, int64_t c1, const double* centre, double* acc) {
+void channel_sums(const TensorView& x, int64_t n, int64_t c0, int64_t c1, double* shift, double* s1, double* s2) {
   const int64_t H = x.dim(1), W = x.dim(2), xc = kUnit ? 1 : x.stride(3), k = c1 - c0;
-  for (int64_t i = 0; i < k; ++i) acc[i] = 0.0;
+  const float* first = x.f32() + n * x.stride(0) + c0 * xc;
+  for (int64_t i = 0; i < k; ++i) {
+    shift[i] = static_cast<double>(first[i * xc]);
+    s1[i] = s2[i] = 0.0;
+  }
   for (int64_t h = 0; h < H; ++h)
     for (int64_t w = 0; w < W; ++w) {
       const float* xp = x.f32() + n * x.stride(0) + h * x.stride(1) + w * x.stride(2) + c0 * xc;
-      if (!centre) {
 #pragma omp simd
-        for (int64_t i = 0; i < k; ++i) acc[i] += static_cast<double>(xp[i * xc]);
-      } else {
-#pragma omp simd
-        for (int64_t i = 0; i < k; ++i) {
-          const double d = static_cast<double>(xp[i * xc]) - centre[i];
-          acc[i] += d * d;
-        }
+      for (int64_t i = 0; i < k; ++i) {
+        const double d = static_cast<double>(xp[i * xc]) - shift[i];
+        s1[i] += d;
+        s2[i] += d * d;
       }
     }
 }
@@ -79,30 +80,39 @@ void group_norm_impl(const GroupNormParams& p, const TensorView& x, const Tensor
                      const TensorView& y) {
   const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3), G = p.groups, cg = C / G;
   const int64_t xc = kUnit ? 1 : x.stride(3), yc = kUnit ? 1 : y.stride(3);
-  const double count = static_cast<double>(H * W * cg);
+  const double hw = static_cast<double>(H * W), count = hw * static_cast<double>(cg);
   const int T = x.numel() >= detail::kParallelMinElements ? num_threads() : 1;
   // Groups a chunk at a time, so the per-channel figures live on the stack.
   constexpr int64_t kChunk = 1024;
   GPEN_CHECK(cg <= kChunk, "group_norm: groups of more than " + std::to_string(kChunk) + " channels");
   const int64_t groups_per_chunk = kChunk / cg;
-  double sums[kChunk], centre[kChunk], scale[kChunk];  // per channel of the chunk
+  double shift[kChunk], s1[kChunk], s2[kChunk], centre[kChunk], scale[kChunk];  // per channel of the chunk
   float mul[kChunk], add[kChunk];
   for (int64_t n = 0; n < N; ++n)
     for (int64_t g0 = 0; g0 < G; g0 += groups_per_chunk) {
       const int64_t g1 = std::min(G, g0 + groups_per_chunk), c0 = g0 * cg, cc = (g1 - g0) * cg;
       // Channel slices per thread: at least 16 channels each (a cache line of floats).
       const int parts = static_cast<int>(std::clamp<int64_t>(cc / 16, 1, T));
-      for (int pass = 0; pass < 2; ++pass) {
 #pragma omp parallel for num_threads(parts) if (parts > 1) schedule(static)
-        for (int t = 0; t < parts; ++t) {
-          const int64_t a = cc * t / parts, b = cc * (t + 1) / parts;
-          channel_sums<kUnit>(x, n, c0 + a, c0 + b, pass == 0 ? nullptr : centre + a, sums + a);
+      for (int t = 0; t < parts; ++t) {
+        const int64_t a = cc * t / parts, b = cc * (t + 1) / parts;
+        channel_sums<kUnit>(x, n, c0 + a, c0 + b, shift + a, s1 + a, s2 + a);
+      }
+      // A group's mean m and its squared deviations, from each channel's shifted sums:
+      // sum (x - m)^2 = s2 + 2 (shift - m) s1 + hw (shift - m)^2.
+      for (int64_t g = 0; g < g1 - g0; ++g) {
+        double total = 0.0;
+        for (int64_t i = g * cg; i < (g + 1) * cg; ++i) total += shift[i] * hw + s1[i];
+        const double m = total / count;
+        double sq = 0.0;
+        for (int64_t i = g * cg; i < (g + 1) * cg; ++i) {
+          const double e = shift[i] - m;
+          sq += s2[i] + 2.0 * e * s1[i] + hw * e * e;
         }
-        for (int64_t g = 0; g < g1 - g0; ++g) {
-          double s = 0.0;
-          for (int64_t i = g * cg; i < (g + 1) * cg; ++i) s += sums[i];
-          const double v = pass == 0 ? s / count : 1.0 / std::sqrt(s / count + static_cast<double>(p.eps));
-          for (int64_t i = g * cg; i < (g + 1) * cg; ++i) (pass == 0 ? centre : scale)[i] = v;
+        const double inv = 1.0 / std::sqrt(std::max(sq, 0.0) / count + static_cast<double>(p.eps));
+        for (int64_t i = g * cg; i < (g + 1) * cg; ++i) {
+          centre[i] = m;
+          scale[i] = inv;
         }
       }
       // y = (x - mean) * inv, then the affine (1 and 0 without one: exact) and SiLU, per position.
