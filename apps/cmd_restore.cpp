@@ -239,6 +239,9 @@ Command reg(
                      "inference_codeformer.py -w)")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));
+      sub.add_flag("--face-upsample", g_args.face_upsample,
+                   "CodeFormer with --sr: also upsample the restored faces with the background upsampler before "
+                   "pasting them (as inference_codeformer.py --face_upsample)");
       sub.add_option("--det-max-side", g_args.det_max_side,
                      "Shrink photos whose longer side exceeds N to N for detection (default: > 1500 -> 1000; 0: never)");
       sub.add_option("--save-faces", g_args.save_faces, "Also write every restored face crop into this directory, as <output path without extension>_face<K>.png mirroring the output tree");

@@ -123,6 +123,8 @@ Command reg(
       sub.add_option("--fidelity,-w", e.fidelity, "CodeFormer's fidelity weight w, as `gpen restore --fidelity`")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));
+      sub.add_flag("--face-upsample", e.face_upsample,
+                   "CodeFormer with --sr: the restored faces upsampled too, as `gpen restore --face-upsample`");
       sub.add_option("--precision", e.precision,
                      "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; GFPGAN, CodeFormer and RestoreFormer run fp32)");
       sub.add_option("--memory-budget,--vram-budget", e.vram_budget,

@@ -199,6 +199,8 @@ Command reg(
       sub.add_option("--fidelity,-w", r.fidelity, "CodeFormer's fidelity weight w, as `gpen restore --fidelity`")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 1.0));
+      sub.add_flag("--face-upsample", r.face_upsample,
+                   "CodeFormer with --sr: the restored faces upsampled too, as `gpen restore --face-upsample`");
       sub.add_option("--codec", g_args.encode.codec,
                      "Encoder (any FFmpeg has, e.g. libx264, libx265, libvpx-vp9, libaom-av1, ffv1); default: the "
                      "input's codec family at visually lossless settings (docs/video.md)");

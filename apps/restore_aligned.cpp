@@ -81,9 +81,9 @@ void run_aligned_facexlib(const RestoreArgs& a, FaceFlow flow) {
   const char* kind = face_flow_name(flow);
   RestoreConfig c = restore_config(a);
   check_config(c, flow);  // other models' options refused, naming them
-  GPEN_CHECK(c.upscale == 1 && !c.only_center_face,
-             "--upscale and --only-center-face act on photos; --aligned writes each restored face as the network "
-             "makes it");
+  GPEN_CHECK(c.upscale == 1 && !c.only_center_face && !c.face_upsample,
+             "--upscale, --only-center-face and --face-upsample act on photos; --aligned writes each restored face as "
+             "the network makes it");
   GPEN_CHECK(a.save_raw.empty(), "--save-raw writes GPEN's model-space output; " + a.model + " is a " + kind + " model");
   for (const auto& in : a.inputs) {
     GPEN_CHECK(fs::exists(in), in + ": no such file");

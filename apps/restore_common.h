@@ -38,6 +38,7 @@ struct RestoreArgs {
   int upscale = 1;
   bool only_center_face = false;
   float fidelity = 0.5f;
+  bool face_upsample = false;  // CodeFormer with --sr: the faces through the background upsampler too
   int det_max_side = -1;
   int jpeg_quality = 95;
   int64_t max_pixels = kMaxImagePixels;

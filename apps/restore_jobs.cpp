@@ -72,6 +72,7 @@ RestoreConfig restore_config(const RestoreArgs& a) {
   c.upscale = a.upscale;
   c.only_center_face = a.only_center_face;
   c.fidelity = a.fidelity;
+  c.face_upsample = a.face_upsample;
   c.det_max_side = a.det_max_side;
   return c;
 }

@@ -18,10 +18,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "engine/core/affine.h"
 #include "engine/core/error.h"
 #include "engine/models/retinaface.h"
 #include "engine/photo/face_flow.h"
 #include "engine/photo/facexlib_flow.h"
+#include "engine/photo/facexlib_paste.h"
 #include "engine/photo/image.h"
 #include "engine/photo/restorer.h"
 #include "kernels/cpu/image_resize.h"
@@ -190,29 +192,90 @@ TEST_CASE("gpen restore with a CodeFormer model: the gray 1927 photo's centre fa
                         "solvay_center_parse_up2");
 }
 
+// kids at 480 x 360 in `dir`, and a RealESRGAN_x2plus layout (64 features) with 2 blocks as
+// the official checkpoint (.pth) and its .gpw there.
+struct SmallPhotoAndUpsampler {
+  std::string photo, pth, gpw;
+};
+SmallPhotoAndUpsampler small_photo_and_upsampler(const fs::path& dir) {
+  SmallPhotoAndUpsampler s{(dir / "kids_480x360.png").string(), (dir / "realesrgan_x2_f64_b2.pth").string(),
+                           (dir / "realesrgan.gpw").string()};
+  write_image(s.photo, resize_bilinear(read_image(gpen_test::shared_dir() + "/images/kids_1024x768.jpg"), 480, 360));
+  std::string out;
+  REQUIRE_MESSAGE(gpen_test::run(kPython + " " + std::string(GPEN_SOURCE_DIR) +
+                                     "/tests/reference/rrdbnet_reference.py make " + s.pth +
+                                     " --scale 2 --num-block 2 --num-feat 64 --seed 3",
+                                 &out) == 0,
+                  out);
+  gpen::conv::convert(s.pth, s.gpw);
+  return s;
+}
+
 TEST_CASE("gpen restore with a CodeFormer model: a photo under 512 pixels, its centre face, w 0.7, RealESRGAN background") {
   if (skipped()) return;
   // kids at 480 x 360: scaled up to 683 x 512 by read_image, detected at 640 / 512 of that. One
   // face: the official network takes ~20 s a face on one thread (all 8 agree at 88.9 dB without a
-  // background upsampler). The background: RealESRGAN_x2plus's layout (64 features) with 2
-  // blocks, on the photo as given (960 x 720, tiles of 128 with 40 of context), then Lanczos to
-  // the output's 1366 x 1024.
+  // background upsampler). The background: on the photo as given (960 x 720, tiles of 128 with
+  // 40 of context), then Lanczos to the output's 1366 x 1024.
   const fs::path dir = cache_dir() / ("small_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  const std::string small = (dir / "kids_480x360.png").string();
-  write_image(small, resize_bilinear(read_image(gpen_test::shared_dir() + "/images/kids_1024x768.jpg"), 480, 360));
-  const std::string pth = (dir / "realesrgan_x2_f64_b2.pth").string(), gpw = (dir / "realesrgan.gpw").string();
-  std::string out;
-  REQUIRE_MESSAGE(gpen_test::run(kPython + " " + std::string(GPEN_SOURCE_DIR) +
-                                     "/tests/reference/rrdbnet_reference.py make " + pth +
-                                     " --scale 2 --num-block 2 --num-feat 64 --seed 3",
-                                 &out) == 0,
-                  out);
-  gpen::conv::convert(pth, gpw);
-  compare_with_official({small, "--fidelity 0.7 --only-center-face --upscale 2 --sr " + gpw + " --sr-tile 128",
-                         "--w 0.7 --only-center-face --upscale 2 --bg " + pth + " --bg-tile 128"},
+  const SmallPhotoAndUpsampler s = small_photo_and_upsampler(dir);
+  compare_with_official({s.photo, "--fidelity 0.7 --only-center-face --upscale 2 --sr " + s.gpw + " --sr-tile 128",
+                         "--w 0.7 --only-center-face --upscale 2 --bg " + s.pth + " --bg-tile 128"},
                         "kids_small_w07_bg");
   fs::remove_all(dir);
+}
+
+TEST_CASE("gpen restore with a CodeFormer model: --face-upsample, the restored face through the RealESRGAN upsampler") {
+  if (skipped()) return;
+  // The photo and upsampler of the case above, its centre face, the face-parsing mask: the
+  // restored face upsampled to 1024 x 1024 (tiles of 128), pasted from that size (the inverse
+  // without the half-pixel offset, the square's erosions at 1024), the parser reading it resized
+  // back to 512 and its mask resized to 1024.
+  const fs::path dir = cache_dir() / ("face_up_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const SmallPhotoAndUpsampler s = small_photo_and_upsampler(dir);
+  compare_with_official({s.photo, "--only-center-face --upscale 2 --sr " + s.gpw + " --sr-tile 128 --face-upsample",
+                         "--only-center-face --upscale 2 --bg " + s.pth + " --bg-tile 128 --face-upsample", true},
+                        "kids_small_face_upsample_parse");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("--face-upsample: CodeFormer's, and only with a background upsampler") {
+  RestoreConfig c;
+  c.model = "cf.gpw";
+  c.detector = "d.gpw";
+  c.face_upsample = true;
+  CHECK_THROWS_WITH_AS(check_config(c, FaceFlow::codeformer), doctest::Contains("--face-upsample runs the restored faces"),
+                       Error);
+  c.sr = "realesrgan.gpw";
+  CHECK_NOTHROW(check_config(c, FaceFlow::codeformer));
+  CHECK_THROWS_WITH_AS(check_config(c, FaceFlow::gfpgan), doctest::Contains("--face-upsample is an option of CodeFormer"),
+                       Error);
+  CHECK_THROWS_WITH_AS(check_config(c, FaceFlow::restoreformer),
+                       doctest::Contains("--face-upsample is an option of CodeFormer"), Error);
+  FacexlibFlowOptions o;
+  o.helper = FacexlibHelper::codeformer;
+  o.face_upsample = true;
+  CHECK_THROWS_WITH_AS(FacexlibRestorer([](const float*, float*) {}, nullptr, nullptr, o),
+                       doctest::Contains("needs one (--sr)"), Error);
+}
+
+TEST_CASE("the inverse of an upsampled face: get_inverse_affine's, divided by the upscale, its translation times it") {
+  AffineTransform m;
+  m.m = {0.8, -0.3, 12.25, 0.3, 0.8, -40.5};
+  for (int u : {1, 2, 3}) {
+    const AffineTransform inv = invert(m), a = facexlib_face_upsample_inverse(m, u);
+    for (int i : {0, 1, 3, 4}) CHECK(a.m[static_cast<size_t>(i)] == doctest::Approx(inv.m[static_cast<size_t>(i)]).epsilon(1e-15));
+    CHECK(a.m[2] == doctest::Approx(inv.m[2] * u).epsilon(1e-15));
+    CHECK(a.m[5] == doctest::Approx(inv.m[5] * u).epsilon(1e-15));
+    // A point of the upsampled face lands where its point in the 512 crop lands, times the upscale.
+    double x, y, ox, oy;
+    a.apply(100.0 * u, 300.0 * u, &x, &y);
+    inv.apply(100.0, 300.0, &ox, &oy);
+    CHECK(x == doctest::Approx(ox * u));
+    CHECK(y == doctest::Approx(oy * u));
+  }
 }
 
 TEST_CASE("gpen restore --aligned with a CodeFormer model: a degraded aligned face as has_aligned=True") {

@@ -92,6 +92,40 @@ void parser_input(const T* bgr, size_t n, float* x) {
     }
 }
 
+// cv2.resize(mask, (d, d)) of an s x s float64 mask, INTER_LINEAR: the source coordinate
+// (x + 0.5) * s / d - 0.5 and its weights in float32 (cv2's coefficient type), the sums in
+// float64, the borders clamped.
+std::vector<double> resize_linear_f64(const std::vector<double>& src, int s, int d) {
+  std::vector<int> i0(d);
+  std::vector<float> a(d);
+  const double step = 1.0 / (static_cast<double>(d) / s);
+  for (int x = 0; x < d; ++x) {
+    float f = static_cast<float>((x + 0.5) * step - 0.5);
+    int i = static_cast<int>(std::floor(f));
+    f -= static_cast<float>(i);
+    if (i < 0) f = 0, i = 0;
+    if (i >= s - 1) f = 0, i = s - 1;
+    i0[x] = i;
+    a[x] = f;
+  }
+  const auto at = [&](int y, int x) {
+    const size_t r = static_cast<size_t>(y) * s;
+    const int j = i0[x];
+    const double w0 = 1.0f - a[x], w1 = a[x];
+    return j + 1 < s ? src[r + j] * w0 + src[r + j + 1] * w1 : src[r + j] * w0;
+  };
+  std::vector<double> out(static_cast<size_t>(d) * d);
+  for (int y = 0; y < d; ++y) {
+    const int j = i0[y];
+    const double b0 = 1.0f - a[y], b1 = a[y];
+    for (int x = 0; x < d; ++x) {
+      const double top = at(j, x);
+      out[static_cast<size_t>(y) * d + x] = j + 1 < s ? top * b0 + at(j + 1, x) * b1 : top * b0;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 const FacexlibRules& facexlib_rules(FacexlibHelper h) { return kRules[static_cast<int>(h)]; }
@@ -210,6 +244,8 @@ FacexlibRestorer::FacexlibRestorer(FaceNet net, RetinaFaceDetector* detector, Pa
     : net_(std::move(net)), det_(detector), parser_(parser), opt_(opt), rules_(facexlib_rules(opt.helper)) {
   GPEN_CHECK(opt.upscale >= 1 && opt.upscale <= 8, "upscale must be in 1..8, got " + std::to_string(opt.upscale));
   GPEN_CHECK(opt.blend >= 0.0 && opt.blend <= 1.0, "blend must be in [0, 1]");
+  GPEN_CHECK(!opt.face_upsample || opt.background,
+             "face upsampling runs the background upsampler on the faces: it needs one (--sr)");
   if (opt_.threshold <= 0) opt_.threshold = rules_.threshold;
 }
 
@@ -276,7 +312,8 @@ PhotoResult FacexlibRestorer::process(ImageView photo, SrReport* bg_report) {
     t0 = std::chrono::steady_clock::now();
     FacexlibFace face;
     face.restored = run_net(crop);
-    face.crop_to_output = facexlib_inverse(m, opt_.upscale);
+    face.crop_to_output = opt_.face_upsample ? facexlib_face_upsample_inverse(m, opt_.upscale)
+                                             : facexlib_inverse(m, opt_.upscale);
     if (gray) {
       auto g = std::make_shared<std::vector<double>>(gray_transfer(face.restored, crop, opt_.blend));
       face.restored = rounded(*g, kFaceSize);
@@ -287,17 +324,36 @@ PhotoResult FacexlibRestorer::process(ImageView photo, SrReport* bg_report) {
       if (opt_.blend != 1.0) face.restored = blend_faces(face.restored, crop, opt_.blend);
     }
     r.times.restore_ms += ms_since(t0);
+    if (opt_.face_upsample) {
+      // face_upsampler.enhance(restored_face, outscale=upscale), counted with the paste that runs
+      // it. A gray photo's float64 face enters as its 8-bit rounding (the official upsampler
+      // reads the float values).
+      t0 = std::chrono::steady_clock::now();
+      face.restored = realesrgan_enhance(*opt_.background, face.restored, opt_.upscale, opt_.background_tile,
+                                         rules_.bg_tile_pad);
+      face.restored64.reset();
+      r.times.paste_ms += ms_since(t0);
+    }
     if (parser_) {
       t0 = std::chrono::steady_clock::now();  // counted with the paste, whose mask it makes
       const size_t n = static_cast<size_t>(kFaceSize) * kFaceSize;
       std::vector<float> x(n * 3);
-      if (face.restored64)
+      const int S = face.restored.width;
+      if (face.restored64) {
         parser_input(face.restored64->data(), n, x.data());
-      else
+      } else if (S != kFaceSize) {
+        // An upsampled face: the parser reads it resized back to 512 (cv2.resize, INTER_LINEAR).
+        const Image small = resize_bilinear(face.restored, kFaceSize, kFaceSize);
+        parser_input(small.bgr.data(), n, x.data());
+      } else {
         parser_input(face.restored.bgr.data(), n, x.data());
+      }
       std::vector<uint8_t> labels(n);
       parser_->parse(x.data(), kFaceSize, kFaceSize, labels.data(), nullptr);
-      face.parse_mask = std::make_shared<const std::vector<double>>(facexlib_parse_mask(labels));
+      std::vector<double> mask = facexlib_parse_mask(labels);
+      // cv2.resize(parse_mask, face_size): the upsampled face's size.
+      if (S != kFaceSize) mask = resize_linear_f64(mask, kFaceSize, S);
+      face.parse_mask = std::make_shared<const std::vector<double>>(std::move(mask));
       r.times.paste_ms += ms_since(t0);
     }
     pasted.push_back(std::move(face));

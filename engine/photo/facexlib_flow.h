@@ -9,7 +9,8 @@
 // paste-back (facexlib_paste.h), through the face-parsing mask when a parser is given, onto the
 // photo resized by the upscale, or onto its super-resolution when a background upsampler is given
 // (RealESRGANer.enhance(img, outscale=upscale): super_resolution.h's tile_process with the exact
-// crop, Lanczos to the upscale where the model's scale differs). Where the two helpers differ is
+// crop, Lanczos to the upscale where the model's scale differs). CodeFormer's --face_upsample runs
+// each restored face through that upsampler too before its paste. Where the two helpers differ is
 // one row of FacexlibRules.
 // Their aligned mode (has_aligned=True) takes a face crop that is already aligned: resized to 512
 // (cv2.resize INTER_LINEAR), the network, the restored face itself. GPEN's flow is pipeline.h.
@@ -67,6 +68,10 @@ struct FacexlibFlowOptions {
   // --bg_tile, 400; 0: untiled).
   RrdbModel* background = nullptr;
   int background_tile = 400;
+  // CodeFormer's face_upsampler (inference_codeformer.py --face_upsample, needs `background`): each
+  // restored face through the background upsampler at outscale = upscale before the paste, pasted
+  // from that size (facexlib_face_upsample_inverse) with its masks at that size.
+  bool face_upsample = false;
 };
 
 // One 512 x 512 face through the network: in and out [512, 512, 3] RGB in [-1, 1] (host).

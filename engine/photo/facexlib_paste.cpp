@@ -59,6 +59,14 @@ AffineTransform facexlib_inverse(const AffineTransform& image_to_crop, double up
   return inv;
 }
 
+AffineTransform facexlib_face_upsample_inverse(const AffineTransform& image_to_crop, double upscale) {
+  AffineTransform inv = invert(image_to_crop);
+  for (double& v : inv.m) v = v * upscale / upscale;  // not always v: x * 3 / 3 may round
+  inv.m[2] *= upscale;
+  inv.m[5] *= upscale;
+  return inv;
+}
+
 Image facexlib_paste(ImageView background, const std::vector<FacexlibFace>& faces, double upscale,
                      FacexlibPaste style) {
   GPEN_CHECK(background.width > 0 && background.height > 0 && background.bgr.size() == background.pixels() * 3,

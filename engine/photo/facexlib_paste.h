@@ -19,6 +19,10 @@ namespace gpen {
 // cv2.invertAffineTransform(image_to_crop) * upscale, with extra_offset 0.5 * upscale added to
 // the translation when upscale > 1.
 AffineTransform facexlib_inverse(const AffineTransform& image_to_crop, double upscale);
+// The inverse CodeFormer's paste takes for a face its face_upsampler enlarged by `upscale`:
+// get_inverse_affine's matrix (cv2.invertAffineTransform * upscale) divided by the upscale again,
+// then its translation times the upscale (in float64, as numpy does it in place), no extra offset.
+AffineTransform facexlib_face_upsample_inverse(const AffineTransform& image_to_crop, double upscale);
 
 // One face to paste: the restored face (S x S) and its crop -> output transform.
 struct FacexlibFace {

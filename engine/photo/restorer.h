@@ -70,6 +70,9 @@ struct RestoreConfig {
   int upscale = 1;
   bool only_center_face = false;
   float fidelity = 0.5f;    // CodeFormer's w in [0, 1] (inference_codeformer.py's default 0.5)
+  // CodeFormer only, with `sr`: the restored faces upsampled by the background upsampler before
+  // the paste (inference_codeformer.py --face_upsample).
+  bool face_upsample = false;
   float threshold = 0.0f;   // detection score threshold (faces below are left alone); 0: the flow's (GPEN 0.9, GFPGAN 0.97, CodeFormer 0.8)
   int det_max_side = -1;    // shrink photos whose longer side exceeds N to N for detection (-1: > 1500 -> 1000; 0: never)
   int threads = 0;          // OpenMP threads of each call (0: as the calling thread has it)

@@ -40,6 +40,7 @@ constexpr FlowOption kFlowOptions[] = {
     {"--upscale", kFacexlib, "GFPGAN, CodeFormer and RestoreFormer", [](const RestoreConfig& c) { return c.upscale != 1; }},
     {"--only-center-face", kFacexlib, "GFPGAN, CodeFormer and RestoreFormer", [](const RestoreConfig& c) { return c.only_center_face; }},
     {"--fidelity", kCodeformer, "CodeFormer", [](const RestoreConfig& c) { return c.fidelity != 0.5f; }},
+    {"--face-upsample", kCodeformer, "CodeFormer", [](const RestoreConfig& c) { return c.face_upsample; }},
 };
 
 unsigned flow_bit(FaceFlow f) { return 1u << static_cast<unsigned>(f); }
@@ -53,6 +54,9 @@ void check_config(const RestoreConfig& c, FaceFlow flow) {
                   face_flow_name(flow) + " model");
   GPEN_CHECK(c.upscale >= 1 && c.upscale <= 8, "upscale must be in 1..8");
   GPEN_CHECK(c.fidelity >= 0.0f && c.fidelity <= 1.0f, "fidelity must be in [0, 1]");
+  GPEN_CHECK(!c.face_upsample || !c.sr.empty(),
+             "--face-upsample runs the restored faces through the background upsampler: give it with --sr "
+             "REALESRGAN.gpw");
 }
 
 float detection_threshold(const RestoreConfig& c, FaceFlow flow) {
@@ -84,6 +88,7 @@ std::unique_ptr<Restorer> Restorer::open_facexlib(const RestoreConfig& c, FaceFl
   o.only_center_face = c.only_center_face;
   o.upscale = c.upscale;
   o.blend = c.alpha;
+  o.face_upsample = c.face_upsample;
   r->facexlib_faces_ = std::make_unique<FacexlibRestorer>(r->net_->run, r->detector_.get(), r->parser_.get(), o);
   RestorePlan& p = r->plan_;
   p.device = r->backend_->name();

@@ -36,7 +36,8 @@ class Restorer:
     Options of another kind are refused with Error naming them: sr, precision other than fp32,
     memory_budget, batch, det_max_side and device "cuda" are GPEN's; upscale (the output at that
     many times the photo's size) and only_center_face (only the face nearest the centre) are
-    GFPGAN's and CodeFormer's; fidelity (w, default 0.5) is CodeFormer's. parse (a ParseNet .gpw)
+    GFPGAN's and CodeFormer's; fidelity (w, default 0.5) and face_upsample (with sr: the restored faces
+    upsampled by the background upsampler too, --face_upsample) are CodeFormer's. parse (a ParseNet .gpw)
     gives every flow its face-parsing paste mask. restore_aligned with GFPGAN, CodeFormer or RestoreFormer is
     their has_aligned=True. low_memory=True (GPEN, CPU) is `gpen restore --memory-budget`: memory_budget
     (required) is then what a photo may hold at its peak, everything planned counted."""
@@ -45,7 +46,8 @@ class Restorer:
                  memory_budget: Optional[Union[int, str]] = None, threads: Optional[int] = None,
                  alpha: float = 1.0, threshold: float = 0.0, det_max_side: Optional[int] = None,
                  batch: Optional[int] = None, sr_tile: str = "auto", upscale: int = 1,
-                 only_center_face: bool = False, fidelity: float = 0.5, low_memory: bool = False) -> None: ...
+                 only_center_face: bool = False, fidelity: float = 0.5, face_upsample: bool = False,
+                 low_memory: bool = False) -> None: ...
     def restore(self, image: Image) -> Tuple[Image, list[Face]]: ...
     def restore_aligned(self, face: Image) -> Image: ...
     def sr_tile(self, width: int, height: int) -> Tuple[int, str]: ...

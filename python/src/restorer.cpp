@@ -54,7 +54,7 @@ class PyRestorer {
              std::optional<std::string> sr, const std::string& device, std::optional<std::string> precision,
              Budget memory_budget, std::optional<int> threads, double alpha, float threshold,
              std::optional<int> det_max_side, std::optional<int> batch, std::string sr_tile, int upscale,
-             bool only_center_face, float fidelity, bool low_memory) {
+             bool only_center_face, float fidelity, bool face_upsample, bool low_memory) {
     GPEN_CHECK(!threads || *threads >= 1, "threads must be at least 1");
     GPEN_CHECK(!batch || *batch >= 1, "batch must be at least 1");
     RestoreConfig c;
@@ -76,6 +76,7 @@ class PyRestorer {
     c.upscale = upscale;  // the facexlib flows only: the rule table (check_config) refuses them for GPEN
     c.only_center_face = only_center_face;
     c.fidelity = fidelity;  // CodeFormer's w
+    c.face_upsample = face_upsample;  // CodeFormer with sr
     c.threads = threads.value_or(0);
     c.low_memory = low_memory;  // memory_budget is then the CPU's low-memory mode's (gpen restore --memory-budget)
     c.keep_faces = false;       // restore() hands back the composite and the detections, not the crops
@@ -208,13 +209,13 @@ void register_restorer(nb::module_& m) {
   nb::class_<PyRestorer>(m, "Restorer")
       .def(nb::init<const std::string&, const std::string&, std::optional<std::string>, std::optional<std::string>,
                     const std::string&, std::optional<std::string>, Budget, std::optional<int>, double, float,
-                    std::optional<int>, std::optional<int>, std::string, int, bool, float, bool>(),
+                    std::optional<int>, std::optional<int>, std::string, int, bool, float, bool, bool>(),
            nb::arg("model"), nb::arg("detector"), nb::arg("parse") = nb::none(), nb::arg("sr") = nb::none(),
            nb::kw_only(), nb::arg("device") = "auto", nb::arg("precision") = nb::none(),
            nb::arg("memory_budget") = nb::none(), nb::arg("threads") = nb::none(), nb::arg("alpha") = 1.0,
            nb::arg("threshold") = 0.0f, nb::arg("det_max_side") = nb::none(), nb::arg("batch") = nb::none(),
            nb::arg("sr_tile") = "auto", nb::arg("upscale") = 1, nb::arg("only_center_face") = false,
-           nb::arg("fidelity") = 0.5f, nb::arg("low_memory") = false)
+           nb::arg("fidelity") = 0.5f, nb::arg("face_upsample") = false, nb::arg("low_memory") = false)
       .def("restore", &PyRestorer::restore, nb::arg("image"))
       .def("restore_aligned", &PyRestorer::restore_aligned, nb::arg("face"))
       .def("sr_tile", &PyRestorer::sr_tile, nb::arg("width"), nb::arg("height"))

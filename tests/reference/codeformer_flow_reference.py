@@ -30,7 +30,9 @@ What is given instead of the packages' own parts (they download weights or need 
              (codeformer/basicsr/utils/realesrgan_utils.py) as set_realesrgan() builds it (tile
              --bg-tile, tile_pad 40, pre_pad 0; half precision off on the CPU) around
              rrdbnet_reference.py's RRDBNet (the official layout) loaded from CKPT.pth, its
-             enhance(img, outscale=upscale) handed to the paste, as the script does.
+             enhance(img, outscale=upscale) handed to the paste, as the script does; with
+             --face-upsample that upsampler is the paste's face_upsampler too (the script's
+             --face_upsample with --bg_upsampler realesrgan).
 
 One correction, as the engine makes it: on a gray photo the restored faces take the crop's tones
 (adain_npy) in float64 and may leave [0, 255]; paste_faces_to_input_image then casts the whole
@@ -40,7 +42,8 @@ and the output is that image clamped to [0, 255] and truncated to 8 bits (what a
 within range). The JSON line reports how many values the clamp moved (those the cast would wrap).
 
   codeformer_flow_reference.py PHOTO -o OUT.png --dets DETS.json --det-input IMG.png [--w W]
-        [--upscale N] [--only-center-face] [--parse CKPT.pth] [--save-faces DIR] [--bg CKPT.pth --bg-tile N]
+        [--upscale N] [--only-center-face] [--parse CKPT.pth] [--save-faces DIR]
+        [--bg CKPT.pth --bg-tile N [--face-upsample]]
   codeformer_flow_reference.py FACE --aligned -o OUT.png [--w W]
 
 DETS.json: {"faces": [{"box": [x1, y1, x2, y2], "score": s, "landmarks": [x0, y0, .., x4, y4]}]}.
@@ -144,10 +147,13 @@ def main():
     ap.add_argument("--save-faces")
     ap.add_argument("--bg")
     ap.add_argument("--bg-tile", type=int, default=400)
+    ap.add_argument("--face-upsample", action="store_true")
     ap.add_argument("--official", default=os.environ.get("CODEFORMER_PIP", "/tmp/codeformer-official"))
     a = ap.parse_args()
     if not a.aligned and not (a.dets and a.det_input):
         ap.error("--dets and --det-input are needed (or --aligned)")
+    if a.face_upsample and not a.bg:
+        ap.error("--face-upsample runs the background upsampler (--bg) on the faces")
     torch.set_num_threads(1)
     helper_mod, img_util, misc, net, RealESRGANer = load_official(a.official, a.parse)
     helper = helper_mod.FaceRestoreHelper(a.upscale, face_size=512, crop_ratio=(1, 1), det_model="retinaface_resnet50",
@@ -177,7 +183,7 @@ def main():
         cv2.imwrite(a.output, helper.restored_faces[0])
         result = helper.restored_faces[0]
     else:
-        bg_img = None
+        bg_img = upsampler = None
         if a.bg:
             import rrdbnet_reference
             sr = rrdbnet_reference.load(a.bg)
@@ -185,7 +191,7 @@ def main():
                                      half=False, device=torch.device("cpu"))
             bg_img = upsampler.enhance(img, outscale=a.upscale)[0]
         helper.get_inverse_affine(None)
-        helper.paste_faces_to_input_image(upsample_img=bg_img)
+        helper.paste_faces_to_input_image(upsample_img=bg_img, face_upsampler=upsampler if a.face_upsample else None)
         final = np.asarray(helper_mod.np.last, dtype=np.float64)
         clamped = int(np.count_nonzero((final <= -1) | (final >= 256)))  # where the cast would differ
         result = np.clip(final, 0, 255).astype(np.uint8)
