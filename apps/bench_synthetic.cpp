@@ -142,6 +142,20 @@ void print_timing(const nlohmann::json& j) {
               human_bytes(j["workspace_bytes"].get<double>()).c_str(), j["peak_rss_mib"].get<double>());
 }
 
+nlohmann::json peer_vs_engine(const nlohmann::json& exported, bool from_export, const std::string& tag,
+                              const std::string& name, const std::function<nlohmann::json(const std::string&)>& run,
+                              const std::vector<float>& out, int N, int S) {
+  if (!from_export) return {{"error", "no ONNX export: " + exported.value("error", std::string("?"))}};
+  const std::string saved =
+      (fs::temp_directory_path() / ("gpen_bench_" + tag + "_" + std::to_string(getpid()) + "_" + name + ".npy")).string();
+  nlohmann::json r = run(saved);
+  std::error_code ec;
+  if (r.contains("ms_per_face") && fs::exists(saved, ec))
+    r["max_abs_vs_engine"] = nchw_vs_nhwc(npy::load(saved), out, N, S, saved).first;
+  fs::remove(saved, ec);
+  return r;
+}
+
 void check_finite(const nlohmann::json& j, const std::string& what) {
   const size_t n = j["nonfinite"].get<size_t>();
   GPEN_CHECK(n == 0, what + " produced " + std::to_string(n) + " non-finite values");

@@ -34,6 +34,13 @@ nlohmann::json time_runs(int runs, int warmup, int N, double flops, const Memory
                          const std::function<void()>& run, const std::vector<float>& out);
 // time_runs' figures in words: the time per face and the memory lines.
 void print_timing(const nlohmann::json& j);
+// One ONNX peer's answer for compare_onnx_peers (apps/bench_compare.h): `run(saved)` times the
+// peer, which writes its output to `saved` (a temporary named after `tag` and `name`); that output
+// is then compared with the engine's `out`, max_abs_vs_engine (equal work). Without an export
+// (`from_export` false) the answer is the export's error.
+nlohmann::json peer_vs_engine(const nlohmann::json& exported, bool from_export, const std::string& tag,
+                              const std::string& name, const std::function<nlohmann::json(const std::string&)>& run,
+                              const std::vector<float>& out, int N, int S);
 // gpen::Error naming `what` when time_runs counted non-finite outputs.
 void check_finite(const nlohmann::json& j, const std::string& what);
 

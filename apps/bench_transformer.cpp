@@ -151,19 +151,13 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
     }
   }
   if (!a.onnx_peers.empty()) {
-    compare_onnx_peers(j, a.onnx_peers, [&](const std::string& name) -> nlohmann::json {
-      if (!have_ref) return {{"error", "no ONNX export: " + exported.value("error", std::string("?"))}};
-      const std::string saved = (fs::temp_directory_path() /
-                                 ("gpen_bench_" + a.arch + "_" + std::to_string(getpid()) + "_" + name + ".npy"))
-                                    .string();
-      nlohmann::json r = run_onnx_peer_transformer_bench(name, exported, pc, a.runs, a.warmup, saved, a.peers_python);
-      std::error_code ec;
-      if (r.contains("ms_per_face") && fs::exists(saved, ec)) {
-        // Equal work: the peer's output against the engine's, on the same input.
-        r["max_abs_vs_engine"] = nchw_vs_nhwc(npy::load(saved), out, N, S, saved).first;
-      }
-      fs::remove(saved, ec);
-      return r;
+    compare_onnx_peers(j, a.onnx_peers, [&](const std::string& name) {
+      return peer_vs_engine(
+          exported, have_ref, a.arch, name,
+          [&](const std::string& saved) {
+            return run_onnx_peer_transformer_bench(name, exported, pc, a.runs, a.warmup, saved, a.peers_python);
+          },
+          out, N, S);
     });
   }
   // Last: the per-node runs must not move the timed runs' figures or the peak RSS reported above.
