@@ -117,10 +117,7 @@ void run_aligned_facexlib(const RestoreArgs& a, FaceFlow flow) {
 // --memory-budget: the CPU backend in its low-memory mode (weights from the file's mapping, read
 // tile by tile, no Winograd), and where every planned byte goes.
 std::unique_ptr<Backend> low_memory_backend(const RestoreArgs& a) {
-  const DeviceKind k = parse_device(a.device);
-  GPEN_CHECK(k != DeviceKind::cuda, "--memory-budget plans the CPU's low-memory mode; on CUDA use --vram-budget");
-  GPEN_CHECK(a.arena_budget.empty() && a.bands == 0 && a.vram_budget.empty(),
-             "--memory-budget chooses the banding itself: leave out --arena-budget, --bands and --vram-budget");
+  check_low_memory(restore_config(a));  // restore_config refuses --vram-budget beside it
   return make_cpu_backend(low_memory_cpu_options());
 }
 

@@ -17,6 +17,13 @@ namespace gpen {
 
 std::string mask_kind(const RestoreConfig& c) { return c.mask.empty() ? (c.parser.empty() ? "rect" : "parse") : c.mask; }
 
+void check_low_memory(const RestoreConfig& c) {
+  GPEN_CHECK(c.memory_budget.has_value(), "the low-memory mode plans into a memory budget: give one (--memory-budget B)");
+  GPEN_CHECK(c.device != DeviceKind::cuda, "--memory-budget plans the CPU's low-memory mode; on CUDA use --vram-budget");
+  GPEN_CHECK(c.arena_budget == 0 && c.bands == 0,
+             "--memory-budget chooses the banding itself: leave out --arena-budget and --bands");
+}
+
 void check_config(const RestoreConfig& c) {
   GPEN_CHECK(!c.detector.empty(), "restore needs a detector (-d RETINAFACE.gpw), or --aligned for face crops");
   GPEN_CHECK(c.mask.empty() || c.mask == "rect" || c.mask == "parse",
@@ -28,10 +35,7 @@ void check_config(const RestoreConfig& c) {
   GPEN_CHECK(c.threads >= 0, "threads must be at least 1");
   GPEN_CHECK(c.bands >= 0, "bands must be at least 1");
   if (c.low_memory) {
-    GPEN_CHECK(c.memory_budget.has_value(), "the low-memory mode plans into a memory budget: give one (--memory-budget B)");
-    GPEN_CHECK(c.device != DeviceKind::cuda, "--memory-budget plans the CPU's low-memory mode; on CUDA use --vram-budget");
-    GPEN_CHECK(c.arena_budget == 0 && c.bands == 0,
-               "--memory-budget chooses the banding itself: leave out --arena-budget and --bands");
+    check_low_memory(c);
     GPEN_CHECK(mask_kind(c) == "rect",
                "--memory-budget pastes with the rectangle mask: ParseNet (81 MiB of weights, a 289 MiB arena at 512) "
                "is not planned into the low-memory mode; leave out --parse");

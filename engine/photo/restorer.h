@@ -93,6 +93,9 @@ struct RestoreCall {
 // Refuses a configuration that cannot work, before anything is opened (a missing detector, mask
 // parse without a parser, an alpha outside [0, 1], ...), with a message naming the option.
 void check_config(const RestoreConfig& c);
+// The low-memory mode's planning options (photos and aligned crops alike): a budget given, the
+// CPU, no banding asked for (the fit chooses it). check_config adds the photo flow's own.
+void check_low_memory(const RestoreConfig& c);
 // The same for the flow the model file runs: options of the other model kind refused, naming the
 // option and the kind (restorer_facexlib.cpp holds the rule table).
 void check_config(const RestoreConfig& c, FaceFlow flow);
