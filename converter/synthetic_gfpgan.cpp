@@ -5,16 +5,6 @@
 
 namespace gpen::conv {
 
-namespace {
-
-uint64_t fnv1a64(const std::string& s) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001B3ull;
-  return h;
-}
-
-}  // namespace
-
 void synthetic_gfpgan_values(const std::string& name, const std::vector<int64_t>& shape, uint32_t seed, float* out) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -46,20 +36,9 @@ void synthetic_gfpgan_values(const std::string& name, const std::vector<int64_t>
   }
 }
 
-SyntheticGfpganCheckpoint::SyntheticGfpganCheckpoint(const GfpganConfig& c, uint32_t seed) : seed_(seed) {
-  format_ = "synthetic";
-  name_ = "synthetic GFPGANv1Clean weights (seed " + std::to_string(seed) + ")";
-  for (const TensorSpec& s : gfpgan_layout(c)) {
-    SourceTensor t;
-    t.name = s.name;
-    t.shape = s.shape;
-    t.numel = 1;
-    for (int64_t d : s.shape) t.numel *= static_cast<uint64_t>(d);
-    t.nbytes = t.numel * 4;
-    tensors_.push_back(std::move(t));
-  }
-  index_tensors();
-}
+SyntheticGfpganCheckpoint::SyntheticGfpganCheckpoint(const GfpganConfig& c, uint32_t seed)
+    : SyntheticCheckpoint(gfpgan_layout(c), "synthetic GFPGANv1Clean weights (seed " + std::to_string(seed) + ")"),
+      seed_(seed) {}
 
 void SyntheticGfpganCheckpoint::read_raw(const SourceTensor& t, void* dst) const {
   synthetic_gfpgan_values(t.name, t.shape, seed_, static_cast<float*>(dst));

@@ -6,8 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "converter/checkpoint.h"
-#include "converter/layouts.h"
+#include "converter/synthetic_checkpoint.h"
 
 namespace gpen::conv {
 
@@ -17,7 +16,7 @@ namespace gpen::conv {
 // network: change both or neither.
 void synthetic_gfpgan_values(const std::string& name, const std::vector<int64_t>& shape, uint32_t seed, float* out);
 
-class SyntheticGfpganCheckpoint final : public Checkpoint {
+class SyntheticGfpganCheckpoint final : public SyntheticCheckpoint {
  public:
   SyntheticGfpganCheckpoint(const GfpganConfig& c, uint32_t seed);
   void read_raw(const SourceTensor& t, void* dst) const override;

@@ -6,9 +6,7 @@ namespace gpen::conv {
 
 void rule_weight_values(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed, float* out) {
   constexpr uint64_t G = 0x9E3779B97F4A7C15ull;
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char ch : name) h = (h ^ ch) * 0x100000001B3ull;
-  const uint64_t base = h ^ (seed * G);
+  const uint64_t base = fnv1a64(name) ^ (seed * G);
   int64_t n = 1, fan_in = 1;
   for (int64_t d : shape) n *= d;
   for (size_t d = 1; d < shape.size(); ++d) fan_in *= shape[d];
@@ -32,20 +30,7 @@ void rule_weight_values(const std::string& name, const std::vector<int64_t>& sha
 
 SyntheticRuleCheckpoint::SyntheticRuleCheckpoint(const std::vector<TensorSpec>& layout, uint64_t seed,
                                                  const std::string& what)
-    : seed_(seed) {
-  format_ = "synthetic";
-  name_ = "synthetic " + what + " weights (seed " + std::to_string(seed) + ")";
-  for (const TensorSpec& s : layout) {
-    SourceTensor t;
-    t.name = s.name;
-    t.shape = s.shape;
-    t.numel = 1;
-    for (int64_t d : s.shape) t.numel *= static_cast<uint64_t>(d);
-    t.nbytes = t.numel * 4;
-    tensors_.push_back(std::move(t));
-  }
-  index_tensors();
-}
+    : SyntheticCheckpoint(layout, "synthetic " + what + " weights (seed " + std::to_string(seed) + ")"), seed_(seed) {}
 
 void SyntheticRuleCheckpoint::read_raw(const SourceTensor& t, void* dst) const {
   rule_weight_values(t.name, t.shape, seed_, static_cast<float*>(dst));

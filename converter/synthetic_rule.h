@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "converter/checkpoint.h"
-#include "converter/layouts.h"
+#include "converter/synthetic_checkpoint.h"
 
 namespace gpen::conv {
 
@@ -17,7 +16,7 @@ namespace gpen::conv {
 // sqrt(3 / fan_in)), so the float product is exact and fused multiply-adds change nothing.
 void rule_weight_values(const std::string& name, const std::vector<int64_t>& shape, uint64_t seed, float* out);
 
-class SyntheticRuleCheckpoint final : public Checkpoint {
+class SyntheticRuleCheckpoint final : public SyntheticCheckpoint {
  public:
   // `layout`'s tensors, each by the rule of its name.
   SyntheticRuleCheckpoint(const std::vector<TensorSpec>& layout, uint64_t seed, const std::string& what);
