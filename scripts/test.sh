@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds (CUDA compiled in where nvcc exists), runs
-# the whole suite, then the same suite once more under AddressSanitizer + UBSan.
-# GPEN_SKIP_ASAN=1 skips the sanitizer pass (for quick local runs).
+# the whole suite, the aarch64 build's tests under qemu, then the suite once more under
+# AddressSanitizer + UBSan. GPEN_SKIP_ASAN=1 / GPEN_SKIP_AARCH64=1 skip those passes (for quick
+# local runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # OpenMP threads that spin long at every barrier lose badly when other processes (here: the
@@ -31,6 +32,18 @@ unset GPEN_CUDA_EMU_SEED
 # Registers, shared memory, spills and fit of every kernel on sm_80/sm_90 (needs nvcc).
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   PATH="$PATH:/usr/local/cuda/bin" python3 scripts/cuda_resources.py
+fi
+# The aarch64 build and its tests under qemu-aarch64 (ctest -L aarch64; docs/cpus.md): about 5
+# minutes on 2 cores with the compiler cache warm, the cross build's 232 objects more when cold.
+# Where the cross packages cannot be installed (exit 77 from --check), said and skipped.
+if [ "${GPEN_SKIP_AARCH64:-0}" != 1 ]; then
+  if scripts/cross_aarch64.sh --check; then
+    scripts/cross_aarch64.sh
+  else
+    rc=$?
+    [ "$rc" -eq 77 ] || exit "$rc"
+    echo "test: no aarch64 tests (this machine cannot install the cross packages)"
+  fi
 fi
 if [ "${GPEN_SKIP_ASAN:-0}" != 1 ]; then
   # The sanitizer build checks host code; CUDA device code is already built above.
