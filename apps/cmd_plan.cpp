@@ -26,7 +26,12 @@ Command reg(
           ->capture_default_str();
       sub.add_option("--memory-budget", g_args.sr_budget,
                      "Weights + arena + workspace, e.g. 2GiB: RealESRNet's --tile auto; GPEN: the CPU's low-memory "
-                     "mode planned into it (weights resident at most, the banded arena, the per-tile workspace)");
+                     "mode planned into it (weights resident at most, the banded arena, the per-tile workspace); "
+                     "with -d, a whole photo of --input-size as `gpen restore --memory-budget` plans it");
+      sub.add_option("-d,--detector", g_args.detector,
+                     "With -m and --memory-budget: the RetinaFace .gpw of the photo flow (a photo of --input-size "
+                     "planned in the low-memory mode)")
+          ->check(CLI::ExistingFile);
       sub.add_option("--sr-scale", g_args.sr_scale,
                      "With --pipeline: add RealESRNet at this scale on the --input-size photo (its tile from --tile)");
       sub.add_option("-m,--model", g_args.model, "Take the configuration from a converted model (.gpw)")

@@ -18,6 +18,7 @@ namespace gpen::report {
 struct PlanArgs {
   std::string arch = "gpen";
   std::string model;
+  std::string detector;  // -d: with -m and --memory-budget, a photo of --input-size in the low-memory mode
   int size = 512;
   int out_size = 0;  // FullGenerator_SR decoder resolution (0: = size)
   std::vector<int> sizes;
@@ -162,6 +163,9 @@ void run_parsenet_plan(const PlanArgs& a, const PlanDevice& dev);
 Planned plan_parsenet_for_pipeline(const PlanArgs& a, const PlanDevice& dev, double* flops);
 // GPEN in the CPU's low-memory mode within --memory-budget (reports/plan_low_memory.cpp).
 void run_gpen_memory_budget_plan(const PlanArgs& a);
+// The same with -d: the whole photo flow on a photo of --input-size, planned as `gpen restore
+// --memory-budget` plans it (reports/plan_low_memory_photo.cpp).
+void run_photo_memory_budget_plan(const PlanArgs& a);
 // GFPGANv1Clean plans (reports/plan_gfpgan.cpp): --size, --channel-multiplier, --narrow or -m, fp32.
 void run_gfpgan_plan(const PlanArgs& a, const PlanDevice& dev);
 // CodeFormer plans (reports/plan_codeformer.cpp): the released configuration or -m, 512, fp32.

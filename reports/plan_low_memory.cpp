@@ -13,6 +13,7 @@
 namespace gpen::report {
 
 void run_gpen_memory_budget_plan(const PlanArgs& a) {
+  if (!a.detector.empty()) return run_photo_memory_budget_plan(a);
   GPEN_CHECK(a.device == "cpu", "gpen plan --memory-budget plans the CPU's low-memory mode (--device cpu)");
   GPEN_CHECK(a.arena_budget.empty() && a.bands == 0,
              "--memory-budget chooses the banding itself: leave out --arena-budget and --bands");

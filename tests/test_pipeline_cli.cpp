@@ -319,6 +319,20 @@ TEST_CASE("gpen restore --memory-budget: photos in the low-memory mode, the acco
   CHECK(a["images_bytes"].get<size_t>() > 0);
   CHECK(r["memory"]["low_memory"] == a);
   CHECK(r["plan"]["low_memory"] == true);
+  // `gpen plan -d` plans the photo as the restore did, without running it: the same account.
+  {
+    const Image kids = read_image(photo);
+    const fs::path plan_log = s.root / "low_memory_plan.json";
+    REQUIRE(run(kGpen + " plan -m " + s.gpen_gpw.string() + " -d " + s.det_gpw.string() + " --input-size " +
+                    std::to_string(kids.width) + "x" + std::to_string(kids.height) + " --memory-budget 48MiB --json",
+                plan_log) == 0);
+    const nlohmann::json p = nlohmann::json::parse(read_file(plan_log));
+    CHECK(p["low_memory"] == a);
+    REQUIRE(run(kGpen + " plan -m " + s.gpen_gpw.string() + " -d " + s.det_gpw.string() + " --input-size " +
+                    std::to_string(kids.width) + "x" + std::to_string(kids.height) + " --memory-budget 2MiB",
+                plan_log) != 0);
+    CHECK_MESSAGE(read_file(plan_log).find("memory budget") != std::string::npos, read_file(plan_log));
+  }
   // The same photo in the default mode on one face per run differs only by the detector's and
   // GPEN's conv paths (Winograd there): the faces restored are the same ones.
   CHECK(r["images"][0]["faces_restored"].get<int>() > 0);

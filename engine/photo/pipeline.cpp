@@ -31,7 +31,7 @@ struct Layout {
   size_t scratch = 0, mask = 0, crops = 0, restored = 0, smoothed = 0, blended = 0, total = 0;
 };
 
-Layout layout(std::span<const ImageView> photos, bool host, size_t scratch_bytes, int size, int batch) {
+Layout layout(std::span<const PhotoSize> photos, bool host, size_t scratch_bytes, int size, int batch) {
   Layout L;
   size_t at = 0;
   auto slot = [&at](size_t bytes) {
@@ -40,7 +40,7 @@ Layout layout(std::span<const ImageView> photos, bool host, size_t scratch_bytes
     return o;
   };
   const size_t face = static_cast<size_t>(size) * static_cast<size_t>(size) * 3;
-  for (const ImageView& p : photos) {
+  for (const PhotoSize& p : photos) {
     L.photo.push_back(slot(host ? 0 : p.pixels() * 3));
     L.canvas_mask.push_back(slot(p.pixels() * sizeof(float)));
     L.canvas_faces.push_back(slot(p.pixels() * 3));
@@ -181,6 +181,36 @@ void FaceRestorer::run_gpen(const Steps& st, int n, const uint8_t* crops, uint8_
   st.ops->model_to_face(make_view(out_.data(), DType::f32, shape), restored);
 }
 
+FaceRestorer::CallBytes FaceRestorer::call_bytes(std::span<const PhotoSize> photos, bool backgrounds,
+                                                 const Steps& st) const {
+  CallBytes cb;
+  for (const PhotoSize& p : photos) {
+    int nw = 0, nh = 0;
+    detect_input_scale(p.width, p.height, opt_.detect.max_side, opt_.detect.target_side, &nw, &nh);
+    cb.scratch = std::max(cb.scratch, st.det_ops->detect_scratch_bytes(nh, nw));
+    if (int64_t{nw} * nh > int64_t{cb.det_w} * cb.det_h) cb.det_h = nh, cb.det_w = nw;
+    // The photo, its background, and the composite made of them.
+    cb.images += p.pixels() * 3 * (backgrounds ? 3 : 2);
+  }
+  // With a memory budget the batch is fixed (opt_.batch) and GPEN fitted before the first detection.
+  cb.batch = opt_.memory_budget ? opt_.batch : batch_;
+  const int S = gpen_.size();
+  // The buffer, and one batch of restored faces on their way to the caller.
+  cb.buffer = layout(photos, st.host, cb.scratch, S, cb.batch).total + static_cast<size_t>(S) * S * 3 * cb.batch;
+  cb.what = photos.size() == 1 ? "the " + std::to_string(photos[0].width) + "x" + std::to_string(photos[0].height) + " photo"
+                               : std::to_string(photos.size()) + " photos";
+  return cb;
+}
+
+const BudgetUse& FaceRestorer::plan_call(PhotoSize photo) {
+  GPEN_CHECK(opt_.memory_budget > 0, "planning a photo's account needs the low-memory mode (a memory budget)");
+  GPEN_CHECK(photo.width > 0 && photo.height > 0 && photo.width <= kMaxImageSide && photo.height <= kMaxImageSide,
+             "a photo of " + std::to_string(photo.width) + "x" + std::to_string(photo.height) + " pixels cannot be planned");
+  const CallBytes cb = call_bytes(std::span(&photo, 1), false, steps_for(false));
+  fit_call(cb.images, cb.buffer, 0, cb.det_h, cb.det_w, cb.what);
+  return budget_use_;
+}
+
 PhotoResult FaceRestorer::process(ImageView photo) { return std::move(process(std::span(&photo, 1)).front()); }
 
 PhotoResult FaceRestorer::process(ImageView photo, ImageView background) {
@@ -206,25 +236,15 @@ std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos
   Buffer& buf = *st.buf;
   const int S = gpen_.size();
   const size_t face = static_cast<size_t>(S) * S * 3;
-  size_t scratch = 0, images = 0;
-  int det_h = 0, det_w = 0;  // the largest detection input (by pixels)
-  for (size_t p = 0; p < photos.size(); ++p) {
-    int nw = 0, nh = 0;
-    detect_input_scale(photos[p].width, photos[p].height, opt_.detect.max_side, opt_.detect.target_side, &nw, &nh);
-    scratch = std::max(scratch, st.det_ops->detect_scratch_bytes(nh, nw));
-    if (int64_t{nw} * nh > int64_t{det_w} * det_h) det_h = nh, det_w = nw;
-    // The photo, its background, and the composite made of them.
-    images += photos[p].bgr.size() * (backgrounds.empty() ? 2 : 3);
-  }
-  // With a memory budget the batch is fixed (opt_.batch) and GPEN fitted before the first detection.
-  const int planned_batch = opt_.memory_budget ? opt_.batch : batch_;
-  Layout L = layout(photos, st.host, scratch, S, planned_batch);
-  const std::string what = photos.size() == 1 ? "the " + std::to_string(photos[0].width) + "x" +
-                                                    std::to_string(photos[0].height) + " photo"
-                                              : std::to_string(photos.size()) + " photos";
-  // The buffer, and one batch of restored faces on their way to the caller.
-  const size_t buffer_bytes = L.total + face * static_cast<size_t>(planned_batch);
-  fit_call(images, buffer_bytes, 0, det_h, det_w, what);
+  std::vector<PhotoSize> sizes;
+  for (const ImageView& p : photos) sizes.push_back({p.width, p.height});
+  const CallBytes cb = call_bytes(sizes, !backgrounds.empty(), st);
+  const size_t scratch = cb.scratch;
+  const int det_h = cb.det_h, det_w = cb.det_w;
+  Layout L = layout(sizes, st.host, scratch, S, cb.batch);
+  fit_call(cb.images, cb.buffer, 0, det_h, det_w, cb.what);
+  const size_t images = cb.images, buffer_bytes = cb.buffer;
+  const std::string& what = cb.what;
   auto base = [&buf] { return static_cast<uint8_t*>(buf.data); };
   auto pixels = [&](size_t p) -> const uint8_t* { return st.host ? photos[p].bgr.data() : base() + L.photo[p]; };
   auto upload_photos = [&] {
@@ -267,7 +287,7 @@ std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos
   const int planned = batch_;
   grow_batch(kept.size());
   if (batch_ != planned) {
-    L = layout(photos, st.host, scratch, S, batch_);
+    L = layout(sizes, st.host, scratch, S, batch_);
     if (buf.reserve(L.total)) upload_photos();
   }
   // The rectangle mask, unless every face brings its own (the parser's, computed on the host).

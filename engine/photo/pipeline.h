@@ -51,6 +51,12 @@ struct RestoreOptions {
   bool keep_faces = true;
 };
 
+// A photo's size, where only that matters (sizing a call before its pixels are at hand).
+struct PhotoSize {
+  int width = 0, height = 0;
+  size_t pixels() const { return static_cast<size_t>(width) * static_cast<size_t>(height); }
+};
+
 // Where the low-memory mode's bytes went in the last call (FaceRestorer::budget_use).
 struct BudgetUse {
   size_t budget = 0;
@@ -115,6 +121,10 @@ class FaceRestorer {
   int batch() const { return batch_; }
   // With RestoreOptions::memory_budget: the last call's account (budget 0 before any call).
   const BudgetUse& budget_use() const { return budget_use_; }
+  // With RestoreOptions::memory_budget: the account process() will give a photo of this size (GPEN
+  // fitted for it as process() fits it), without detecting or restoring; gpen::Error naming the
+  // figures when nothing fits.
+  const BudgetUse& plan_call(PhotoSize photo);
   // With RestoreOptions::memory_budget: GPEN fitted for a call holding `held` bytes beside it (the
   // detector's weights are added here), for restoring aligned crops outside process().
   void fit_budget(size_t held);
@@ -139,6 +149,14 @@ class FaceRestorer {
     bool gpen_in_memory = true, det_in_memory = true;
   };
   Steps steps_for(bool backgrounds);
+  // What a call holds beside the networks: its images, the steps' buffer and one batch of restored
+  // faces, and its largest detection input (det_h x det_w, with its scratch).
+  struct CallBytes {
+    size_t images = 0, buffer = 0, scratch = 0;
+    int det_h = 0, det_w = 0, batch = 0;
+    std::string what;  // "the WxH photo" or "N photos", for errors
+  };
+  CallBytes call_bytes(std::span<const PhotoSize> photos, bool backgrounds, const Steps& st) const;
   void run_gpen(const Steps& st, int n, const uint8_t* crops, uint8_t* restored);
   void plan_batch(int batch);   // prepares GPEN for `batch` faces and lends its arena to the detector
   void grow_batch(size_t faces);  // with grow_batch: plan_batch when a photo needs a larger batch

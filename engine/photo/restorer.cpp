@@ -248,6 +248,13 @@ nlohmann::json Restorer::memory_json() const {
           {"pipeline_buffer_bytes", faces_->device_buffer_bytes()}};
 }
 
+nlohmann::json Restorer::plan_photo(int width, int height) {
+  GPEN_CHECK(config_.low_memory, "a photo's account is planned in the low-memory mode (a memory budget)");
+  apply_threads();
+  faces_->plan_call({width, height});
+  return low_memory_json();
+}
+
 nlohmann::json Restorer::low_memory_json() const {
   if (!config_.low_memory) return nullptr;
   const BudgetUse& u = faces_->budget_use();

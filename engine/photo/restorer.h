@@ -191,6 +191,10 @@ class Restorer {
   // The photo steps with the rectangle mask (RestoreCall::rect_mask): faces() without a parser;
   // with one, steps of their own, made at open with plan_at_limit (gpen::Error without it).
   FaceRestorer& rect_faces();
+  // The low-memory mode (RestoreConfig::low_memory): the account a photo of this size will get
+  // (memory_json()'s `low_memory`), GPEN fitted for it; nothing detected or restored. gpen::Error
+  // naming the figures when the photo cannot fit, as restoring it would.
+  nlohmann::json plan_photo(int width, int height);
 
  private:
   Restorer() = default;
