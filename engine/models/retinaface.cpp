@@ -130,6 +130,7 @@ struct RetinaFaceDetector::Model {
 struct RetinaFaceDetector::Cached {
   int h = 0, w = 0;
   RetinaFaceGraph rg;
+  MemoryPlan plan;
   std::unique_ptr<Executor> ex;
 };
 
@@ -187,12 +188,12 @@ RetinaFaceDetector::Cached& RetinaFaceDetector::executor_for(int h, int w) {
       return *cache_.back();
     }
   if (cache_.size() >= kMaxCached) cache_.erase(cache_.begin());
-  auto c = std::make_unique<Cached>();
-  c->h = h;
-  c->w = w;
-  c->rg = build_retinaface_graph(backbone_, h, w);
+  // The graph and plan planned_memory just made for this size, else new ones.
+  std::unique_ptr<Cached> c = planned_graph_ && planned_graph_->h == h && planned_graph_->w == w
+                                  ? std::move(planned_graph_)
+                                  : graph_and_plan(h, w);
   auto& be = static_cast<SharedArenaBackend&>(*backend_);
-  MemoryPlan plan = plan_memory(c->rg.graph, planned_on(be));
+  const MemoryPlan& plan = c->plan;
   // Executors hold addresses in the shared blocks: when these move, the cached ones go.
   if (be.must_grow(plan.arena_bytes, plan.workspace_bytes)) cache_.clear();
   be.reserve(plan.arena_bytes, plan.workspace_bytes);
@@ -207,10 +208,21 @@ size_t RetinaFaceDetector::arena_bytes(int h, int w) const {
   return 0;
 }
 
+std::unique_ptr<RetinaFaceDetector::Cached> RetinaFaceDetector::graph_and_plan(int h, int w) const {
+  auto c = std::make_unique<Cached>();
+  c->h = h;
+  c->w = w;
+  c->rg = build_retinaface_graph(backbone_, h, w);
+  c->plan = plan_memory(c->rg.graph, planned_on(*backend_));
+  return c;
+}
+
 RetinaFaceDetector::Memory RetinaFaceDetector::planned_memory(int h, int w) {
   for (const auto& [hw, m] : planned_)
     if (hw == std::pair(h, w)) return m;
-  const MemoryPlan plan = plan_memory(build_retinaface_graph(backbone_, h, w).graph, planned_on(*backend_));
+  // Kept for executor_for: the detection that follows a size's check runs on this plan.
+  planned_graph_ = graph_and_plan(h, w);
+  const MemoryPlan& plan = planned_graph_->plan;
   if (planned_.size() >= kMaxCached) planned_.erase(planned_.begin());
   planned_.push_back({{h, w}, {plan.arena_bytes, plan.workspace_bytes}});
   return planned_.back().second;

@@ -108,6 +108,7 @@ class RetinaFaceDetector {
   struct Model;
   struct Cached;
   Cached& executor_for(int h, int w);
+  std::unique_ptr<Cached> graph_and_plan(int h, int w) const;  // no executor yet
 
   RetinaFaceBackbone backbone_ = RetinaFaceBackbone::mobilenet025;
   std::unique_ptr<Model> model_;
@@ -120,6 +121,9 @@ class RetinaFaceDetector {
   static constexpr size_t kMaxCached = 8;
   // planned_memory's answers per input size (the photos of a folder or a video share a few).
   std::vector<std::pair<std::pair<int, int>, Memory>> planned_;
+  // The graph and plan of planned_memory's last new size, until executor_for takes them: a size is
+  // built and planned once.
+  std::unique_ptr<Cached> planned_graph_;
 };
 
 }  // namespace gpen
