@@ -69,6 +69,44 @@ def read(path):
         return f.read()
 
 
+class Checks:
+    """check(cond, what): raises naming `what` when cond is false; counts the checks made."""
+
+    def __init__(self):
+        self.made = []
+
+    def __call__(self, cond, what):
+        self.made.append(what)
+        if not cond:
+            raise AssertionError(what)
+
+
+def check_face_model_answers(s, api, check, kind, photo, face, restored_photo, restored_face, report, refused):
+    """A service started on a GFPGAN, CodeFormer or RestoreFormer model: a photo and an aligned crop
+    answered with the bytes `gpen restore` (restored_photo) and `--aligned` (restored_face) wrote with
+    the service's options, the X-Faces-* headers as that restore's `report` entry, and each query of
+    `refused` (GPEN's options) a 400 naming the option and `kind`. Returns the call function, each
+    answer checked against docs/openapi.yaml."""
+    def call(method, target, body=None):
+        status, h, b = s.request(method, target, body=body)
+        api.check(method, target, status, h, b)
+        return status, h, b
+
+    st, h, b = call("POST", "/v1/restore?format=png", read(photo))
+    check(st == 200 and b == read(restored_photo), "a photo: the bytes of gpen restore's")
+    check(int(h["x-faces-found"]) == report["faces_found"], "X-Faces-Found as gpen restore's report")
+    check(int(h["x-faces-restored"]) == report["faces_restored"], "X-Faces-Restored as gpen restore's report")
+    st, h, b = call("POST", "/v1/restore?aligned=1", read(face))
+    check(st == 200 and b == read(restored_face), "aligned=1: the bytes of --aligned's")
+    for query in refused:
+        st, _, b = call("POST", "/v1/restore?" + query, read(face))
+        name = "sr" if "sr" in query else "mask"
+        msg = error_message(b)
+        check(st == 400 and msg.startswith(name + " is an option of GPEN models") and kind in msg,
+              f"{query}: 400 naming {name} and {kind} ({msg})")
+    return call
+
+
 class Server:
     """`gpen serve ARGS --port 0` on 127.0.0.1; waits until it listens (and, unless told not to,
     until /readyz says ready). Its stderr is collected in .log."""

@@ -16,15 +16,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from serve_harness import GPEN, SHARED, OpenApi, Server, error_message, models, need, read, run, scratch, skip  # noqa: E402
+from serve_harness import (GPEN, SHARED, Checks, OpenApi, Server, check_face_model_answers, models, need,  # noqa: E402
+                           read, run, scratch, skip)
 
-CHECKS = []
-
-
-def check(cond, what):
-    CHECKS.append(what)
-    if not cond:
-        raise AssertionError(what)
+check = Checks()
 
 
 def codeformer_checkpoint(path):
@@ -72,25 +67,9 @@ def main():
 
     s = Server(["-m", model, "-d", det, *opts])
     try:
-        def call(method, target, body=None):
-            status, h, b = s.request(method, target, body=body)
-            api.check(method, target, status, h, b)
-            return status, h, b
-
-        st, h, b = call("POST", "/v1/restore?format=png", read(photo))
-        check(st == 200 and b == read(os.path.join(work, "kids.png")), "a photo: the bytes of gpen restore's at w 0.7")
-        check(int(h["x-faces-found"]) == faces["faces_found"], "X-Faces-Found as gpen restore's report")
-        check(int(h["x-faces-restored"]) == faces["faces_restored"], "X-Faces-Restored as gpen restore's report")
-        st, h, b = call("POST", "/v1/restore?aligned=1", read(face))
-        check(st == 200 and b == read(os.path.join(work, "aligned.png")), "aligned=1: the bytes of --aligned's at w 0.7")
-
-        # GPEN's options: 400, naming the option and the model kind.
-        for query in ("mask=rect", "sr=1"):
-            st, _, b = call("POST", "/v1/restore?" + query, read(face))
-            name = "sr" if "sr" in query else "mask"
-            msg = error_message(b)
-            check(st == 400 and msg.startswith(name + " is an option of GPEN models") and "CodeFormer" in msg,
-                  f"{query}: 400 naming {name} ({msg})")
+        # The CLI's bytes at w 0.7 (the service's start-up w); GPEN's options refused naming CodeFormer.
+        call = check_face_model_answers(s, api, check, "CodeFormer", photo, face, os.path.join(work, "kids.png"),
+                                        os.path.join(work, "aligned.png"), faces, ("mask=rect", "sr=1"))
 
         st, _, b = call("GET", "/v1/plan")
         check(json.loads(b)["batch_limit"] == 1, "plan: one face per run")
@@ -99,7 +78,7 @@ def main():
         check(s.stop() == 0, "SIGTERM: exit 0")
     finally:
         s.__exit__()
-    print(f"test_serve_codeformer: {len(CHECKS)} checks passed")
+    print(f"test_serve_codeformer: {len(check.made)} checks passed")
 
 
 if __name__ == "__main__":

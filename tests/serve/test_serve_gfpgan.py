@@ -11,15 +11,10 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_harness import GPEN, SHARED, OpenApi, Server, error_message, models, need, read, run, scratch  # noqa: E402
+from serve_harness import (GPEN, SHARED, Checks, OpenApi, Server, check_face_model_answers, models, need,  # noqa: E402
+                           run, scratch)
 
-CHECKS = []
-
-
-def check(cond, what):
-    CHECKS.append(what)
-    if not cond:
-        raise AssertionError(what)
+check = Checks()
 
 
 def without_timing(j):
@@ -47,25 +42,10 @@ def main():
 
     s = Server(["-m", model, "-d", det])
     try:
-        def call(method, target, body=None):
-            status, h, b = s.request(method, target, body=body)
-            api.check(method, target, status, h, b)
-            return status, h, b
-
-        st, h, b = call("POST", "/v1/restore?format=png", read(photo))
-        check(st == 200 and b == read(os.path.join(work, "kids.png")), "a photo: the bytes of gpen restore's")
-        check(int(h["x-faces-found"]) == faces["faces_found"], "X-Faces-Found as gpen restore's report")
-        check(int(h["x-faces-restored"]) == faces["faces_restored"], "X-Faces-Restored as gpen restore's report")
-        st, h, b = call("POST", "/v1/restore?aligned=1", read(face))
-        check(st == 200 and b == read(os.path.join(work, "aligned.png")), "aligned=1: the bytes of --aligned's")
-
-        # GPEN's options: 400, naming the option and the model kind.
-        for query in ("mask=rect", "mask=parse", "sr=1", "aligned=1&sr=0"):
-            st, _, b = call("POST", "/v1/restore?" + query, read(face))
-            name = "sr" if "sr" in query else "mask"
-            msg = error_message(b)
-            check(st == 400 and msg.startswith(name + " is an option of GPEN models") and "GFPGAN" in msg,
-                  f"{query}: 400 naming {name} ({msg})")
+        # The CLI's bytes; GPEN's options refused naming GFPGAN.
+        call = check_face_model_answers(s, api, check, "GFPGAN", photo, face, os.path.join(work, "kids.png"),
+                                        os.path.join(work, "aligned.png"), faces,
+                                        ("mask=rect", "mask=parse", "sr=1", "aligned=1&sr=0"))
 
         # The plan: GFPGAN's network as `gpen plan --arch gfpgan -m` plans it, the detector at
         # 1500 x 1500 as `gpen plan --arch retinaface-mnet` does, nothing shared.
@@ -93,7 +73,7 @@ def main():
         check(s.stop() == 0, "SIGTERM: exit 0")
     finally:
         s.__exit__()
-    print(f"test_serve_gfpgan: {len(CHECKS)} checks passed")
+    print(f"test_serve_gfpgan: {len(check.made)} checks passed")
 
 
 if __name__ == "__main__":
