@@ -53,10 +53,20 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
         "gfpgan", [&gc](const std::string& path) { conv::convert(conv::SyntheticGfpganCheckpoint(gc, kSeed), path); });
     if (!a.save_weights.empty()) fs::copy_file(synthetic, a.save_weights, fs::copy_options::overwrite_existing);
   }
-  auto backend = make_cpu_backend();
+  std::unique_ptr<BenchDevice> device;
   std::unique_ptr<GfpganModel> net;
+  // On a device, --accuracy is against the CPU backend on the same weights and input, as GPEN's.
+  std::unique_ptr<Backend> cpu;
+  std::unique_ptr<GfpganModel> cpu_net;
   try {
-    net = std::make_unique<GfpganModel>(gpw, *backend);
+    device = std::make_unique<BenchDevice>(a.device);
+    // The ONNX peers and the official forward run on the CPU: against a device, the CPU backend.
+    GPEN_CHECK(!device->dev || (a.onnx_peers.empty() && a.pytorch_pth.empty()),
+               "--arch gfpgan on " + std::string(device->backend->name()) +
+                   ": --compare and --pytorch-checkpoint are CPU comparisons (--accuracy there is against the CPU "
+                   "backend); give --device cpu for them");
+    net = std::make_unique<GfpganModel>(gpw, *device->backend);
+    if (device->dev && a.accuracy) cpu_net = std::make_unique<GfpganModel>(gpw, *(cpu = make_cpu_backend()));
   } catch (...) {
     if (!synthetic.empty()) fs::remove(synthetic);
     throw;
@@ -82,13 +92,14 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
   pc.threads = cpu::num_threads();
   pc.timeout_s = a.peer_timeout;
   // The export first: its input is the one the engine and the peers run.
-  const nlohmann::json exported = reference ? run_gfpgan_export(pc) : nlohmann::json();
+  const nlohmann::json exported = reference && !device->dev ? run_gfpgan_export(pc) : nlohmann::json();
   const bool have_ref = exported.contains("onnx");
   const size_t face = static_cast<size_t>(S) * S * 3;
   const std::vector<float> in = bench_input(exported, have_ref, N, S);
   std::vector<float> out(face * N);
   nlohmann::json j = time_runs(a.runs, a.warmup, N, graph_flops(net->graph()), net->plan_for(N),
-                               [&] { net->run(in.data(), N, out.data()); }, out);
+                               [&] { net->run(in.data(), N, out.data()); }, out, device->backend->name());
+  device->add_json(j);
   j.update({{"arch", "gfpgan"},
             {"model", a.model.empty() ? "synthetic" : a.model},
             {"model_name", "GFPGANv1Clean " + std::to_string(S)},
@@ -96,8 +107,20 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
             {"channel_multiplier", c.channel_multiplier},
             {"narrow", c.narrow},
             {"num_style_feat", c.num_style_feat}});
-  if (reference) j["export"] = exported;
-  if (a.accuracy) {
+  if (reference && !device->dev) j["export"] = exported;
+  if (cpu_net) {
+    std::vector<float> expect(out.size());
+    cpu_net->run(in.data(), N, expect.data());
+    double mx = 0, sum = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const double d = std::fabs(double(out[i]) - expect[i]);
+      mx = std::isnan(d) ? INFINITY : std::max(mx, d);
+      sum += d;
+    }
+    j["accuracy_reference"] = "the CPU backend, fp32";
+    j["accuracy_max_abs"] = mx;
+    j["accuracy_mean_abs"] = sum / static_cast<double>(out.size());
+  } else if (a.accuracy) {
     if (have_ref) {
       const std::string path = exported["expect"].get<std::string>();
       const auto [mx, mean] = nchw_vs_nhwc(npy::load(path), out, N, S, path);
@@ -121,14 +144,16 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
   if (a.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("GFPGANv1Clean %d (channel multiplier %d, narrow %g, %s weights) on cpu (%d threads), batch %d, "
+    const std::string where = device->dev ? std::string(device->backend->name())
+                                          : "cpu (" + std::to_string(cpu::num_threads()) + " threads)";
+    std::printf("GFPGANv1Clean %d (channel multiplier %d, narrow %g, %s weights) on %s, batch %d, "
                 "%.1f GFLOP per face, %d runs after %d warm-up\n",
-                S, c.channel_multiplier, c.narrow, a.model.empty() ? "synthetic" : "converted", cpu::num_threads(), N,
+                S, c.channel_multiplier, c.narrow, a.model.empty() ? "synthetic" : "converted", where.c_str(), N,
                 j["gflop_per_face"].get<double>(), a.runs, a.warmup);
     print_timing(j);
     if (j.contains("accuracy_max_abs"))
-      std::printf("  accuracy        vs the official PyTorch forward (same weights, same input): max abs %.3g, "
-                  "mean abs %.3g\n",
+      std::printf("  accuracy        vs %s (same weights, same input): max abs %.3g, mean abs %.3g\n",
+                  device->dev ? "the CPU backend in fp32" : "the official PyTorch forward",
                   j["accuracy_max_abs"].get<double>(), j["accuracy_mean_abs"].get<double>());
     if (j.contains("accuracy_error"))
       std::printf("  accuracy        not measured: %s\n", j["accuracy_error"].get<std::string>().c_str());

@@ -80,7 +80,6 @@ void run_bench(BenchArgs a) {
   }
   if (a.arch == "gfpgan") {
     GPEN_CHECK(!a.compare_pytorch, "--arch gfpgan: the official PyTorch forward is --accuracy (its time is not taken)");
-    GPEN_CHECK(a.device == "auto" || a.device == "cpu", "--arch gfpgan is timed on the CPU only");
     GPEN_CHECK(!a.profile, "--profile is for GPEN, ParseNet, RetinaFace, CodeFormer and RestoreFormer++");
     GfpganBenchArgs g;
     g.model = a.model;
@@ -97,6 +96,7 @@ void run_bench(BenchArgs a) {
     g.peers_python = peers_py;
     g.peer_timeout = a.pytorch_timeout;
     g.save_weights = a.save_weights;
+    g.device = a.device;
     run_gfpgan_bench(g);
     return;
   }

@@ -103,8 +103,26 @@ std::vector<float> bench_input(const nlohmann::json& exported, bool from_export,
   return in;
 }
 
+BenchDevice::BenchDevice(const std::string& device) {
+  DeviceOptions o;
+  o.kind = parse_device(device);
+  backend = make_backend(o);
+  dev = dynamic_cast<DeviceBackend*>(backend.get());
+  if (dev) before = dev->memory_info();
+}
+
+void BenchDevice::add_json(nlohmann::json& j) const {
+  if (!dev) return;
+  const DeviceBackend::MemoryInfo now = dev->memory_info();
+  j["device_name"] = dev->device_name();
+  j["device_free_before_bytes"] = before.free;
+  j["device_free_after_bytes"] = now.free;
+  j["device_used_bytes"] = before.free > now.free ? before.free - now.free : 0;
+  j["device_total_bytes"] = now.total;
+}
+
 nlohmann::json time_runs(int runs, int warmup, int N, double flops, const MemoryPlan& plan,
-                         const std::function<void()>& run, const std::vector<float>& out) {
+                         const std::function<void()>& run, const std::vector<float>& out, const std::string& device) {
   std::vector<double> ms;
   for (int i = 0; i < warmup + runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
@@ -115,7 +133,7 @@ nlohmann::json time_runs(int runs, int warmup, int N, double flops, const Memory
   const double median = ms[ms.size() / 2];
   const size_t nonfinite = static_cast<size_t>(std::count_if(out.begin(), out.end(), [](float v) { return !std::isfinite(v); }));
   return {{"batch", N},
-          {"device", "cpu"},
+          {"device", device},
           {"threads", cpu::num_threads()},
           {"runs", runs},
           {"warmup", warmup},
@@ -140,6 +158,9 @@ void print_timing(const nlohmann::json& j) {
   std::printf("  weights %s, arena %s, workspace %s, peak RSS %.0f MiB\n",
               human_bytes(j["weights_bytes"].get<double>()).c_str(), human_bytes(j["arena_bytes"].get<double>()).c_str(),
               human_bytes(j["workspace_bytes"].get<double>()).c_str(), j["peak_rss_mib"].get<double>());
+  if (j.contains("device_name"))
+    std::printf("  device          %s; cudaMemGetInfo: %s used\n", j["device_name"].get<std::string>().c_str(),
+                human_bytes(j["device_used_bytes"].get<double>()).c_str());
 }
 
 nlohmann::json peer_vs_engine(const nlohmann::json& exported, bool from_export, const std::string& tag,

@@ -124,7 +124,7 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   std::vector<float> out(face * N);
   std::vector<int32_t> codes(static_cast<size_t>(N) * kTokens);
   nlohmann::json j = time_runs(a.runs, a.warmup, N, graph_flops(*net.graph), *net.plan,
-                               [&] { net.run(in.data(), out.data(), codes.data()); }, out);
+                               [&] { net.run(in.data(), out.data(), codes.data()); }, out, "cpu");
   j.update({{"arch", a.arch}, {"model", a.model.empty() ? "synthetic" : a.model}, {"model_name", net.name}, {"size", S}});
   if (codeformer) j["fidelity_w"] = a.w;
   if (reference) j["export"] = exported;

@@ -17,7 +17,7 @@ Command reg(
       sub.add_option("--arch", g_args.arch,
                      "gpen (synthetic weights unless -m), retinaface: time detect() on --image with -d, "
                      "realesrnet: RRDBNet on a --size square input (synthetic weights, --scale), or parsenet: "
-                     "ParseNet (-m PARSENET.gpw) on a --size x --size input, CPU, or gfpgan: GFPGANv1Clean per face on the CPU "
+                     "ParseNet (-m PARSENET.gpw) on a --size x --size input, CPU, or gfpgan: GFPGANv1Clean per face (CPU or CUDA, fp32) "
                      "(synthetic weights of --size, --channel-multiplier, --narrow unless -m), codeformer: CodeFormer at --fidelity, or "
                      "restoreformer: RestoreFormer++ (both 512, the CPU, synthetic weights of the released configuration "
                      "unless -m)")
@@ -95,7 +95,8 @@ Command reg(
                    "Also run the same weights on the same input on the CPU backend in fp32 and report max abs and "
                    "max relative difference of the raw output and the PSNR of the 8-bit faces (--arch gfpgan, codeformer, "
                    "restoreformer: against the official PyTorch network on the same weights and input, max and mean "
-                   "abs; the last two also count the codes picked apart from the official ones)");
+                   "abs, the last two also counting the codes picked apart from the official ones; gfpgan on CUDA: "
+                   "against the CPU backend, max and mean abs)");
       sub.add_flag("--profile", g_args.profile,
                    "Also time every node alone (CUDA: events, no graph; median of max(3, --runs) runs) and print "
                    "(GPEN, ParseNet, CodeFormer, RestoreFormer++, RetinaFace: also by part of the detector) "
