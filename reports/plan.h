@@ -3,6 +3,7 @@
 // reports themselves in reports/plan_*.cpp): the options, the plan of one graph
 // with the asked-for transforms, the figures every report shares (reports/plan_report.cpp), the GPEN
 // planner (reports/plan_gpen.cpp) and the RetinaFace and pipeline plans (reports/plan_detector.cpp).
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -104,6 +105,11 @@ void print_strategy(const MemoryPlan& q);
 // text starts with `title`.
 void report_single_plan(const PlanArgs& a, const PlanDevice& dev, Graph& g, const nlohmann::json& fields,
                         const std::string& title);
+// --batches for such a model: `graph(batch)` planned per batch (with the asked-for transforms),
+// one row each (weights, arena, lower bound, workspace, total); JSON: `fields` and "batches", an
+// array of plan_json's objects with their batch.
+void report_batch_sweep(const PlanArgs& a, const PlanDevice& dev, const std::function<Graph(int)>& graph,
+                        const nlohmann::json& fields, const std::string& title);
 
 struct Row {
   std::string model;

@@ -17,8 +17,19 @@ void run_codeformer_plan(const PlanArgs& a, const PlanDevice& dev) {
              "CodeFormer's input is 512 x 512 (--size " + std::to_string(a.size) + ")");
   CodeformerNetConfig c;
   if (!a.model.empty()) c = codeformer_config_from_gpw(GpwFile::open(a.model));
-  c.batch = a.batch;
   c.w = 0.5f;
+  if (!a.batches.empty()) {
+    return report_batch_sweep(
+        a, dev,
+        [c](int b) mutable {
+          c.batch = b;
+          return build_codeformer_graph(c).graph;
+        },
+        {{"arch", "codeformer"}, {"size", CodeformerNetConfig::kSize}, {"precision", "fp32"}, {"w", c.w}},
+        "CodeFormer 512 (dim_embd " + std::to_string(c.dim_embd) + ", " + std::to_string(c.n_layers) +
+            " layers), w 0.5, fp32");
+  }
+  c.batch = a.batch;
   CodeformerGraph cg = build_codeformer_graph(c);
   const double flops = graph_flops(cg.graph);
   char title[160];

@@ -21,6 +21,16 @@ void run_gfpgan_plan(const PlanArgs& a, const PlanDevice& dev) {
     c.channel_multiplier = a.channel_multiplier;
     c.narrow = a.narrow;
   }
+  if (!a.batches.empty()) {
+    return report_batch_sweep(
+        a, dev,
+        [c](int b) mutable {
+          c.batch = b;
+          return build_gfpgan_graph(c).graph;
+        },
+        {{"arch", "gfpgan"}, {"size", c.out_size}, {"precision", "fp32"}},
+        "GFPGANv1Clean " + std::to_string(c.out_size) + ", fp32");
+  }
   c.batch = a.batch;
   GfpganGraph gg = build_gfpgan_graph(c);
   const double flops = graph_flops(gg.graph);

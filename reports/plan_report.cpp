@@ -164,6 +164,35 @@ void report_single_plan(const PlanArgs& a, const PlanDevice& dev, Graph& g, cons
   for (const MemoryPlan& q : strategies) print_strategy(q);
 }
 
+void report_batch_sweep(const PlanArgs& a, const PlanDevice& dev, const std::function<Graph(int)>& graph,
+                        const nlohmann::json& fields, const std::string& title) {
+  GPEN_CHECK(a.strategy != "all", "--batches with --strategy all: give one of them");
+  nlohmann::json rows = nlohmann::json::array();
+  if (!a.json) {
+    std::printf("%s, %s workspace\n", title.c_str(), dev.name.c_str());
+    std::printf("  %5s  %12s  %12s  %12s  %12s  %12s\n", "batch", "weights", "arena", "lower bound", "workspace",
+                "total");
+  }
+  for (int b : a.batches) {
+    GPEN_CHECK(b >= 1, "--batches: " + std::to_string(b) + " is not a batch size");
+    Graph g = graph(b);
+    const Planned pd = plan_with_transforms(g, dev.ws, plan_options(a, a.strategy));
+    const MemoryPlan& p = pd.plan;
+    nlohmann::json r = plan_json(p);
+    r["batch"] = b;
+    rows.push_back(r);
+    auto mib = [](size_t v) { return human_bytes(static_cast<double>(v)); };
+    if (!a.json)
+      std::printf("  %5d  %12s  %12s  %12s  %12s  %12s\n", b, mib(p.weights_bytes).c_str(), mib(p.arena_bytes).c_str(),
+                  mib(p.lower_bound_bytes).c_str(), mib(p.workspace_bytes).c_str(), mib(p.total_bytes()).c_str());
+  }
+  if (a.json) {
+    nlohmann::json j = fields;
+    j.update({{"device", dev.name}, {"batches", rows}});
+    emit_json(a, j);
+  }
+}
+
 nlohmann::json plan_report(PlanArgs a) {
   nlohmann::json j;
   a.json = true;

@@ -16,10 +16,21 @@ void run_restoreformer_plan(const PlanArgs& a, const PlanDevice& dev) {
              "RestoreFormer's input is 512 x 512 (--size " + std::to_string(a.size) + ")");
   RestoreformerNetConfig c;
   if (!a.model.empty()) c = restoreformer_config_from_gpw(GpwFile::open(a.model));
+  const char* name = c.ex_multi_scale_num == 1 ? "RestoreFormer++" : "RestoreFormer";
+  if (!a.batches.empty()) {
+    return report_batch_sweep(
+        a, dev,
+        [c](int b) mutable {
+          c.batch = b;
+          return build_restoreformer_graph(c).graph;
+        },
+        {{"arch", "restoreformer"}, {"model", std::string(name) + " 512"}, {"size", RestoreformerNetConfig::kSize},
+         {"precision", "fp32"}},
+        std::string(name) + " 512 (ch " + std::to_string(c.ch) + ", " + std::to_string(c.head_size) + " heads), fp32");
+  }
   c.batch = a.batch;
   RestoreformerGraph rg = build_restoreformer_graph(c);
   const double flops = graph_flops(rg.graph);
-  const char* name = c.ex_multi_scale_num == 1 ? "RestoreFormer++" : "RestoreFormer";
   char title[160];
   std::snprintf(title, sizeof title, "%s 512 (ch %d, %d heads), batch %d, fp32 (%.1f GFLOP per run)", name, c.ch,
                 c.head_size, c.batch, flops / 1e9);

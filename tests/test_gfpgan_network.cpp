@@ -87,4 +87,12 @@ TEST_CASE("gpen plan --arch gfpgan reports the plan of a size and of a converted
   const auto k = nlohmann::json::parse(out);
   CHECK(k["size"] == 32);
   CHECK(k["arena_bytes"].get<size_t>() > 0);
+  // --batches: one plan per batch, each the one --batch gives; the weights shared, the arena grows.
+  REQUIRE(gpen_test::run(gpen + " plan --arch gfpgan --size 64 --batches 1,2 --json", &out) == 0);
+  const auto s = nlohmann::json::parse(out);
+  REQUIRE(s["batches"].size() == 2);
+  CHECK(s["batches"][1]["batch"] == 2);
+  CHECK(s["batches"][1]["arena_bytes"] == j["arena_bytes"]);
+  CHECK(s["batches"][1]["weights_bytes"] == s["batches"][0]["weights_bytes"]);
+  CHECK(s["batches"][1]["arena_bytes"].get<size_t>() > s["batches"][0]["arena_bytes"].get<size_t>());
 }
