@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "apps/bench_detector_profile.h"
+#include "apps/bench_device.h"
 #include "engine/core/bytes.h"
 #include "apps/peer.h"
 #include "engine/core/rss.h"
@@ -76,14 +77,7 @@ void run_detector_bench(const DetectorBenchArgs& a) {
                       {"max_ms", ms.back()},
                       {"arena_bytes", det.arena_capacity()},
                       {"peak_rss_mib", peak_rss_mib()}};
-  if (dev) {
-    const DeviceBackend::MemoryInfo mem_after = dev->memory_info();
-    j["device_name"] = dev->device_name();
-    j["device_free_before_bytes"] = mem_before.free;
-    j["device_free_after_bytes"] = mem_after.free;
-    j["device_used_bytes"] = mem_before.free > mem_after.free ? mem_before.free - mem_after.free : 0;
-    j["device_total_bytes"] = mem_after.total;
-  }
+  if (dev) add_device_memory(j, *dev, mem_before, dev->memory_info());
   if (a.profile) j["profile"] = detector_profile(det, img, a.runs, dev == nullptr);  // after the timed runs
   if (a.compare_pytorch) {
     // The network where the engine's runs (PyTorch has it on the GPU too, pre- and post-processing on the host).

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "apps/bench_compare.h"
+#include "apps/bench_device.h"
 #include "apps/bench_synthetic.h"
 #include "apps/peer.h"
 #include "converter/checkpoint.h"

@@ -21,6 +21,7 @@
 
 #include "apps/bench_args.h"
 #include "apps/bench_compare.h"
+#include "apps/bench_device.h"
 #include "apps/bench_detector.h"
 #include "apps/bench_gfpgan.h"
 #include "apps/bench_parsenet.h"
@@ -245,17 +246,13 @@ void run_bench(BenchArgs a) {
     // Device time: the launches of one run, from cudaEvents on the stream (no copies, no host
     // conversion); the host figures above include both.
     const double dmed = dev_ms[dev_ms.size() / 2];
-    j["device_name"] = dev->device_name();
     j["cuda_graphs"] = m->uses_graph();
     j["device_median_ms"] = dmed;
     j["device_min_ms"] = dev_ms.front();
     j["device_ms_per_face"] = dmed / a.batch;
     j["device_weights_bytes"] = m->device_weights_bytes();
     j["device_planned_bytes"] = m->device_weights_bytes() + p.arena_bytes + p.workspace_bytes;
-    j["device_free_before_bytes"] = mem_before.free;
-    j["device_free_after_bytes"] = mem_after.free;
-    j["device_used_bytes"] = mem_before.free > mem_after.free ? mem_before.free - mem_after.free : 0;
-    j["device_total_bytes"] = mem_after.total;
+    add_device_memory(j, *dev, mem_before, mem_after);
   }
   if (a.profile) {
     // After the timed runs, so they are not disturbed; each node waits for the one before.

@@ -103,24 +103,6 @@ std::vector<float> bench_input(const nlohmann::json& exported, bool from_export,
   return in;
 }
 
-BenchDevice::BenchDevice(const std::string& device) {
-  DeviceOptions o;
-  o.kind = parse_device(device);
-  backend = make_backend(o);
-  dev = dynamic_cast<DeviceBackend*>(backend.get());
-  if (dev) before = dev->memory_info();
-}
-
-void BenchDevice::add_json(nlohmann::json& j) const {
-  if (!dev) return;
-  const DeviceBackend::MemoryInfo now = dev->memory_info();
-  j["device_name"] = dev->device_name();
-  j["device_free_before_bytes"] = before.free;
-  j["device_free_after_bytes"] = now.free;
-  j["device_used_bytes"] = before.free > now.free ? before.free - now.free : 0;
-  j["device_total_bytes"] = now.total;
-}
-
 nlohmann::json time_runs(int runs, int warmup, int N, double flops, const MemoryPlan& plan,
                          const std::function<void()>& run, const std::vector<float>& out, const std::string& device) {
   std::vector<double> ms;

@@ -10,8 +10,6 @@
 
 #include "engine/photo/npy.h"
 #include "engine/plan/memory_plan.h"
-#include "engine/runtime/backend.h"
-#include "engine/runtime/device.h"
 
 namespace gpen::cli {
 
@@ -29,17 +27,6 @@ std::vector<float> nchw_to_nhwc(const npy::Array& a, int N, int S, const std::st
 // The bench's input: the export's (`exported["input"]`, when `from_export`), else uniform in
 // [-1, 1) from seed 1; [N, S, S, 3].
 std::vector<float> bench_input(const nlohmann::json& exported, bool from_export, int N, int S);
-// The backend a bench runs the network on (--device cpu, cuda or auto), and the device's free
-// memory before the model is opened, for the figures of device_json.
-struct BenchDevice {
-  std::unique_ptr<Backend> backend;
-  DeviceBackend* dev = nullptr;  // the backend as a device (null on the CPU)
-  DeviceBackend::MemoryInfo before;
-  explicit BenchDevice(const std::string& device);
-  // On a device: its name, free memory before and now, and the difference (what the model and
-  // its arena took); nothing on the CPU.
-  void add_json(nlohmann::json& j) const;
-};
 // `warmup` untimed then `runs` timed calls of `run` (N faces each, into `out`; host wall time, the
 // copies to and from a device included): the figures every official network's bench reports
 // (median, min, max, spread, per face, GFLOP, the plan's bytes, peak RSS, the output's non-finite
