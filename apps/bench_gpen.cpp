@@ -103,7 +103,6 @@ void run_bench(BenchArgs a) {
   }
   if (a.arch == "codeformer" || a.arch == "restoreformer") {
     GPEN_CHECK(!a.compare_pytorch, "--arch " + a.arch + ": the official PyTorch forward is --accuracy (its time is not taken)");
-    GPEN_CHECK(a.device == "auto" || a.device == "cpu", "--arch " + a.arch + " is timed on the CPU only");
     GPEN_CHECK(a.size == 512, "--arch " + a.arch + ": the input is 512 x 512 (--size " + std::to_string(a.size) + ")");
     GPEN_CHECK(a.arch == "codeformer" || a.fidelity == 0.5, "--fidelity is CodeFormer's (--arch codeformer)");
     TransformerBenchArgs t;
@@ -120,6 +119,7 @@ void run_bench(BenchArgs a) {
     t.onnx_peers = onnx_list;
     t.peers_python = peers_py;
     t.peer_timeout = a.pytorch_timeout;
+    t.device = a.device;
     run_transformer_bench(t);
     return;
   }

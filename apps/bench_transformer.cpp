@@ -14,6 +14,7 @@
 #include <random>
 
 #include "apps/bench_compare.h"
+#include "apps/bench_device.h"
 #include "apps/bench_profile.h"
 #include "apps/bench_synthetic.h"
 #include "apps/peer.h"
@@ -79,20 +80,41 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   pc.batch = N;
   pc.threads = cpu::num_threads();
   pc.timeout_s = a.peer_timeout;
+  const BenchDevice device(a.device);
+  // The ONNX peers and the official forward run on the CPU: against a device, the CPU backend.
+  GPEN_CHECK(!device.dev || (a.onnx_peers.empty() && a.pytorch_pth.empty()),
+             "--arch " + a.arch + " on " + device.backend->name() +
+                 ": --compare and --pytorch-checkpoint are CPU comparisons (--accuracy there is against the CPU "
+                 "backend); give --device cpu for them");
   // The export first: its input is the one the engine and the peers run.
-  const nlohmann::json exported = reference ? run_transformer_export(pc) : nlohmann::json();
+  const nlohmann::json exported = reference && !device.dev ? run_transformer_export(pc) : nlohmann::json();
   const bool have_ref = exported.contains("onnx");
 
   std::string gpw = a.model, synthetic;
   if (gpw.empty()) gpw = synthetic = write_synthetic(a.arch);
-  auto backend = make_cpu_backend();
+  Backend& backend = *device.backend;
   std::unique_ptr<CodeformerModel> cf;
   std::unique_ptr<RestoreformerModel> rf;
+  // On a device, --accuracy is against the same network on the CPU backend (same weights, input).
+  std::unique_ptr<Backend> cpu;
+  std::function<void(const float*, float*, int32_t*)> cpu_run;
   try {
     if (codeformer)
-      cf = std::make_unique<CodeformerModel>(gpw, *backend);
+      cf = std::make_unique<CodeformerModel>(gpw, backend);
     else
-      rf = std::make_unique<RestoreformerModel>(gpw, *backend);
+      rf = std::make_unique<RestoreformerModel>(gpw, backend);
+    if (device.dev && a.accuracy) {
+      cpu = make_cpu_backend();
+      const float w = static_cast<float>(a.w);
+      if (codeformer)
+        cpu_run = [m = std::make_shared<CodeformerModel>(gpw, *cpu), N, w](const float* in, float* out, int32_t* idx) {
+          m->run(in, N, w, out, idx);
+        };
+      else
+        cpu_run = [m = std::make_shared<RestoreformerModel>(gpw, *cpu), N](const float* in, float* out, int32_t* idx) {
+          m->run(in, N, out, idx);
+        };
+    }
   } catch (...) {
     if (!synthetic.empty()) fs::remove(synthetic);
     throw;
@@ -124,11 +146,29 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   std::vector<float> out(face * N);
   std::vector<int32_t> codes(static_cast<size_t>(N) * kTokens);
   nlohmann::json j = time_runs(a.runs, a.warmup, N, graph_flops(*net.graph), *net.plan,
-                               [&] { net.run(in.data(), out.data(), codes.data()); }, out, "cpu");
+                               [&] { net.run(in.data(), out.data(), codes.data()); }, out, backend.name());
+  device.add_json(j);
   j.update({{"arch", a.arch}, {"model", a.model.empty() ? "synthetic" : a.model}, {"model_name", net.name}, {"size", S}});
   if (codeformer) j["fidelity_w"] = a.w;
-  if (reference) j["export"] = exported;
-  if (a.accuracy) {
+  if (reference && !device.dev) j["export"] = exported;
+  if (cpu_run) {
+    std::vector<float> expect(out.size());
+    std::vector<int32_t> expect_codes(codes.size());
+    cpu_run(in.data(), expect.data(), expect_codes.data());
+    double mx = 0, sum = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const double d = std::fabs(double(out[i]) - expect[i]);
+      mx = std::isnan(d) ? INFINITY : std::max(mx, d);
+      sum += d;
+    }
+    size_t differ = 0;
+    for (size_t i = 0; i < codes.size(); ++i) differ += codes[i] != expect_codes[i];
+    j["accuracy_reference"] = "the CPU backend, fp32";
+    j["accuracy_max_abs"] = mx;
+    j["accuracy_mean_abs"] = sum / static_cast<double>(out.size());
+    j["accuracy_codes_differing"] = differ;
+    j["accuracy_codes"] = codes.size();
+  } else if (a.accuracy) {
     if (have_ref) {
       const std::string path = exported["expect"].get<std::string>();
       const auto [mx, mean] = nchw_vs_nhwc(npy::load(path), out, N, S, path);
@@ -165,18 +205,20 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
     std::vector<std::vector<double>> runs;
     for (int i = 0; i < std::max(3, a.runs); ++i) runs.push_back(net.run_profiled(in.data()));
     j["profile"] = profile_summary(*net.graph, runs);
-    add_cpu_peak(j["profile"], *net.graph, cpu::num_threads());
+    if (!device.dev) add_cpu_peak(j["profile"], *net.graph, cpu::num_threads());
   }
   if (a.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("%s, %s weights, on cpu (%d threads), batch %d, %.1f GFLOP per face, %d runs after %d warm-up\n",
-                net.name.c_str(), a.model.empty() ? "synthetic" : "converted", cpu::num_threads(), N,
-                j["gflop_per_face"].get<double>(), a.runs, a.warmup);
+    const std::string where =
+        device.dev ? std::string(backend.name()) : "cpu (" + std::to_string(cpu::num_threads()) + " threads)";
+    std::printf("%s, %s weights, on %s, batch %d, %.1f GFLOP per face, %d runs after %d warm-up\n", net.name.c_str(),
+                a.model.empty() ? "synthetic" : "converted", where.c_str(), N, j["gflop_per_face"].get<double>(),
+                a.runs, a.warmup);
     print_timing(j);
     if (j.contains("accuracy_max_abs")) {
-      std::printf("  accuracy        vs the official PyTorch forward (same weights, same input): max abs %.3g, "
-                  "mean abs %.3g",
+      std::printf("  accuracy        vs %s (same weights, same input): max abs %.3g, mean abs %.3g",
+                  device.dev ? "the CPU backend in fp32" : "the official PyTorch forward",
                   j["accuracy_max_abs"].get<double>(), j["accuracy_mean_abs"].get<double>());
       if (j.contains("accuracy_codes_differing"))
         std::printf("; %zu of %zu codes differ", j["accuracy_codes_differing"].get<size_t>(),

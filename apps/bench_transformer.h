@@ -1,6 +1,6 @@
 #pragma once
 // `gpen bench --arch codeformer|restoreformer`: time CodeFormer (at fidelity w) or RestoreFormer++
-// per face on the CPU, a converted .gpw or synthetic weights of the released configuration, with
+// per face on the CPU or CUDA, a converted .gpw or synthetic weights of the released configuration, with
 // the plan's memory figures; against ONNX Runtime and OpenVINO on the ONNX export of the official
 // network with the same weights and input (--compare), and against the official PyTorch forward
 // (--accuracy: the output and the codes picked).
@@ -19,6 +19,7 @@ struct TransformerBenchArgs {
   std::vector<std::string> onnx_peers;  // onnxruntime, openvino
   std::string peers_python;
   int peer_timeout = 0;  // seconds per export / peer run; 0: none
+  std::string device = "cpu";  // cpu, cuda or auto; on a device, --accuracy is against the CPU backend
 };
 
 void run_transformer_bench(const TransformerBenchArgs& a);
