@@ -14,7 +14,8 @@
 #      families' speeds side by side;
 #   2. PyTorch (tests/reference/gpen_reference.py) on the same GPU: GPEN-512 eager fp16 and fp32,
 #      speed and memory ratios; 3. RetinaFace mobilenet0.25 on a 1024x768 photo on CUDA, against
-#      PyTorch on CUDA; 3b. GFPGAN-512 on CUDA in fp32 against the CPU backend; 4. the whole pipeline on that photo (synthetic GPEN-BFR-256), CUDA and CPU;
+#      PyTorch on CUDA; 3b. GFPGAN-512 and 3c. CodeFormer and RestoreFormer++ on CUDA in fp32
+#      against the CPU backend; 4. the whole pipeline on that photo (synthetic GPEN-BFR-256), CUDA and CPU;
 #   5. PyTorch at 256 and 1024, batch 8 timings, 512 without CUDA graphs; 6. the test_cuda_*
 #      tests on the GPU (the bundle's test_cuda_all, before step 1; else built here); 7. torch.compile at 512;
 #      8. compute-sanitizer on the CUDA tests; 9. the Google benchmarks; 10. the CPU tests (not
@@ -334,6 +335,14 @@ if can "3b. GFPGAN" 40; then
   [ -s "$RES/gfpgan_cuda_512.json" ] &&
     log "    $(field "$RES/gfpgan_cuda_512.json" device ms_per_face device_used_bytes accuracy_max_abs)"
 fi
+# ---------------------------------------------------------------- 3c. CodeFormer, RestoreFormer++ on CUDA
+for arch in codeformer restoreformer; do
+  can "3c. $arch" 45 || continue
+  log "3c. $arch 512 on CUDA, fp32 (synthetic weights, the released configuration), against the CPU backend"
+  bench "${arch}_cuda_512" 35 100 --arch "$arch" --device cuda --runs 5 --warmup 2 --accuracy
+  [ -s "$RES/${arch}_cuda_512.json" ] &&
+    log "    $(field "$RES/${arch}_cuda_512.json" device ms_per_face device_used_bytes accuracy_max_abs accuracy_codes_differing)"
+done
 
 # ---------------------------------------------------------------- 4. the whole pipeline on the photo
 if [ -n "$RETINA_PTH" ] && [ -n "$PHOTO" ] && [ -n "$PY" ] && [ -f "$WORK/retinaface-mobilenet0.25.gpw" ] &&
