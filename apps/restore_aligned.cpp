@@ -93,7 +93,8 @@ void run_aligned_facexlib(const RestoreArgs& a, FaceFlow flow) {
   std::vector<std::string> stems;
   for (const auto& in : a.inputs) stems.push_back(fs::path(in).stem().string());
   const std::vector<std::string> out_paths = aligned_outputs(a, stems);
-  auto backend = make_cpu_backend();  // the facexlib flows run on the CPU backend
+  // The network on the device with --device cuda (fp32), else on the CPU backend (as the photo flow).
+  auto backend = c.device == DeviceKind::cuda ? make_backend(device_options(a)) : make_cpu_backend();
   const std::unique_ptr<FacexlibNet> net = open_facexlib_net(a.model, flow, *backend, c.fidelity);
   FacexlibFlowOptions o;
   o.helper = facexlib_helper(flow);

@@ -16,7 +16,8 @@ set(GPEN_PUBLIC_HEADERS
   engine/graph/graph.h
   engine/plan/banding.h engine/plan/memory_budget.h engine/plan/memory_plan.h engine/plan/planner.h
   engine/runtime/backend.h engine/runtime/device.h engine/runtime/executor.h engine/runtime/pipeline_ops.h
-  engine/models/gpen.h engine/models/gpen_model.h engine/models/gpen_noise.h engine/models/parsenet.h
+  engine/models/f32_network.h engine/models/gpen.h engine/models/gpen_model.h engine/models/gpen_noise.h
+  engine/models/parsenet.h
   engine/models/retinaface.h
   engine/models/rrdbnet.h
   engine/photo/face_flow.h engine/photo/image.h engine/photo/pipeline.h engine/photo/restore_plan.h engine/photo/restorer.h

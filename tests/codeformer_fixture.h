@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -18,6 +19,7 @@
 
 #include "converter/convert.h"
 #include "converter/layouts.h"
+#include "engine/photo/npy.h"
 #include "tests/test_paths.h"
 
 namespace gpen_test {
@@ -143,6 +145,50 @@ inline std::string converted_codeformer_fixture() {
     return out;
   }();
   return gpw;
+}
+
+// The first `faces` of the fixture's faces (CodeFormer's, RestoreFormer's too) as the network's
+// input: (rgb / 255 - 0.5) / 0.5 in float, as the official scripts.
+inline std::vector<float> codeformer_fixture_input(int64_t faces) {
+  const gpen::npy::Array rgb = gpen::npy::load(codeformer_dir() + "input.npy");
+  REQUIRE(rgb.shape == std::vector<int64_t>{2, 512, 512, 3});
+  REQUIRE(faces >= 1);
+  REQUIRE(faces <= rgb.shape[0]);
+  std::vector<float> x(static_cast<size_t>(faces * 512 * 512 * 3));
+  const uint8_t* p = rgb.data<uint8_t>();
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<float>(p[i]) / 255.0f - 0.5f) / 0.5f;
+  return x;
+}
+
+// A transformer restorer's run on the first faces of the fixture against the official network.
+struct OfficialDiff {
+  size_t codes_differ = 0;  // positions whose code is not the official one
+  size_t not_finite = 0;    // sampled output values that are not finite
+  double worst = 0;         // max abs difference on the sampled pixels
+};
+
+// y: [faces, 512, 512, 3] and idx: [faces, 256], against the official indices (.npy [2, 16, 16])
+// and output (.npy [2, 128, 128, 3]: rows 1::4, columns 2::4 of the official output).
+inline OfficialDiff compare_with_official(const std::vector<float>& y, const std::vector<int32_t>& idx, int64_t faces,
+                                          const std::string& indices_npy, const std::string& output_npy) {
+  OfficialDiff d;
+  const gpen::npy::Array want_idx = gpen::npy::load(indices_npy);
+  REQUIRE(want_idx.numel() >= faces * 256);
+  REQUIRE(idx.size() == static_cast<size_t>(faces * 256));
+  for (size_t i = 0; i < idx.size(); ++i) d.codes_differ += idx[i] != want_idx.data<int32_t>()[i];
+  const gpen::npy::Array want = gpen::npy::load(output_npy);
+  REQUIRE(want.shape == std::vector<int64_t>{2, 128, 128, 3});
+  REQUIRE(y.size() == static_cast<size_t>(faces * 512 * 512 * 3));
+  const float* r = want.data<float>();
+  for (int64_t n = 0; n < faces; ++n)
+    for (int64_t i = 0; i < 128; ++i)
+      for (int64_t j = 0; j < 128; ++j)
+        for (int64_t c = 0; c < 3; ++c) {
+          const float got = y[static_cast<size_t>(((n * 512 + 4 * i + 1) * 512 + 4 * j + 2) * 3 + c)];
+          d.not_finite += !std::isfinite(got);
+          d.worst = std::max(d.worst, std::abs(static_cast<double>(got) - r[((n * 128 + i) * 128 + j) * 3 + c]));
+        }
+  return d;
 }
 
 }  // namespace gpen_test

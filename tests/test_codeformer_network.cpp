@@ -31,17 +31,6 @@ using gpen_test::converted_codeformer_fixture;
 
 namespace {
 
-// The fixture's faces as the network's input: (rgb / 255 - 0.5) / 0.5 in float, as the script.
-std::vector<float> fixture_input(int64_t& batch) {
-  const npy::Array rgb = npy::load(gpen_test::codeformer_dir() + "input.npy");
-  REQUIRE(rgb.shape == std::vector<int64_t>{2, 512, 512, 3});
-  batch = rgb.shape[0];
-  std::vector<float> x(static_cast<size_t>(rgb.numel()));
-  const uint8_t* p = rgb.data<uint8_t>();
-  for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<float>(p[i]) / 255.0f - 0.5f) / 0.5f;
-  return x;
-}
-
 // The converted file holds the official tensors in the engine's layouts.
 void check_converted_layouts(const std::string& gpw) {
   const GpwFile f = GpwFile::open(gpw);
@@ -99,36 +88,21 @@ TEST_CASE("CodeFormer converted from the official layout picks the official code
   CodeformerModel m(gpw, *backend);
   const nlohmann::json manifest = gpen_test::codeformer_manifest();
   CHECK(m.config().dim_embd == manifest["config"]["dim_embd"].get<int>());
-  int64_t N = 0;
-  const std::vector<float> x = fixture_input(N);
-  const npy::Array want_idx = npy::load(gpen_test::codeformer_dir() + "indices.npy");
-  REQUIRE(want_idx.numel() == N * 256);
+  const int64_t N = 2;
+  const std::vector<float> x = gpen_test::codeformer_fixture_input(N);
   for (const char* w : {"0", "0.5", "1"}) {
     const std::string ws = w;
     CAPTURE(ws);
     std::vector<float> y(static_cast<size_t>(N * 512 * 512 * 3));
     std::vector<int32_t> idx(static_cast<size_t>(N * 256));
     m.run(x.data(), static_cast<int>(N), std::stof(w), y.data(), idx.data());
-    size_t differ = 0;
-    for (size_t i = 0; i < idx.size(); ++i) differ += idx[i] != want_idx.data<int32_t>()[i];
-    CHECK(differ == 0);
-    const npy::Array want = npy::load(gpen_test::codeformer_dir() + "output_w" + w + ".npy");
-    REQUIRE(want.shape == std::vector<int64_t>{N, 128, 128, 3});
-    const float* r = want.data<float>();
-    double worst = 0;
-    size_t not_finite = 0;
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t i = 0; i < 128; ++i)
-        for (int64_t j = 0; j < 128; ++j)
-          for (int64_t c = 0; c < 3; ++c) {
-            const float got = y[static_cast<size_t>(((n * 512 + 4 * i + 1) * 512 + 4 * j + 2) * 3 + c)];
-            not_finite += !std::isfinite(got);
-            worst = std::max(worst, std::abs(static_cast<double>(got) - r[((n * 128 + i) * 128 + j) * 3 + c]));
-          }
+    const auto d = gpen_test::compare_with_official(y, idx, N, gpen_test::codeformer_dir() + "indices.npy",
+                                                    gpen_test::codeformer_dir() + "output_w" + ws + ".npy");
     const double scale = manifest["outputs"][w]["max_abs"].get<double>();
-    MESSAGE("w " << ws << ": max abs diff " << worst << " of max |output| " << scale << ", relative " << worst / scale);
-    CHECK(not_finite == 0);
-    CHECK(worst <= 1e-4 * scale);
+    MESSAGE("w " << ws << ": max abs diff " << d.worst << " of max |output| " << scale << ", relative " << d.worst / scale);
+    CHECK(d.codes_differ == 0);
+    CHECK(d.not_finite == 0);
+    CHECK(d.worst <= 1e-4 * scale);
   }
 }
 

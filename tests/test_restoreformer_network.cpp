@@ -28,6 +28,7 @@
 #include "engine/plan/memory_plan.h"
 #include "engine/runtime/backend.h"
 #include "tests/codeformer_fixture.h"
+#include "tests/restoreformer_fixture.h"
 #include "tests/converter_fixtures.h"
 #include "tests/facexlib_flow_fixture.h"
 #include "kernels/cpu/image_resize.h"
@@ -36,110 +37,30 @@
 #include "weights/gpw.h"
 
 using namespace gpen;
+using namespace gpen_test;
 namespace fs = std::filesystem;
 
 namespace {
-
-const std::string kPrefix = "vqvae.";
-
-std::string fixture(const std::string& name) { return gpen_test::fixture_dir() + "/restoreformer/" + name; }
-
-nlohmann::json manifest() {
-  std::ifstream f(fixture("manifest.json"));
-  REQUIRE(f.good());
-  return nlohmann::json::parse(f);
-}
-
-fs::path temp_dir() {
-  const fs::path d = gpen_test::scratch_path("restoreformer");
-  fs::create_directories(d);
-  return d;
-}
-
-struct RemoveTempDir {
-  ~RemoveTempDir() {
-    std::error_code ec;
-    fs::remove_all(gpen_test::scratch_path("restoreformer"), ec);
-  }
-} remove_temp_dir;
-
-// The variant's configuration: "rfpp" (RestoreFormer++) or "rf" (RestoreFormer).
-conv::RestoreformerConfig fixture_config(const std::string& variant) {
-  const nlohmann::json m = manifest()["variants"][variant]["config"];
-  conv::RestoreformerConfig c;
-  c.ch = m["ch"];
-  c.head_size = m["head_size"];
-  c.ex_multi_scale_num = m["ex_multi_scale_num"];
-  c.key_prefix = kPrefix;
-  return c;
-}
-
-// The fixture's checkpoint as a safetensors file in the official layout, the names under the
-// released checkpoint's prefix and the weights from the rule of their unprefixed names.
-void write_checkpoint(const std::string& path, const conv::RestoreformerConfig& c, uint64_t seed) {
-  gpen_test::write_rule_checkpoint(path, conv::restoreformer_layout(c), seed, "", kPrefix);
-}
-
-std::string converted_fixture(const std::string& variant) {
-  const std::string st = (temp_dir() / (variant + ".safetensors")).string();
-  write_checkpoint(st, fixture_config(variant), manifest()["seed"].get<uint64_t>());
-  const std::string out = (temp_dir() / (variant + ".gpw")).string();
-  conv::convert(st, out);
-  fs::remove(st);
-  return out;
-}
-
-// The fixture's faces (CodeFormer's fixture input) as the network's input: (rgb / 255 - 0.5) / 0.5.
-std::vector<float> fixture_input(int64_t& batch) {
-  const npy::Array rgb = npy::load(gpen_test::fixture_dir() + "/codeformer/input.npy");
-  REQUIRE(rgb.shape == std::vector<int64_t>{2, 512, 512, 3});
-  batch = rgb.shape[0];
-  std::vector<float> x(static_cast<size_t>(rgb.numel()));
-  const uint8_t* p = rgb.data<uint8_t>();
-  for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<float>(p[i]) / 255.0f - 0.5f) / 0.5f;
-  return x;
-}
 
 // The model of `gpw` on the fixture's faces against the variant's official codes and output.
 void check_against_official(const std::string& gpw, const std::string& variant) {
   auto backend = make_cpu_backend();
   RestoreformerModel m(gpw, *backend);
-  const nlohmann::json mf = manifest()["variants"][variant];
+  const nlohmann::json mf = restoreformer_manifest()["variants"][variant];
   CHECK(m.config().ch == mf["config"]["ch"].get<int>());
   CHECK(m.config().head_size == mf["config"]["head_size"].get<int>());
-  int64_t N = 0;
-  const std::vector<float> x = fixture_input(N);
-  const npy::Array want_idx = npy::load(fixture("indices_" + variant + ".npy"));
-  REQUIRE(want_idx.numel() == N * 256);
-  std::vector<float> y(static_cast<size_t>(N * 512 * 512 * 3));
-  std::vector<int32_t> idx(static_cast<size_t>(N * 256));
-  m.run(x.data(), static_cast<int>(N), y.data(), idx.data());
-  size_t differ = 0;
-  for (size_t i = 0; i < idx.size(); ++i) differ += idx[i] != want_idx.data<int32_t>()[i];
-  CHECK(differ == 0);
-  const npy::Array want = npy::load(fixture("output_" + variant + ".npy"));
-  REQUIRE(want.shape == std::vector<int64_t>{N, 128, 128, 3});
-  const float* r = want.data<float>();
-  double worst = 0;
-  size_t not_finite = 0;
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t i = 0; i < 128; ++i)
-      for (int64_t j = 0; j < 128; ++j)
-        for (int64_t c = 0; c < 3; ++c) {
-          const float got = y[static_cast<size_t>(((n * 512 + 4 * i + 1) * 512 + 4 * j + 2) * 3 + c)];
-          not_finite += !std::isfinite(got);
-          worst = std::max(worst, std::abs(static_cast<double>(got) - r[((n * 128 + i) * 128 + j) * 3 + c]));
-        }
+  const auto d = run_restoreformer_fixture(m, variant, 2);
   const double scale = mf["max_abs"].get<double>();
-  MESSAGE(variant << ": max abs diff " << worst << " of max |output| " << scale << ", relative " << worst / scale);
-  CHECK(not_finite == 0);
-  CHECK(worst <= 1e-4 * scale);
+  MESSAGE(variant << ": max abs diff " << d.worst << " of max |output| " << scale << ", relative " << d.worst / scale);
+  CHECK(d.codes_differ == 0);
+  CHECK(d.not_finite == 0);
+  CHECK(d.worst <= 1e-4 * scale);
 }
 
 // The converted file holds the official tensors in the engine's layouts, without the prefix.
 void check_converted_layouts(const std::string& gpw) {
   const GpwFile f = GpwFile::open(gpw);
-  const uint64_t seed = manifest()["seed"].get<uint64_t>();
+  const uint64_t seed = restoreformer_manifest()["seed"].get<uint64_t>();
   CHECK(f.arch() == "restoreformer");
   auto at = [&](const std::string& n) {
     const TensorView* v = f.find(n);
@@ -176,7 +97,7 @@ void check_converted_layouts(const std::string& gpw) {
 }  // namespace
 
 TEST_CASE("RestoreFormer++ converted from the official layout picks the official codes and matches the official output") {
-  const std::string gpw = converted_fixture("rfpp");
+  const std::string gpw = converted_restoreformer_fixture("rfpp");
   check_converted_layouts(gpw);
   {
     std::string out;
@@ -195,7 +116,7 @@ TEST_CASE("RestoreFormer++ converted from the official layout picks the official
 }
 
 TEST_CASE("RestoreFormer (8 heads, no attention at 32 x 32) picks the official codes and matches the official output") {
-  const std::string gpw = converted_fixture("rf");
+  const std::string gpw = converted_restoreformer_fixture("rf");
   CHECK(GpwFile::open(gpw).config()["variant"] == "RestoreFormer");
   check_against_official(gpw, "rf");
 }
@@ -227,7 +148,7 @@ TEST_CASE("RestoreFormer++'s memory plan puts every intermediate in one arena, s
 TEST_CASE("RestoreformerModel refuses a .gpw of another model and bad configurations") {
   auto backend = make_cpu_backend();
   auto ck = conv::Checkpoint::open(gpen_test::fixture_dir() + "/checkpoints/gpen_s64.zip.pth");
-  const auto gpw = temp_dir() / "gpen_s64.gpw";
+  const auto gpw = restoreformer_temp_dir() / "gpen_s64.gpw";
   conv::convert(*ck, gpw.string());
   const std::string e = gpen_test::error_of([&] { RestoreformerModel m(gpw.string(), *backend); });
   CHECK(e.find("not RestoreFormer") != std::string::npos);
@@ -262,8 +183,8 @@ TEST_CASE("gpen plan --arch restoreformer reports the released configuration's p
 // model's own output through facexlib's steps (the flow itself is checked against the official
 // code in test_gfpgan_flow).
 TEST_CASE("gpen restore with a RestoreFormer++ model: aligned crops and photos through GFPGANer's flow") {
-  const std::string gpw = converted_fixture("rfpp");
-  const fs::path dir = temp_dir() / "restore";
+  const std::string gpw = converted_restoreformer_fixture("rfpp");
+  const fs::path dir = restoreformer_temp_dir() / "restore";
   fs::create_directories(dir);
   CHECK(gpen::face_flow_of_file(gpw) == gpen::FaceFlow::restoreformer);
   const std::string gpen = gpen_test::binary_dir() + "/gpen --threads 1 restore -m " + gpw + " ";

@@ -6,7 +6,6 @@
 #include <map>
 
 #include "engine/models/codeformer_blocks.h"
-#include "engine/models/f32_weights.h"
 #include "weights/gpw.h"
 
 namespace gpen {
@@ -196,62 +195,33 @@ CodeformerGraph build_codeformer_graph(const CodeformerNetConfig& c) {
 
 // ---- CodeformerModel
 
-struct CodeformerModel::Weights {
-  GpwFile file;
-  std::vector<std::vector<float>> widened;
-  WeightMap views;
-  void* device = nullptr;  // the weights on a device backend (upload_weight_views)
-};
-
-CodeformerModel::CodeformerModel(const std::string& path, Backend& backend) : backend_(backend) {
-  w_ = std::unique_ptr<Weights>(new Weights{GpwFile::open(path), {}, {}, nullptr});
-  config_ = codeformer_config_from_gpw(w_->file);
-  w_->views = f32_weight_views(w_->file, w_->widened);
+CodeformerModel::CodeformerModel(const std::string& path, Backend& backend) : net_(path, backend) {
+  config_ = codeformer_config_from_gpw(net_.file());
   CodeformerNetConfig all = config_;
   all.w = 1.0f;  // every weight bound, the fuse blocks' included
-  check_graph_weights(build_codeformer_graph(all).graph, w_->views, path, "CodeFormer");
-  w_->device = upload_weight_views(backend_, w_->views, w_->widened, path);
+  net_.bind_weights(build_codeformer_graph(all).graph, "CodeFormer");
 }
 
-CodeformerModel::~CodeformerModel() {
-  ex_.reset();
-  if (w_ && w_->device) backend_.release(w_->device);
-}
-
-size_t CodeformerModel::weights_bytes() const {
-  size_t b = 0;
-  for (const auto& [name, v] : w_->views) b += static_cast<size_t>(v.numel()) * 4;
-  return b;
-}
+CodeformerModel::~CodeformerModel() = default;
 
 const MemoryPlan& CodeformerModel::plan_for(int batch, float w) {
-  if (plan_ && batch == batch_ && w == fidelity_) return *plan_;
-  ex_.reset();
+  if (net_.holds({double(batch), double(w)})) return net_.plan();
   CodeformerNetConfig c = config_;
   c.batch = batch;
   c.w = w;
-  gg_ = std::make_unique<CodeformerGraph>(build_codeformer_graph(c));
-  plan_ = std::make_unique<MemoryPlan>(plan_memory(gg_->graph, planned_on(backend_)));
-  batch_ = batch;
-  fidelity_ = w;
-  return *plan_;
+  CodeformerGraph cg = build_codeformer_graph(c);
+  return net_.install({double(batch), double(w)}, std::move(cg.graph),
+                      {{"input", cg.input}, {"output", cg.output}, {"indices", cg.indices}});
 }
 
 void CodeformerModel::run(const float* in, int batch, float w, float* out, int32_t* indices) {
   plan_for(batch, w);
-  if (!ex_) ex_ = std::make_unique<Executor>(gg_->graph, *plan_, backend_, w_->views);
-  const Graph& g = gg_->graph;
-  ex_->set_input(gg_->input, in, g.tensor(gg_->input).bytes());
-  ex_->run();
-  ex_->get_output(gg_->output, out, g.tensor(gg_->output).bytes());
-  if (indices) ex_->get_output(gg_->indices, indices, g.tensor(gg_->indices).bytes());
+  net_.run({{"input", in}}, {{"output", out}, {"indices", indices}});
 }
 
 std::vector<double> CodeformerModel::run_profiled(const float* in, int batch, float w) {
   plan_for(batch, w);
-  if (!ex_) ex_ = std::make_unique<Executor>(gg_->graph, *plan_, backend_, w_->views);
-  ex_->set_input(gg_->input, in, gg_->graph.tensor(gg_->input).bytes());
-  return ex_->run_profiled();
+  return net_.run_profiled({{"input", in}});
 }
 
 }  // namespace gpen

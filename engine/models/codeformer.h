@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "engine/graph/graph.h"
+#include "engine/models/f32_network.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/runtime/backend.h"
-#include "engine/runtime/executor.h"
 
 namespace gpen {
 
@@ -63,8 +63,8 @@ class CodeformerModel {
   const CodeformerNetConfig& config() const { return config_; }
   // The graph and plan for `batch` faces at fidelity w (cached: the last pair is kept).
   const MemoryPlan& plan_for(int batch, float w);
-  const Graph& graph() const { return gg_->graph; }
-  size_t weights_bytes() const;
+  const Graph& graph() const { return net_.graph(); }
+  size_t weights_bytes() const { return net_.weights_bytes(); }
 
   // in: [batch, 512, 512, 3] RGB in [-1, 1] (host); out: [batch, 512, 512, 3] (host); indices,
   // when not null: [batch, 256] (host).
@@ -73,15 +73,8 @@ class CodeformerModel {
   std::vector<double> run_profiled(const float* in, int batch, float w);
 
  private:
-  Backend& backend_;
+  F32Network net_;
   CodeformerNetConfig config_;
-  struct Weights;
-  std::unique_ptr<Weights> w_;
-  int batch_ = 0;
-  float fidelity_ = -1.0f;
-  std::unique_ptr<CodeformerGraph> gg_;
-  std::unique_ptr<MemoryPlan> plan_;
-  std::unique_ptr<Executor> ex_;
 };
 
 }  // namespace gpen

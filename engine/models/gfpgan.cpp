@@ -4,7 +4,6 @@
 
 #include <cmath>
 
-#include "engine/models/f32_weights.h"
 #include "engine/models/gpen.h"
 #include "weights/gpw.h"
 
@@ -230,51 +229,30 @@ GfpganGraph build_gfpgan_graph(const GfpganNetConfig& c) {
 
 // ---- GfpganModel
 
-struct GfpganModel::Weights {
-  GpwFile file;
-  std::vector<std::vector<float>> widened;
-  WeightMap views;
-  void* device = nullptr;  // the weights on a device backend (upload_weight_views)
-};
-
-GfpganModel::GfpganModel(const std::string& path, Backend& backend) : backend_(backend) {
-  w_ = std::unique_ptr<Weights>(new Weights{GpwFile::open(path), {}, {}, nullptr});
-  config_ = gfpgan_config_from_gpw(w_->file);
-  w_->views = f32_weight_views(w_->file, w_->widened);
-  check_graph_weights(build_gfpgan_graph(config_).graph, w_->views, path, "GFPGAN");
-  w_->device = upload_weight_views(backend_, w_->views, w_->widened, path);
+GfpganModel::GfpganModel(const std::string& path, Backend& backend) : net_(path, backend) {
+  config_ = gfpgan_config_from_gpw(net_.file());
+  net_.bind_weights(build_gfpgan_graph(config_).graph, "GFPGAN");
 }
 
-GfpganModel::~GfpganModel() {
-  ex_.reset();
-  if (w_ && w_->device) backend_.release(w_->device);
-}
-
-size_t GfpganModel::weights_bytes() const {
-  size_t b = 0;
-  for (const auto& [name, v] : w_->views) b += static_cast<size_t>(v.numel()) * 4;
-  return b;
-}
+GfpganModel::~GfpganModel() = default;
 
 const MemoryPlan& GfpganModel::plan_for(int batch) {
-  if (plan_ && batch == batch_) return *plan_;
-  ex_.reset();
+  if (net_.holds({double(batch)})) return net_.plan();
   GfpganNetConfig c = config_;
   c.batch = batch;
-  gg_ = std::make_unique<GfpganGraph>(build_gfpgan_graph(c));
-  plan_ = std::make_unique<MemoryPlan>(plan_memory(gg_->graph, planned_on(backend_)));
-  batch_ = batch;
-  return *plan_;
+  GfpganGraph gg = build_gfpgan_graph(c);
+  return net_.install({double(batch)}, std::move(gg.graph),
+                      {{"input", gg.input}, {"output", gg.output}, {"style_code", gg.style_code}});
 }
 
 void GfpganModel::run(const float* in, int batch, float* out, float* style_code) {
   plan_for(batch);
-  if (!ex_) ex_ = std::make_unique<Executor>(gg_->graph, *plan_, backend_, w_->views);
-  const Graph& g = gg_->graph;
-  ex_->set_input(gg_->input, in, g.tensor(gg_->input).bytes());
-  ex_->run();
-  ex_->get_output(gg_->output, out, g.tensor(gg_->output).bytes());
-  if (style_code) ex_->get_output(gg_->style_code, style_code, g.tensor(gg_->style_code).bytes());
+  net_.run({{"input", in}}, {{"output", out}, {"style_code", style_code}});
+}
+
+std::vector<double> GfpganModel::run_profiled(const float* in, int batch) {
+  plan_for(batch);
+  return net_.run_profiled({{"input", in}});
 }
 
 }  // namespace gpen

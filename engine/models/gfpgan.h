@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "engine/graph/graph.h"
+#include "engine/models/f32_network.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/runtime/backend.h"
-#include "engine/runtime/executor.h"
 
 namespace gpen {
 
@@ -64,22 +64,18 @@ class GfpganModel {
   const GfpganNetConfig& config() const { return config_; }
   // The graph and plan for `batch` faces (cached: the last batch is kept).
   const MemoryPlan& plan_for(int batch);
-  const Graph& graph() const { return gg_->graph; }
-  size_t weights_bytes() const;
+  const Graph& graph() const { return net_.graph(); }
+  size_t weights_bytes() const { return net_.weights_bytes(); }
 
   // in: [batch, S, S, 3] RGB in [-1, 1] (host); out: [batch, S, S, 3] (host); style_code, when
   // not null: [batch, style width] (host).
   void run(const float* in, int batch, float* out, float* style_code = nullptr);
+  // As run() with each node timed alone (Executor::run_profiled): milliseconds per graph node.
+  std::vector<double> run_profiled(const float* in, int batch);
 
  private:
-  Backend& backend_;
+  F32Network net_;
   GfpganNetConfig config_;
-  struct Weights;
-  std::unique_ptr<Weights> w_;
-  int batch_ = 0;
-  std::unique_ptr<GfpganGraph> gg_;
-  std::unique_ptr<MemoryPlan> plan_;
-  std::unique_ptr<Executor> ex_;
 };
 
 }  // namespace gpen

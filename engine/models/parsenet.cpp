@@ -4,7 +4,6 @@
 
 #include <cstring>
 
-#include "engine/models/f32_weights.h"
 #include "kernels/cpu/parse_labels.h"
 #include "weights/gpw.h"
 
@@ -91,79 +90,37 @@ ParseNetGraph build_parsenet_graph(int h, int w, int batch, bool with_image, int
   return pg;
 }
 
-struct ParseNetModel::Weights {
-  GpwFile file;
-  std::vector<std::vector<float>> widened;
-  WeightMap views;
-  void* device = nullptr;
-};
-
-ParseNetModel::ParseNetModel(const std::string& path, Backend& backend) : backend_(backend) {
-  w_ = std::unique_ptr<Weights>(new Weights{GpwFile::open(path), {}, {}, nullptr});
-  const GpwFile& f = w_->file;
+ParseNetModel::ParseNetModel(const std::string& path, Backend& backend) : net_(path, backend) {
+  const GpwFile& f = net_.file();
   GPEN_CHECK(f.arch() == "parsenet", path + ": not a ParseNet model (arch '" + f.arch() + "')");
-  w_->views = f32_weight_views(f, w_->widened);
-  check_graph_weights(build_parsenet_graph(32, 32, 1, false).graph, w_->views, path, "ParseNet");
-  w_->device = upload_weight_views(backend_, w_->views, w_->widened, path);
+  net_.bind_weights(build_parsenet_graph(32, 32, 1, false).graph, "ParseNet");
 }
 
-ParseNetModel::~ParseNetModel() {
-  ex_.reset();
-  if (w_ && w_->device) backend_.release(w_->device);
-}
-
-size_t ParseNetModel::weights_bytes() const {
-  size_t b = 0;
-  for (const auto& [name, v] : w_->views) b += static_cast<size_t>(v.numel()) * 4;
-  return b;
-}
-
-void ParseNetModel::bind_memory() {
-  ex_.reset();
-  own_arena_ = !(lent_arena_ && plan_->arena_bytes <= lent_arena_bytes_ &&
-                 (plan_->workspace_bytes == 0 || (lent_ws_ && plan_->workspace_bytes <= lent_ws_bytes_)));
-  if (own_arena_)
-    ex_ = std::make_unique<Executor>(pg_->graph, *plan_, backend_, w_->views);
-  else
-    ex_ = std::make_unique<Executor>(pg_->graph, *plan_, backend_, w_->views, lent_arena_, lent_ws_);
-}
+ParseNetModel::~ParseNetModel() = default;
 
 const MemoryPlan& ParseNetModel::plan_for(int h, int w) {
-  if (plan_ && h == h_ && w == w_size_) return *plan_;
-  ex_.reset();
-  pg_ = std::make_unique<ParseNetGraph>(build_parsenet_graph(h, w));
-  plan_ = std::make_unique<MemoryPlan>(plan_memory(pg_->graph, planned_on(backend_)));
-  h_ = h;
-  w_size_ = w;
-  return *plan_;
+  if (net_.holds({double(h), double(w)})) return net_.plan();
+  ParseNetGraph pg = build_parsenet_graph(h, w);
+  return net_.install({double(h), double(w)}, std::move(pg.graph), {{"input", pg.input}, {"logits", pg.logits}});
 }
 
 void ParseNetModel::prepare(int h, int w) {
-  if (ex_ && h == h_ && w == w_size_) return;
   plan_for(h, w);
-  bind_memory();
+  net_.prepare();
 }
 
 void ParseNetModel::share_memory(void* arena, size_t arena_bytes, void* ws, size_t ws_bytes) {
-  lent_arena_ = arena;
-  lent_arena_bytes_ = arena ? arena_bytes : 0;
-  lent_ws_ = ws;
-  lent_ws_bytes_ = ws ? ws_bytes : 0;
-  if (plan_) bind_memory();
+  net_.share_memory(arena, arena_bytes, ws, ws_bytes);
 }
 
 void ParseNetModel::run(const float* in, int h, int w, float* logits) {
   prepare(h, w);
-  const Graph& g = pg_->graph;
-  ex_->set_input(pg_->input, in, g.tensor(pg_->input).bytes());
-  ex_->run();
-  ex_->get_output(pg_->logits, logits, g.tensor(pg_->logits).bytes());
+  net_.run({{"input", in}}, {{"logits", logits}});
 }
 
 std::vector<double> ParseNetModel::run_profiled(const float* in) {
-  GPEN_CHECK(ex_ != nullptr, "ParseNet: prepare() before run_profiled()");
-  ex_->set_input(pg_->input, in, pg_->graph.tensor(pg_->input).bytes());
-  return ex_->run_profiled();
+  GPEN_CHECK(net_.prepared(), "ParseNet: prepare() before run_profiled()");
+  return net_.run_profiled({{"input", in}});
 }
 
 void ParseNetModel::parse(const float* in, int h, int w, uint8_t* labels, uint8_t* mask) {

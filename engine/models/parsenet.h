@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "engine/graph/graph.h"
+#include "engine/models/f32_network.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/runtime/backend.h"
-#include "engine/runtime/executor.h"
 
 namespace gpen {
 
@@ -52,11 +52,11 @@ class ParseNetModel {
   // Memory of this backend's device that the caller leaves alone while this model runs
   // (FaceRestorer lends GPEN's arena: parsing, detection and restoration take turns).
   void share_memory(void* arena, size_t arena_bytes, void* workspace, size_t workspace_bytes);
-  bool uses_shared_memory() const { return ex_ && !own_arena_; }
-  const MemoryPlan& plan() const { return *plan_; }
-  const Graph& graph() const { return pg_->graph; }
-  Backend& backend() const { return backend_; }
-  size_t weights_bytes() const;
+  bool uses_shared_memory() const { return net_.uses_shared_memory(); }
+  const MemoryPlan& plan() const { return net_.plan(); }
+  const Graph& graph() const { return net_.graph(); }
+  Backend& backend() const { return net_.backend(); }
+  size_t weights_bytes() const { return net_.weights_bytes(); }
 
   // in: [h, w, 3] RGB in [-1, 1] (host); logits: [h, w, 19] (host).
   void run(const float* in, int h, int w, float* logits);
@@ -68,18 +68,7 @@ class ParseNetModel {
   std::vector<double> run_profiled(const float* in);
 
  private:
-  void bind_memory();
-  Backend& backend_;
-  struct Weights;
-  std::unique_ptr<Weights> w_;
-  int h_ = 0, w_size_ = 0;
-  std::unique_ptr<ParseNetGraph> pg_;
-  std::unique_ptr<MemoryPlan> plan_;
-  std::unique_ptr<Executor> ex_;
-  bool own_arena_ = true;
-  void* lent_arena_ = nullptr;
-  void* lent_ws_ = nullptr;
-  size_t lent_arena_bytes_ = 0, lent_ws_bytes_ = 0;
+  F32Network net_;
   std::vector<float> logits_;  // host copy for parse()
 };
 

@@ -5,7 +5,6 @@
 #include <map>
 
 #include "engine/models/codeformer_blocks.h"
-#include "engine/models/f32_weights.h"
 #include "weights/gpw.h"
 
 namespace gpen {
@@ -138,58 +137,30 @@ RestoreformerGraph build_restoreformer_graph(const RestoreformerNetConfig& c) {
 
 // ---- RestoreformerModel
 
-struct RestoreformerModel::Weights {
-  GpwFile file;
-  std::vector<std::vector<float>> widened;
-  WeightMap views;
-  void* device = nullptr;  // the weights on a device backend (upload_weight_views)
-};
-
-RestoreformerModel::RestoreformerModel(const std::string& path, Backend& backend) : backend_(backend) {
-  w_ = std::unique_ptr<Weights>(new Weights{GpwFile::open(path), {}, {}, nullptr});
-  config_ = restoreformer_config_from_gpw(w_->file);
-  w_->views = f32_weight_views(w_->file, w_->widened);
-  check_graph_weights(build_restoreformer_graph(config_).graph, w_->views, path, "RestoreFormer");
-  w_->device = upload_weight_views(backend_, w_->views, w_->widened, path);
+RestoreformerModel::RestoreformerModel(const std::string& path, Backend& backend) : net_(path, backend) {
+  config_ = restoreformer_config_from_gpw(net_.file());
+  net_.bind_weights(build_restoreformer_graph(config_).graph, "RestoreFormer");
 }
 
-RestoreformerModel::~RestoreformerModel() {
-  ex_.reset();
-  if (w_ && w_->device) backend_.release(w_->device);
-}
-
-size_t RestoreformerModel::weights_bytes() const {
-  size_t b = 0;
-  for (const auto& [name, v] : w_->views) b += static_cast<size_t>(v.numel()) * 4;
-  return b;
-}
+RestoreformerModel::~RestoreformerModel() = default;
 
 const MemoryPlan& RestoreformerModel::plan_for(int batch) {
-  if (plan_ && batch == batch_) return *plan_;
-  ex_.reset();
+  if (net_.holds({double(batch)})) return net_.plan();
   RestoreformerNetConfig c = config_;
   c.batch = batch;
-  gg_ = std::make_unique<RestoreformerGraph>(build_restoreformer_graph(c));
-  plan_ = std::make_unique<MemoryPlan>(plan_memory(gg_->graph, planned_on(backend_)));
-  batch_ = batch;
-  return *plan_;
+  RestoreformerGraph rg = build_restoreformer_graph(c);
+  return net_.install({double(batch)}, std::move(rg.graph),
+                      {{"input", rg.input}, {"output", rg.output}, {"indices", rg.indices}});
 }
 
 void RestoreformerModel::run(const float* in, int batch, float* out, int32_t* indices) {
   plan_for(batch);
-  if (!ex_) ex_ = std::make_unique<Executor>(gg_->graph, *plan_, backend_, w_->views);
-  const Graph& g = gg_->graph;
-  ex_->set_input(gg_->input, in, g.tensor(gg_->input).bytes());
-  ex_->run();
-  ex_->get_output(gg_->output, out, g.tensor(gg_->output).bytes());
-  if (indices) ex_->get_output(gg_->indices, indices, g.tensor(gg_->indices).bytes());
+  net_.run({{"input", in}}, {{"output", out}, {"indices", indices}});
 }
 
 std::vector<double> RestoreformerModel::run_profiled(const float* in, int batch) {
   plan_for(batch);
-  if (!ex_) ex_ = std::make_unique<Executor>(gg_->graph, *plan_, backend_, w_->views);
-  ex_->set_input(gg_->input, in, gg_->graph.tensor(gg_->input).bytes());
-  return ex_->run_profiled();
+  return net_.run_profiled({{"input", in}});
 }
 
 }  // namespace gpen

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "engine/graph/graph.h"
+#include "engine/models/f32_network.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/runtime/backend.h"
-#include "engine/runtime/executor.h"
 
 namespace gpen {
 
@@ -61,8 +61,8 @@ class RestoreformerModel {
   const RestoreformerNetConfig& config() const { return config_; }
   // The graph and plan for `batch` faces (cached: the last one is kept).
   const MemoryPlan& plan_for(int batch);
-  const Graph& graph() const { return gg_->graph; }
-  size_t weights_bytes() const;
+  const Graph& graph() const { return net_.graph(); }
+  size_t weights_bytes() const { return net_.weights_bytes(); }
 
   // in: [batch, 512, 512, 3] RGB in [-1, 1] (host); out: [batch, 512, 512, 3] (host); indices,
   // when not null: [batch, 256] (host).
@@ -71,14 +71,8 @@ class RestoreformerModel {
   std::vector<double> run_profiled(const float* in, int batch);
 
  private:
-  Backend& backend_;
+  F32Network net_;
   RestoreformerNetConfig config_;
-  struct Weights;
-  std::unique_ptr<Weights> w_;
-  int batch_ = 0;
-  std::unique_ptr<RestoreformerGraph> gg_;
-  std::unique_ptr<MemoryPlan> plan_;
-  std::unique_ptr<Executor> ex_;
 };
 
 }  // namespace gpen

@@ -108,7 +108,7 @@ std::unique_ptr<Restorer> Restorer::open(const RestoreConfig& c, const CudaProvi
   check_config(c);
   const FaceFlow flow = face_flow_of_file(c.model);
   check_config(c, flow);
-  if (is_facexlib_flow(flow)) return open_facexlib(c, flow);
+  if (is_facexlib_flow(flow)) return open_facexlib(c, flow, cuda);
   if (c.low_memory) return open_low_memory(c);
   std::unique_ptr<Restorer> r(new Restorer);
   r->config_ = c;

@@ -45,7 +45,9 @@ struct RestoreConfig {
   std::string mask;      // "rect" or "parse"; "": parse when a parser is given, else rect
   std::string sr;        // RealESRNet: super-resolve the background first ("": none)
   std::string sr_tile = "auto";  // "auto" (from the budget), "0" (untiled) or a tile size
-  // Where and how precisely. The detector runs on the same kind of device, always fp32.
+  // Where and how precisely. GPEN's flow: the detector runs on the same kind of device, always
+  // fp32. The facexlib flows: the network and ParseNet on the device only with cuda (automatic
+  // keeps them on the CPU), always fp32, the detector and the photo steps on the host.
   DeviceKind device = DeviceKind::automatic;
   bool cuda_graphs = true;
   std::string precision;  // GPEN's and RealESRNet's: "fp32", "fp16", "bf16"; "": fp32 on the CPU, fp16 on a device
@@ -199,7 +201,7 @@ class Restorer {
  private:
   Restorer() = default;
   void apply_threads() const;
-  static std::unique_ptr<Restorer> open_facexlib(const RestoreConfig& config, FaceFlow flow);
+  static std::unique_ptr<Restorer> open_facexlib(const RestoreConfig& config, FaceFlow flow, const CudaProvider* cuda);
   static std::unique_ptr<Restorer> open_low_memory(const RestoreConfig& config);
   nlohmann::json low_memory_json() const;  // the last photo's account (null outside the low-memory mode)
   nlohmann::json facexlib_memory_json() const;
@@ -209,6 +211,7 @@ class Restorer {
   FaceFlow flow_ = FaceFlow::gpen;
   RestorePlan plan_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> host_backend_;  // the facexlib flows' background upsampler on a device run
   std::unique_ptr<GpenModel> model_;
   std::unique_ptr<RetinaFaceDetector> detector_;
   std::unique_ptr<ParseNetModel> parser_;  // before faces_, which points at it

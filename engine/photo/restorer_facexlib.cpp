@@ -1,5 +1,7 @@
 // Restorer with a GFPGAN, CodeFormer or RestoreFormer model: the options each flow takes (one table), and the
-// setup of the facexlib flows (facexlib_flow.h) on the CPU backend.
+// setup of the facexlib flows (facexlib_flow.h): the network and the face parser on the CPU backend,
+// or with --device cuda on the device backend in fp32, the photo steps (detection, alignment,
+// paste, background upsampling) on the host either way.
 #include <string>
 
 #include "engine/core/error.h"
@@ -29,8 +31,6 @@ struct FlowOption {
   bool (*set)(const RestoreConfig&);
 };
 constexpr FlowOption kFlowOptions[] = {
-    {"--device cuda", kGpen, "GPEN", [](const RestoreConfig& c) { return c.device == DeviceKind::cuda; }},
-    {"--precision", kGpen, "GPEN", [](const RestoreConfig& c) { return !c.precision.empty() && c.precision != "fp32"; }},
     {"--memory-budget", kGpen, "GPEN", [](const RestoreConfig& c) { return c.low_memory; }},
     {"--vram-budget", kGpen, "GPEN", [](const RestoreConfig& c) { return c.memory_budget.has_value(); }},
     {"--batch", kGpen, "GPEN", [](const RestoreConfig& c) { return c.batch != 0; }},
@@ -48,6 +48,10 @@ unsigned flow_bit(FaceFlow f) { return 1u << static_cast<unsigned>(f); }
 }  // namespace
 
 void check_config(const RestoreConfig& c, FaceFlow flow) {
+  // Only GPEN and RealESRNet have half-precision graphs; the facexlib networks run in fp32.
+  if (flow != FaceFlow::gpen && !c.precision.empty() && c.precision != "fp32")
+    throw Error(std::string(face_flow_name(flow)) + " runs in fp32 only (--precision " + c.precision +
+                " is not built for it); " + c.model + " is a " + face_flow_name(flow) + " model");
   for (const FlowOption& o : kFlowOptions)
     if (!(o.flows & flow_bit(flow)) && o.set(c))
       throw Error(std::string(o.option) + " is an option of " + o.models + " models; " + c.model + " is a " +
@@ -64,14 +68,23 @@ float detection_threshold(const RestoreConfig& c, FaceFlow flow) {
   return is_facexlib_flow(flow) ? facexlib_rules(facexlib_helper(flow)).threshold : 0.9f;
 }
 
-std::unique_ptr<Restorer> Restorer::open_facexlib(const RestoreConfig& c, FaceFlow flow) {
+std::unique_ptr<Restorer> Restorer::open_facexlib(const RestoreConfig& c, FaceFlow flow, const CudaProvider* cuda) {
   std::unique_ptr<Restorer> r(new Restorer);
   r->config_ = c;
   r->flow_ = flow;
   r->apply_threads();
-  // GFPGAN's and CodeFormer's photo flows run on the CPU backend (the networks, the detector and
-  // the parser).
-  r->backend_ = make_cpu_backend();
+  // The network and the parser on the device only when asked (--device cuda; automatic keeps
+  // these flows on the CPU); the detector and the background upsampler on the host.
+  if (c.device == DeviceKind::cuda) {
+    DeviceOptions dopt;
+    dopt.kind = DeviceKind::cuda;
+    dopt.cuda_graphs = c.cuda_graphs;
+    r->backend_ = make_backend(dopt, cuda);
+    r->host_backend_ = make_cpu_backend();
+  } else {
+    r->backend_ = make_cpu_backend();
+  }
+  Backend& host = r->host_backend_ ? *r->host_backend_ : *r->backend_;
   r->net_ = open_facexlib_net(c.model, flow, *r->backend_, c.fidelity);
   r->detector_ = std::make_unique<RetinaFaceDetector>(c.detector);
   if (mask_kind(c) == "parse") r->parser_ = std::make_unique<ParseNetModel>(c.parser, *r->backend_);
@@ -79,7 +92,7 @@ std::unique_ptr<Restorer> Restorer::open_facexlib(const RestoreConfig& c, FaceFl
   if (!c.sr.empty()) {
     // The background upsampler (RealESRGAN_x2plus in both scripts): tiles of the scripts' --bg_tile
     // (400) unless --sr-tile says otherwise; no memory budget picks it here.
-    r->sr_ = open_sr_model(c.sr, *r->backend_, "fp32");
+    r->sr_ = open_sr_model(c.sr, host, "fp32");
     o.background = r->sr_.get();
     if (c.sr_tile != "auto") o.background_tile = resolve_sr_tile({c.sr_tile, 0}, *r->sr_, 1, 1, nullptr);
   }
