@@ -237,6 +237,41 @@ TEST_CASE("dense matches PyTorch fixtures") {
   }
 }
 
+// The row-block path (from 8 rows: the transformers' tokens): the depth in panels of 256 and a
+// last block of fewer outputs than the block width, against a double-precision loop; every
+// thread count gives the same bits (each output is one lane's sum in input order).
+TEST_CASE("dense over many rows matches a double-precision loop, the same on 1 and 2 threads") {
+  const int64_t N = 37, I = 300, O = 45;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(N * I), w(O * I), b(O), y1(N * O, NAN), y2(N * O, NAN);
+  for (auto* v : {&x, &w, &b})
+    for (float& e : *v) e = u(rng);
+  DenseParams p;
+  p.has_bias = true;
+  p.w_scale = 0.5f;
+  p.b_scale = 2.0f;
+  p.act = Activation::leaky(0.2f);
+  const TensorView xv = make_view(x.data(), DType::f32, {N, I}), wv = make_view(w.data(), DType::f32, {O, I});
+  const TensorView bv = make_view(b.data(), DType::f32, {O});
+  cpu::set_num_threads(1);
+  cpu::dense(p, xv, wv, &bv, make_view(y1.data(), DType::f32, {N, O}));
+  cpu::set_num_threads(2);
+  cpu::dense(p, xv, wv, &bv, make_view(y2.data(), DType::f32, {N, O}));
+  double worst = 0.0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o) {
+      double acc = 0.0;
+      for (int64_t i = 0; i < I; ++i) acc += static_cast<double>(x[n * I + i]) * w[o * I + i];
+      double ref = acc * 0.5 + b[o] * 2.0;
+      ref = ref < 0.0 ? 0.2 * ref : ref;
+      worst = std::max(worst, std::fabs(ref - y1[n * O + o]));
+    }
+  // 300 products of magnitude <= 1 rounded in fp32: far below 1e-4 of a sum of magnitude ~10.
+  CHECK(worst <= 1e-4);
+  CHECK(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)) == 0);
+}
+
 // ------------------------------------------------------------------ bias_act, add
 TEST_CASE("bias_act matches PyTorch fixtures, also in place") {
   for (const json& c : cases_of("bias_act")) {

@@ -1,13 +1,16 @@
 // Multi-head self-attention as nn.MultiheadAttention computes it for CodeFormer's
 // TransformerSALayer, and the cross-attention of RestoreFormer++'s MultiHeadAttnBlock (queries
-// from another sequence; kernels/params.h AttentionParams). One sample at a time, its four
-// products on the Eigen-backed GEMM (kernels/cpu/gemm.h), every buffer carved from the workspace:
-//   in-projection   [L, E] x [E, 3E]   (row blocks of kRowBlock over the threads)
+// from another sequence; kernels/params.h AttentionParams). One sample at a time, every buffer
+// carved from the workspace:
+//   in-projection   [L, E] x [3E, E]^T (the dense layer's row blocks, dense_isa.h: blocks of
+//                                       outputs over the threads, each weight panel packed once)
 //   scores          [L, d] x [d, L]    per head, into the [heads, L, L] score matrix
-//   softmax rows of the scores (max-subtracted, normaliser in double, as kernels/cpu/softmax.cpp)
+//   softmax rows of the scores (max-subtracted, normaliser in double, as kernels/cpu/softmax.cpp,
+//                                but on exp_simd.h's vectorised exp)
 //   context         [L, L] x [L, d]    per head, written into its d columns of [L, E]
-//   out-projection  [L, E] x [E, E]    (row blocks)
-// The heads run on the threads one head each, each with its own GEMM packing buffer. At
+//   out-projection  [L, E] x [E, E]^T  (as the in-projection)
+// The per-head products run on the Eigen-backed GEMM (kernels/cpu/gemm.h), the heads on the
+// threads one head each, each with its own GEMM packing buffer. At
 // CodeFormer's L = 256, E = 512, 8 heads the score matrix is 2 MiB; a tiled form (flash-style:
 // 64 query rows x 64 keys at a time with a running max and sum per row) would keep it to
 // 16 KiB per thread, at the price of the second exp pass being fused into the PV product.
@@ -16,6 +19,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/dense_isa.h"
+#include "kernels/cpu/exp_simd.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/strided.h"
@@ -25,26 +30,22 @@ namespace gpen::cpu {
 
 namespace {
 
-constexpr int64_t kRowBlock = 32;
-
 struct Layout {
   int64_t L, E, d, heads;
-  size_t w_in, w_out, xq, xv, xc, qkv, kt, scores, ctx, out, pack;  // floats, each 64-byte rounded
+  size_t xq, xv, xc, qkv, kt, scores, ctx, out, pack;  // floats, each 64-byte rounded
   detail::GemmBlocking blk;
   size_t pack_each;
-  size_t total() const {
-    return w_in + w_out + xq + xv + xc + qkv + kt + scores + ctx + out + pack + detail::kScratchAlign / 4;
-  }
+  size_t total() const { return xq + xv + xc + qkv + kt + scores + ctx + out + pack + detail::kScratchAlign / 4; }
 };
 
 Layout layout(const AttentionParams& p, int64_t L, int64_t E, int threads) {
   Layout s{};
   s.L = L, s.E = E, s.heads = p.heads, s.d = E / std::max(p.heads, 1);
   const auto r = [](int64_t n) { return detail::round_floats(static_cast<size_t>(n)); };
-  s.w_in = r(E * 3 * E), s.w_out = r(E * E), s.xq = r(L * E), s.xv = r(L * E), s.qkv = r(L * 3 * E);
+  s.xq = r(L * E), s.xv = r(L * E), s.qkv = r(L * 3 * E);
   s.xc = p.has_query ? r(L * E) : 0;
   s.kt = r(E * L), s.scores = r(p.heads * L * L), s.ctx = r(L * E), s.out = r(L * E);
-  s.blk = detail::gemm_blocking(std::max(L, kRowBlock), std::max(3 * E, L), std::max(E, L));
+  s.blk = detail::gemm_blocking(L, L, std::max(E, L));
   s.pack_each = r(static_cast<int64_t>(detail::gemm_pack_floats(s.blk)));
   s.pack = s.pack_each * static_cast<size_t>(std::max(threads, 1));
   return s;
@@ -56,10 +57,13 @@ void transpose(float* dst, const float* src, int64_t rows, int64_t cols, int64_t
     for (int64_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * lds + j];
 }
 
-// c[i][:] = bias for rows [0, m) (the GEMMs accumulate onto it); bias with the given stride.
-void fill_bias(float* c, int64_t m, int64_t n, const TensorView& bias, int64_t b0) {
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) c[i * n + j] = bias.f32()[(b0 + j) * bias.stride(0)];
+// Columns [o0, o0 + nw) of y (leading dimension ldy) = x w[o0 + j]^T + bias[o0 + j] over the L
+// rows of x (leading dimension E); w row-major [*, E].
+void project(const detail::DenseBlockFn block, const float* x, int64_t L, int64_t E, const float* w,
+             const TensorView& bias, float* y, int64_t ldy, int64_t o0, int64_t nw) {
+  block(x, E, w + o0 * E, E, y + o0, ldy, L, E, nw);
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = 0; j < nw; ++j) y[i * ldy + o0 + j] += bias.f32()[(o0 + j) * bias.stride(0)];
 }
 
 }  // namespace
@@ -81,9 +85,7 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
   const int T = num_threads();
   const Layout s = layout(p, L, E, T);
   float* base = detail::align_ptr(workspace);
-  float* w_in = base;  // [E, 3E]: in_w transposed, so the projection is x * w_in
-  float* w_out = w_in + s.w_in;
-  float* xq = w_out + s.w_out;  // x + pos (queries and keys)
+  float* xq = base;             // x + pos (queries and keys)
   float* xv = xq + s.xq;        // x (values)
   float* xc = xv + s.xv;        // query + pos (the queries of a cross-attention)
   float* qkv = xc + s.xc;       // [L, 3E]
@@ -92,9 +94,10 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
   float* ctx = scores + s.scores;
   float* out = ctx + s.ctx;
   float* pack = out + s.out;
-  transpose(w_in, a.in_w->f32(), 3 * E, E, E);
-  transpose(w_out, a.out_w->f32(), E, E, E);
-  const int64_t d = s.d, H = p.heads, blocks = (L + kRowBlock - 1) / kRowBlock;
+  const int64_t d = s.d, H = p.heads;
+  const detail::DenseBlockFn block = detail::dense_block_fn();
+  // Output blocks of the projections, none across the q / k / v thirds.
+  const int64_t bw = detail::dense_width(), per_third = (E + bw - 1) / bw;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
 
   for (int64_t n = 0; n < N; ++n) {
@@ -114,20 +117,13 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
 #pragma omp parallel num_threads(T)
     {
       float* pk = pack + s.pack_each * static_cast<size_t>(omp_get_thread_num());
+      // q and k from x + pos (q from query + pos in a cross-attention), v from x: the first
+      // 2E columns and the last E.
 #pragma omp for schedule(static)
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t r0 = b * kRowBlock, m = std::min(kRowBlock, L - r0);
-        float* c = qkv + r0 * 3 * E;
-        fill_bias(c, m, 3 * E, *a.in_b, 0);
-        // q and k from x + pos (q from query + pos in a cross-attention), v from x: the first
-        // 2E columns and the last E.
-        if (a.query) {
-          detail::sgemm_acc(m, E, E, xc + r0 * E, E, w_in, 3 * E, c, 3 * E, s.blk, pk);
-          detail::sgemm_acc(m, E, E, xq + r0 * E, E, w_in + E, 3 * E, c + E, 3 * E, s.blk, pk);
-        } else {
-          detail::sgemm_acc(m, 2 * E, E, xq + r0 * E, E, w_in, 3 * E, c, 3 * E, s.blk, pk);
-        }
-        detail::sgemm_acc(m, E, E, xv + r0 * E, E, w_in + 2 * E, 3 * E, c + 2 * E, 3 * E, s.blk, pk);
+      for (int64_t b = 0; b < 3 * per_third; ++b) {
+        const int64_t third = b / per_third, o0 = third * E + (b % per_third) * bw;
+        const float* src = third == 2 ? xv : third == 0 && a.query ? xc : xq;
+        project(block, src, L, E, a.in_w->f32(), *a.in_b, qkv, 3 * E, o0, std::min(bw, (third + 1) * E - o0));
       }
 #pragma omp for schedule(static)
       for (int64_t h = 0; h < H; ++h) {
@@ -139,10 +135,12 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
         for (int64_t i = 0; i < L; ++i) {
           float* row = sc + i * L;
           float mx = row[0] * scale;
-          for (int64_t j = 0; j < L; ++j) mx = std::fmax(mx, row[j] * scale);
+#pragma omp simd reduction(max : mx)
+          for (int64_t j = 0; j < L; ++j) mx = std::max(mx, row[j] * scale);
           double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
           for (int64_t j = 0; j < L; ++j) {
-            row[j] = std::exp(row[j] * scale - mx);
+            row[j] = exp_simd(row[j] * scale - mx);
             sum += row[j];
           }
           const float inv = static_cast<float>(1.0 / sum);
@@ -153,11 +151,8 @@ void attention(const AttentionParams& p, const AttentionArgs& a, const TensorVie
         detail::sgemm_acc(L, d, L, sc, L, qkv + 2 * E + h * d, 3 * E, ch, E, s.blk, pk);
       }
 #pragma omp for schedule(static)
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t r0 = b * kRowBlock, m = std::min(kRowBlock, L - r0);
-        fill_bias(out + r0 * E, m, E, *a.out_b, 0);
-        detail::sgemm_acc(m, E, E, ctx + r0 * E, E, w_out, E, out + r0 * E, E, s.blk, pk);
-      }
+      for (int64_t b = 0; b < per_third; ++b)
+        project(block, ctx, L, E, a.out_w->f32(), *a.out_b, out, E, b * bw, std::min(bw, E - b * bw));
     }
     for (int64_t l = 0; l < L; ++l)
       for (int64_t e = 0; e < E; ++e) y.f32()[n * y.stride(0) + l * y.stride(1) + e * y.stride(2)] = out[l * E + e];

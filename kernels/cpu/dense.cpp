@@ -1,14 +1,18 @@
 // Fully connected layer, y[n, o] = act(sum_i x[n, i] w[o, i] * w_scale + b[o] * b_scale).
-// The batch is tiny in every model here (one face, one style vector), so this is a set of dot
-// products over the rows of the [out][in] weight, parallel over outputs; Eigen vectorises the dot
-// and never allocates for it. 8-bit weights (engine/core/quant8.h, one scale per output row or per
+// For a few rows (GPEN's one style vector) a set of dot products over the rows of the [out][in]
+// weight, parallel over outputs; Eigen vectorises the dot and never allocates for it. From
+// kManyRows rows (the transformers' tokens: 256 x 512 -> 1024) with unit inner strides, blocks of
+// outputs on the per-ISA kernel of dense_isa.h, which reuses each weight panel over all rows. 8-bit weights (engine/core/quant8.h, one scale per output row or per
 // row and group of inputs) are dequantised one row at a time into a contiguous f32 row, which the
 // same dot then reads: the result is the f32 path's on the dequantised weights, bit for bit.
 #include <Eigen/Core>
 #include <omp.h>
 
+#include <algorithm>
 #include <vector>
 
+#include "kernels/cpu/dense_isa.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/strided.h"
 #include "kernels/cpu/weights8.h"
@@ -20,12 +24,44 @@ namespace {
 using ConstVec = Eigen::Map<const Eigen::VectorXf>;
 using ConstStridedVec = Eigen::Map<const Eigen::VectorXf, 0, Eigen::InnerStride<>>;
 
+constexpr int64_t kManyRows = 8;
+
+// The blocks write partial sums into y while others still read x: only for y apart from x.
+bool apart(const TensorView& x, const TensorView& y) {
+  const auto* xa = static_cast<const char*>(x.data);
+  const auto* ya = static_cast<const char*>(y.data);
+  const auto span = [](const TensorView& v) { return ((v.dim(0) - 1) * v.stride(0) + (v.dim(1) - 1) * v.stride(1) + 1) * 4; };
+  return ya >= xa + span(x) || xa >= ya + span(y);
+}
+
 float dot(const float* a, int64_t as, const float* b, int64_t bs, int64_t n) {
   if (as == 1 && bs == 1) return ConstVec(a, n).dot(ConstVec(b, n));
   return ConstStridedVec(a, n, Eigen::InnerStride<>(as)).dot(ConstStridedVec(b, n, Eigen::InnerStride<>(bs)));
 }
 
 }  // namespace
+
+namespace detail {
+
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
+
+DenseBlockFn dense_block_fn() {
+#if GPEN_HAVE_AVX512_KERNELS
+  if (cpu_isa() == Isa::avx512) return isa_avx512::dense_block;
+#endif
+  return isa_base::dense_block;
+}
+
+int64_t dense_width() {
+#if GPEN_HAVE_AVX512_KERNELS
+  if (cpu_isa() == Isa::avx512) return isa_avx512::dense_block_width();
+#endif
+  return isa_base::dense_block_width();
+}
+
+}  // namespace detail
 
 void dense(const DenseParams& p, const TensorView& x, const TensorView& w, const TensorView* bias,
            const TensorView& y) {
@@ -66,6 +102,23 @@ void dense(const DenseParams& p, const TensorView& x, const TensorView& w, const
               q8_dequant(codes[o * w.stride(0) + i * w.stride(1)], fp8, w.qscale[q8_scale_index(i, o, O, w.qgroup)]);
         for (int64_t n = 0; n < N; ++n) out(n, o, row.data(), 1);
       }
+    }
+    return;
+  }
+  if (N >= kManyRows && O > 0 && x.stride(1) == 1 && w.stride(1) == 1 && y.stride(1) == 1 && I > 0 && apart(x, y)) {
+    const detail::DenseBlockFn block = detail::dense_block_fn();
+    const int64_t bw = detail::dense_width(), blocks = (O + bw - 1) / bw;
+#pragma omp parallel for num_threads(T) if (T > 1) schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t o0 = b * bw, nw = std::min(bw, O - o0);
+      float* yb = y.f32() + o0;
+      block(x.f32(), x.stride(0), w.f32() + o0 * w.stride(0), w.stride(0), yb, y.stride(0), N, I, nw);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t o = 0; o < nw; ++o) {
+          float v = yb[n * y.stride(0) + o] * p.w_scale;
+          if (bias) v += bias->f32()[(o0 + o) * bias->stride(0)] * p.b_scale;
+          yb[n * y.stride(0) + o] = act(v);
+        }
     }
     return;
   }

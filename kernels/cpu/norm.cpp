@@ -9,6 +9,8 @@
 #include <string>
 
 #include "kernels/cpu/exp_simd.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/norm_isa.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/strided.h"
 
@@ -55,9 +57,23 @@ namespace {
 // however the channels are split among threads, so the statistics do not depend on the thread
 // count; a task reads its channels' slice of every position (whole cache lines for slices of 16
 // channels), one pass where a loop per group would read every line of the tensor once per group.
+#ifndef GPEN_HAVE_AVX512_KERNELS
+#define GPEN_HAVE_AVX512_KERNELS 0
+#endif
+
+// The unit-stride sweeps run on the ISA's vectors (norm_kernel.cpp); the result is the same on both.
+bool norm_wide() { return GPEN_HAVE_AVX512_KERNELS && cpu_isa() == Isa::avx512; }
+
 template <bool kUnit>
 void channel_sums(const TensorView& x, int64_t n, int64_t c0, int64_t c1, double* shift, double* s1, double* s2) {
   const int64_t H = x.dim(1), W = x.dim(2), xc = kUnit ? 1 : x.stride(3), k = c1 - c0;
+  if constexpr (kUnit) {
+    const detail::GnSlice s{x.f32() + n * x.stride(0) + c0, H, W, x.stride(1), x.stride(2), k};
+#if GPEN_HAVE_AVX512_KERNELS
+    if (norm_wide()) return detail::isa_avx512::gn_sums(s, shift, s1, s2);
+#endif
+    return detail::isa_base::gn_sums(s, shift, s1, s2);
+  }
   const float* first = x.f32() + n * x.stride(0) + c0 * xc;
   for (int64_t i = 0; i < k; ++i) {
     shift[i] = static_cast<double>(first[i * xc]);
@@ -119,6 +135,18 @@ void group_norm_impl(const GroupNormParams& p, const TensorView& x, const Tensor
       for (int64_t i = 0; i < cc; ++i) {
         mul[i] = p.affine ? gamma->f32()[(c0 + i) * gamma->stride(0)] : 1.0f;
         add[i] = p.affine ? beta->f32()[(c0 + i) * beta->stride(0)] : 0.0f;
+      }
+      if constexpr (kUnit) {
+#if GPEN_HAVE_AVX512_KERNELS
+        auto row_fn = norm_wide() ? detail::isa_avx512::gn_apply_row : detail::isa_base::gn_apply_row;
+#else
+        auto row_fn = detail::isa_base::gn_apply_row;
+#endif
+#pragma omp parallel for num_threads(T) if (T > 1) schedule(static)
+        for (int64_t h = 0; h < H; ++h)
+          row_fn(y.f32() + n * y.stride(0) + h * y.stride(1) + c0, y.stride(2),
+                 x.f32() + n * x.stride(0) + h * x.stride(1) + c0, x.stride(2), W, cc, centre, scale, mul, add, p.silu);
+        continue;
       }
 #pragma omp parallel for collapse(2) num_threads(T) if (T > 1) schedule(static)
       for (int64_t h = 0; h < H; ++h)
