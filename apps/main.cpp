@@ -99,8 +99,8 @@ static std::string kVersionText() {
     v += std::string("\nCPU kernels: ") + gpen::cpu::isa_name(gpen::cpu::cpu_isa()) +
          (gpen::cpu::cpu_has_avx512() ? " (this CPU has AVX-512 F/BW/DQ/VL)" : " (no AVX-512 on this CPU or build)") +
          "\nCPU kernels per ISA: GEMM and modconv micro-kernels, Winograd transforms, to_rgb dot products, upfirdn2d rows,"
-         " conv2d epilogues, direct conv and depthwise 3x3 tiles (the im2col gather and the other depthwise: the baseline on both"
-         " paths)";
+         " conv2d epilogues, direct conv and depthwise 3x3 tiles, GroupNorm sweeps, many-row dense blocks (the im2col gather and"
+         " the other depthwise: the baseline on both paths)";
     v += std::string("\nCPU conv rule (GPEN_CPU_CONV=") + gpen::cpu::conv_mode_name(o.conv) +
          ", GPEN_CPU_CONV1X1=" + (o.own_gemm ? "own" : "eigen") + ", GPEN_CPU_WINO_FUSED=" + (o.wino_fused ? "1" : "0") +
          "; docs/conv-rule.md):\n\n" + gpen::cpu::conv_rule_text();

@@ -36,7 +36,25 @@ void code_lookup(const CodeLookupParams& p, const TensorView& z, const TensorVie
           double zz = 0.0;
           for (int64_t c = 0; c < C; ++c) zz += static_cast<double>(zp[c * zc]) * zp[c * zc];
           double best_d = 0.0;
-          for (int64_t k = 0; k < K; ++k) {
+          int64_t k = 0;
+          // Four entries at a time: four independent chains of the same sums, compared in order.
+          for (; k + 4 <= K; k += 4) {
+            const float* e = codebook.f32() + k * kr;
+            double ee[4] = {}, ze[4] = {};
+            for (int64_t c = 0; c < C; ++c) {
+              const double zv = zp[c * zc];
+              for (int j = 0; j < 4; ++j) {
+                const double ev = e[j * kr + c * kc];
+                ee[j] += ev * ev;
+                ze[j] += zv * ev;
+              }
+            }
+            for (int j = 0; j < 4; ++j) {
+              const double dist = zz + ee[j] - 2.0 * ze[j];
+              if (k + j == 0 || dist < best_d) best = k + j, best_d = dist;
+            }
+          }
+          for (; k < K; ++k) {
             const float* e = codebook.f32() + k * kr;
             double ee = 0.0, ze = 0.0;
             for (int64_t c = 0; c < C; ++c) {
