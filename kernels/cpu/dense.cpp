@@ -1,7 +1,7 @@
 // Fully connected layer, y[n, o] = act(sum_i x[n, i] w[o, i] * w_scale + b[o] * b_scale).
 // For a few rows (GPEN's one style vector) a set of dot products over the rows of the [out][in]
 // weight, parallel over outputs; Eigen vectorises the dot and never allocates for it. From
-// kManyRows rows (the transformers' tokens: 256 x 512 -> 1024) with unit inner strides, blocks of
+// kManyRows rows (the transformers' tokens: 256 x 512 -> 1024 a face) with unit inner strides, blocks of
 // outputs on the per-ISA kernel of dense_isa.h, which reuses each weight panel over all rows. 8-bit weights (engine/core/quant8.h, one scale per output row or per
 // row and group of inputs) are dequantised one row at a time into a contiguous f32 row, which the
 // same dot then reads: the result is the f32 path's on the dequantised weights, bit for bit.
@@ -24,7 +24,11 @@ namespace {
 using ConstVec = Eigen::Map<const Eigen::VectorXf>;
 using ConstStridedVec = Eigen::Map<const Eigen::VectorXf, 0, Eigen::InnerStride<>>;
 
-constexpr int64_t kManyRows = 8;
+// Which path a row takes must not depend on the batch: GPEN's and GFPGAN's style layers have one
+// row per face, and a face restored alone must give the bits it gives in a batch (video frames,
+// served requests, grow_batch). Their batches stay far below this; the transformers' token rows
+// (256 per face and up) are always above it.
+constexpr int64_t kManyRows = 256;
 
 // The blocks write partial sums into y while others still read x: only for y apart from x.
 bool apart(const TensorView& x, const TensorView& y) {
