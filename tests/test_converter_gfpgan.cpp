@@ -20,6 +20,7 @@
 #include "converter/convert.h"
 #include "converter/fetch/fetch.h"
 #include "converter/layouts.h"
+#include "converter/synthetic_checkpoint.h"
 #include "tests/layout_shapes.h"
 #include "engine/core/error.h"
 #include "tests/converter_fixtures.h"
@@ -152,21 +153,8 @@ TEST_CASE("bad GFPGAN state dicts are refused naming the tensor") {
 
 TEST_CASE("the released GFPGAN layout plans its conversion: the tensors the engine runs") {
   // A checkpoint object that only names tensors: plan_conversion reads no data until write().
-  struct Shapes : Checkpoint {
-    explicit Shapes(const std::vector<TensorSpec>& layout) {
-      format_ = "test";
-      name_ = "shapes";
-      for (const auto& s : layout) {
-        SourceTensor t;
-        t.name = s.name;
-        t.shape = s.shape;
-        t.numel = 1;
-        for (int64_t d : s.shape) t.numel *= static_cast<uint64_t>(d);
-        t.nbytes = 4 * t.numel;
-        tensors_.push_back(t);
-      }
-      index_tensors();
-    }
+  struct Shapes : SyntheticCheckpoint {
+    explicit Shapes(const std::vector<TensorSpec>& layout) : SyntheticCheckpoint(layout, "shapes") {}
     void read_raw(const SourceTensor&, void*) const override { throw Error("not read"); }
   };
   const Shapes ck(gfpgan_layout(GfpganConfig{}));
