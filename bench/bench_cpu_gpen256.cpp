@@ -166,10 +166,5 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("blur_down_256x32", BM_blur, 256, 32, 1, 2, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::RegisterBenchmark("blur_up_129x64", BM_blur, 129, 64, 1, 1, 1)->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::RegisterBenchmark("rgb_upsample_128x3", BM_blur, 128, 3, 2, 2, 1)->Unit(benchmark::kMillisecond)->UseRealTime();
-  gpen::bench::add_cpu_context();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return gpen::bench::run_benchmarks(argc, argv);
 }

@@ -215,10 +215,5 @@ BENCHMARK(BM_RetinaConv)->Name("conv3x3")->Apply(Conv3x3Args)->UseRealTime()->Me
     ->Unit(benchmark::kMillisecond)->ComputeStatistics("min", min_of)->ComputeStatistics("max", max_of);
 
 int main(int argc, char** argv) {
-  gpen::bench::add_cpu_context();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return gpen::bench::run_benchmarks(argc, argv);
 }

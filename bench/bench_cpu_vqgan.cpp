@@ -123,10 +123,5 @@ GPEN_VQGAN_BENCH(BM_CodeArgmin, {"H", "W", "C", "K", "thr"})->Args({16, 16, 256,
 }  // namespace
 
 int main(int argc, char** argv) {
-  gpen::bench::add_cpu_context();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return gpen::bench::run_benchmarks(argc, argv);
 }

@@ -30,6 +30,17 @@ inline void add_cpu_context() {
   benchmark::AddCustomContext("cpu_conv", cpu::conv_mode_name(o.conv));
 }
 
+// A microbenchmark's main after its registrations: the context lines, then Google Benchmark's
+// run over the command line (an unrecognised argument: exit status 1).
+inline int run_benchmarks(int argc, char** argv) {
+  add_cpu_context();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
 // The environment's options with the direct paths (GPEN_CPU_CONV=direct): the baseline of the
 // benchmarks that call a Winograd form by name.
 inline const cpu::CpuOptions& direct_cpu_options() {
