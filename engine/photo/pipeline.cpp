@@ -239,12 +239,8 @@ std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos
   std::vector<PhotoSize> sizes;
   for (const ImageView& p : photos) sizes.push_back({p.width, p.height});
   const CallBytes cb = call_bytes(sizes, !backgrounds.empty(), st);
-  const size_t scratch = cb.scratch;
-  const int det_h = cb.det_h, det_w = cb.det_w;
-  Layout L = layout(sizes, st.host, scratch, S, cb.batch);
-  fit_call(cb.images, cb.buffer, 0, det_h, det_w, cb.what);
-  const size_t images = cb.images, buffer_bytes = cb.buffer;
-  const std::string& what = cb.what;
+  Layout L = layout(sizes, st.host, cb.scratch, S, cb.batch);
+  fit_call(cb.images, cb.buffer, 0, cb.det_h, cb.det_w, cb.what);
   auto base = [&buf] { return static_cast<uint8_t*>(buf.data); };
   auto pixels = [&](size_t p) -> const uint8_t* { return st.host ? photos[p].bgr.data() : base() + L.photo[p]; };
   auto upload_photos = [&] {
@@ -282,12 +278,12 @@ std::vector<PhotoResult> FaceRestorer::process(std::span<const ImageView> photos
     r.times.align_ms = ms_since(t0);
   }
   // Faces kept for the caller count in a memory budget: fitted again now that their number is known.
-  if (opt_.keep_faces && !kept.empty()) fit_call(images, buffer_bytes, face * kept.size(), det_h, det_w, what);
+  if (opt_.keep_faces && !kept.empty()) fit_call(cb.images, cb.buffer, face * kept.size(), cb.det_h, cb.det_w, cb.what);
   // A larger batch (grow_batch) needs more crop slots: in a new buffer, the photos go up again.
   const int planned = batch_;
   grow_batch(kept.size());
   if (batch_ != planned) {
-    L = layout(sizes, st.host, scratch, S, batch_);
+    L = layout(sizes, st.host, cb.scratch, S, batch_);
     if (buf.reserve(L.total)) upload_photos();
   }
   // The rectangle mask, unless every face brings its own (the parser's, computed on the host).
