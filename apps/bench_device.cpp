@@ -1,5 +1,7 @@
 #include "apps/bench_device.h"
 
+#include "engine/core/error.h"
+
 namespace gpen::cli {
 
 void add_device_memory(nlohmann::json& j, const DeviceBackend& dev, const DeviceBackend::MemoryInfo& before,
@@ -17,6 +19,13 @@ BenchDevice::BenchDevice(const std::string& device) {
   backend = make_backend(o);
   dev = dynamic_cast<DeviceBackend*>(backend.get());
   if (dev) before = dev->memory_info();
+}
+
+void BenchDevice::refuse_cpu_comparisons(const std::string& arch, bool cpu_comparisons) const {
+  GPEN_CHECK(!dev || !cpu_comparisons,
+             "--arch " + arch + " on " + backend->name() +
+                 ": --compare and --pytorch-checkpoint are CPU comparisons (--accuracy there is against the CPU "
+                 "backend); give --device cpu for them");
 }
 
 }  // namespace gpen::cli

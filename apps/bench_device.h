@@ -21,6 +21,9 @@ struct BenchDevice {
   DeviceBackend* dev = nullptr;  // the backend as a device (null on the CPU)
   DeviceBackend::MemoryInfo before;
   explicit BenchDevice(const std::string& device);
+  // gpen::Error on a device when the bench was asked for the ONNX peers or the official forward
+  // (`cpu_comparisons`): those run on the CPU; --accuracy on a device is against the CPU backend.
+  void refuse_cpu_comparisons(const std::string& arch, bool cpu_comparisons) const;
   // add_device_memory on a device; nothing on the CPU.
   void add_json(nlohmann::json& j) const {
     if (dev) add_device_memory(j, *dev, before, dev->memory_info());

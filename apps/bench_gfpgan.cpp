@@ -61,11 +61,7 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
   std::unique_ptr<GfpganModel> cpu_net;
   try {
     device = std::make_unique<BenchDevice>(a.device);
-    // The ONNX peers and the official forward run on the CPU: against a device, the CPU backend.
-    GPEN_CHECK(!device->dev || (a.onnx_peers.empty() && a.pytorch_pth.empty()),
-               "--arch gfpgan on " + std::string(device->backend->name()) +
-                   ": --compare and --pytorch-checkpoint are CPU comparisons (--accuracy there is against the CPU "
-                   "backend); give --device cpu for them");
+    device->refuse_cpu_comparisons("gfpgan", !a.onnx_peers.empty() || !a.pytorch_pth.empty());
     net = std::make_unique<GfpganModel>(gpw, *device->backend);
     if (device->dev && a.accuracy) cpu_net = std::make_unique<GfpganModel>(gpw, *(cpu = make_cpu_backend()));
   } catch (...) {
@@ -112,15 +108,10 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
   if (cpu_net) {
     std::vector<float> expect(out.size());
     cpu_net->run(in.data(), N, expect.data());
-    double mx = 0, sum = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      const double d = std::fabs(double(out[i]) - expect[i]);
-      mx = std::isnan(d) ? INFINITY : std::max(mx, d);
-      sum += d;
-    }
+    const auto [mx, mean] = max_mean_abs(out, expect);
     j["accuracy_reference"] = "the CPU backend, fp32";
     j["accuracy_max_abs"] = mx;
-    j["accuracy_mean_abs"] = sum / static_cast<double>(out.size());
+    j["accuracy_mean_abs"] = mean;
   } else if (a.accuracy) {
     if (have_ref) {
       const std::string path = exported["expect"].get<std::string>();

@@ -80,6 +80,16 @@ std::pair<double, double> nchw_vs_nhwc(const npy::Array& a, const std::vector<fl
   return {mx, sum / static_cast<double>(v.size())};
 }
 
+std::pair<double, double> max_mean_abs(const std::vector<float>& a, const std::vector<float>& b) {
+  double mx = 0, sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::fabs(double(a[i]) - b[i]);
+    mx = std::isnan(d) ? INFINITY : std::max(mx, d);
+    sum += d;
+  }
+  return {mx, a.empty() ? 0.0 : sum / static_cast<double>(a.size())};
+}
+
 std::vector<float> nchw_to_nhwc(const npy::Array& a, int N, int S, const std::string& what) {
   check_nchw(a, N, S, what);
   const std::vector<float> v = a.to_f32();

@@ -22,6 +22,8 @@ std::string write_synthetic_gpw(const std::string& tag, const std::function<void
 // (max infinite where a difference is NaN). Throws naming `what` on another shape.
 std::pair<double, double> nchw_vs_nhwc(const npy::Array& a, const std::vector<float>& nhwc, int N, int S,
                                        const std::string& what);
+// Two outputs of the same layout: max and mean abs difference (max infinite where one is NaN).
+std::pair<double, double> max_mean_abs(const std::vector<float>& a, const std::vector<float>& b);
 // The official (N, 3, S, S) input as the engine's [N, S, S, 3].
 std::vector<float> nchw_to_nhwc(const npy::Array& a, int N, int S, const std::string& what);
 // The bench's input: the export's (`exported["input"]`, when `from_export`), else uniform in

@@ -81,11 +81,7 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   pc.threads = cpu::num_threads();
   pc.timeout_s = a.peer_timeout;
   const BenchDevice device(a.device);
-  // The ONNX peers and the official forward run on the CPU: against a device, the CPU backend.
-  GPEN_CHECK(!device.dev || (a.onnx_peers.empty() && a.pytorch_pth.empty()),
-             "--arch " + a.arch + " on " + device.backend->name() +
-                 ": --compare and --pytorch-checkpoint are CPU comparisons (--accuracy there is against the CPU "
-                 "backend); give --device cpu for them");
+  device.refuse_cpu_comparisons(a.arch, !a.onnx_peers.empty() || !a.pytorch_pth.empty());
   // The export first: its input is the one the engine and the peers run.
   const nlohmann::json exported = reference && !device.dev ? run_transformer_export(pc) : nlohmann::json();
   const bool have_ref = exported.contains("onnx");
@@ -155,17 +151,12 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
     std::vector<float> expect(out.size());
     std::vector<int32_t> expect_codes(codes.size());
     cpu_run(in.data(), expect.data(), expect_codes.data());
-    double mx = 0, sum = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      const double d = std::fabs(double(out[i]) - expect[i]);
-      mx = std::isnan(d) ? INFINITY : std::max(mx, d);
-      sum += d;
-    }
+    const auto [mx, mean] = max_mean_abs(out, expect);
     size_t differ = 0;
     for (size_t i = 0; i < codes.size(); ++i) differ += codes[i] != expect_codes[i];
     j["accuracy_reference"] = "the CPU backend, fp32";
     j["accuracy_max_abs"] = mx;
-    j["accuracy_mean_abs"] = sum / static_cast<double>(out.size());
+    j["accuracy_mean_abs"] = mean;
     j["accuracy_codes_differing"] = differ;
     j["accuracy_codes"] = codes.size();
   } else if (a.accuracy) {
