@@ -87,7 +87,7 @@ TEST_CASE("GFPGAN's photo flow with --device cuda: the network on the device, th
   }
 }
 
-TEST_CASE("the facexlib flows refuse half precision, naming the model") {
+TEST_CASE("the facexlib flows take half precision on the device only, naming the model") {
   RestoreConfig c;
   c.model = "m.gpw";
   c.detector = "d.gpw";
@@ -96,11 +96,21 @@ TEST_CASE("the facexlib flows refuse half precision, naming the model") {
   c.precision = "fp32";
   CHECK_NOTHROW(check_config(c, FaceFlow::codeformer));
   c.precision = "fp16";
-  CHECK_THROWS_WITH_AS(check_config(c, FaceFlow::gfpgan),
-                       "GFPGAN runs in fp32 only (--precision fp16 is not built for it); m.gpw is a GFPGAN model", Error);
+  CHECK_NOTHROW(check_config(c, FaceFlow::gfpgan));
   c.precision = "bf16";
-  CHECK_THROWS_WITH_AS(check_config(c, FaceFlow::restoreformer),
-                       "RestoreFormer runs in fp32 only (--precision bf16 is not built for it); m.gpw is a RestoreFormer model",
-                       Error);
-  CHECK_NOTHROW(check_config(c, FaceFlow::gpen));
+  CHECK_NOTHROW(check_config(c, FaceFlow::restoreformer));
+  // These flows keep the network on the CPU unless --device cuda is given (auto included).
+  for (DeviceKind d : {DeviceKind::cpu, DeviceKind::automatic}) {
+    c.device = d;
+    c.precision = "fp16";
+    CHECK_THROWS_WITH_AS(check_config(c, FaceFlow::gfpgan),
+                         "--precision fp16: the CPU backend runs GFPGAN in fp32 only (use --device cuda)", Error);
+    c.precision = "bf16";
+    CHECK_THROWS_WITH_AS(check_config(c, FaceFlow::codeformer),
+                         "--precision bf16: the CPU backend runs CodeFormer in fp32 only (use --device cuda)", Error);
+    c.precision = "fp32";
+    CHECK_NOTHROW(check_config(c, FaceFlow::restoreformer));
+  }
+  c.precision = "fp12";
+  CHECK_THROWS_AS(check_config(c, FaceFlow::gfpgan), Error);
 }
