@@ -26,6 +26,7 @@
 #include "engine/core/error.h"
 #include "engine/core/rss.h"
 #include "engine/models/codeformer.h"
+#include "engine/models/f32_network.h"
 #include "engine/models/restoreformer.h"
 #include "engine/photo/npy.h"
 #include "engine/runtime/device.h"
@@ -84,12 +85,14 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   pc.timeout_s = a.peer_timeout;
   const BenchDevice device(a.device);
   device.refuse_cpu_comparisons(a.arch, !a.onnx_peers.empty() || !a.pytorch_pth.empty());
+  // Refused before the synthetic weights are written: 16 bits on the CPU.
+  const std::optional<DType> precision =
+      a.precision.empty() ? std::nullopt : std::optional<DType>(parse_precision(a.precision));
+  network_precision(precision, *device.backend, codeformer ? "CodeFormer" : "RestoreFormer");
   // The export first: its input is the one the engine and the peers run.
   const nlohmann::json exported = reference && !device.dev ? run_transformer_export(pc) : nlohmann::json();
   const bool have_ref = exported.contains("onnx");
 
-  const std::optional<DType> precision =
-      a.precision.empty() ? std::nullopt : std::optional<DType>(parse_precision(a.precision));
   std::string gpw = a.model, synthetic;
   if (gpw.empty()) gpw = synthetic = write_synthetic(a.arch);
   Backend& backend = *device.backend;
