@@ -112,10 +112,13 @@ Structure analyse(const Graph& g) {
 
 }  // namespace
 
+// Outputs of other ranks (GFPGAN's style code) come from the global part and stay as they are.
 int64_t banding_output_rows(const Graph& g) {
-  const auto outs = g.outputs();
-  GPEN_CHECK(outs.size() == 1 && g.tensor(outs[0]).shape.rank == 4, "banding: the graph must have one NHWC output");
-  return rows_of(g, outs[0]);
+  std::vector<int> maps;
+  for (int t : g.outputs())
+    if (g.tensor(t).shape.rank == 4) maps.push_back(t);
+  GPEN_CHECK(maps.size() == 1, "banding: the graph must have one NHWC output");
+  return rows_of(g, maps[0]);
 }
 
 std::vector<int> banding_resolutions(const Graph& g) {
