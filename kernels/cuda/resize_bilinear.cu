@@ -1,6 +1,7 @@
 // Bilinear resize of NHWC maps, F.interpolate(mode='bilinear', align_corners=False), the same
 // source index, neighbours and two-level blend as cpu::resize_bilinear. One thread per output
-// element, channels fastest, so reads and writes of a pixel coalesce.
+// element, channels fastest, so reads and writes of a pixel coalesce. A band of rows
+// (ResizeBilinearParams::in_h > 0) takes the whole op's taps at its global rows.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/nhwc_index.cuh"
 #include "kernels/cuda/ops_gfpgan.h"
@@ -32,8 +33,8 @@ template <class T>
 __global__ void __launch_bounds__(kThreads) resize_bilinear_kernel(const BilinearShape s, const T* x, T* y) {
   for_each_nhwc(s.n, s.ho, s.wo, s.c, [&](const NhwcIndex e) {
     const Tap ty = tap(s.out_row0 + e.y, s.h, s.scale_y), tx = tap(e.x, s.w, s.scale_x);
-    const T* b = x + e.n * s.xs.n + e.c * s.xs.c - s.in_row0 * s.xs.h;
-    auto at = [&](int64_t iy, int64_t ix) { return to_f32(b[iy * s.xs.h + ix * s.xs.w]); };
+    const T* b = x + e.n * s.xs.n + e.c * s.xs.c;
+    auto at = [&](int64_t iy, int64_t ix) { return to_f32(b[(iy - s.in_row0) * s.xs.h + ix * s.xs.w]); };
     const float h1 = ty.l1, h0 = 1.0f - h1, w1 = tx.l1, w0 = 1.0f - w1;
     // Products and sums rounded one by one, as the CPU op (no fused multiply-add).
     const float top = __fadd_rn(__fmul_rn(w0, at(ty.i0, tx.i0)), __fmul_rn(w1, at(ty.i0, tx.i1)));
