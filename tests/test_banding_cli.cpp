@@ -1,6 +1,6 @@
 // `gpen plan --arena-budget / --bands` (reports/plan_band.cpp): the JSON's `bands` object and
-// `extra_flops_fraction`, the clear answer when no banding fits, the refusal for detectors, and
-// GFPGAN banded.
+// `extra_flops_fraction`, the clear answer when no banding fits, the refusals for detectors and
+// CodeFormer, and GFPGAN banded.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,4 +92,10 @@ TEST_CASE("gpen plan --arch gfpgan --bands / --arena-budget band GFPGANv1Clean a
   CHECK(j.at("bands").at("fits").get<bool>());
   CHECK(j.at("arena_bytes").get<size_t>() <= budget);
   CHECK(j.at("bands").at("boundaries").back() == 64);
+}
+
+TEST_CASE("gpen plan --bands refuses CodeFormer's graph, naming the shapes banding takes") {
+  const CliRun r = gpen_plan("--arch codeformer --bands 4");
+  CHECK(r.status != 0);
+  CHECK_MESSAGE(r.out.find("banding takes graphs shaped as GPEN's and GFPGAN's") != std::string::npos, r.out);
 }

@@ -217,7 +217,9 @@ BandingResult apply_banding(Graph& g, const BandingSpec& spec, bool allow_inplac
   for (int i : B.nodes) {
     const int t = nodes[i].outputs[0];
     for (int c : st.consumers[t])
-      GPEN_CHECK(in_b[c] || recompute[c] || (in_a[i] && in_a[c]), "banding: " + g.tensor(t).name + " is read outside the banded decoder (by " + nodes[c].name + ")");
+      GPEN_CHECK(in_b[c] || recompute[c] || (in_a[i] && in_a[c]),
+                 "banding: " + g.tensor(t).name + " is read outside the banded decoder (by " + nodes[c].name +
+                     "): banding takes graphs shaped as GPEN's and GFPGAN's");
     if (g.tensor(t).is_output) B.outputs.push_back(t), B.main = t;
   }
   GPEN_CHECK(B.main >= 0 && B.outputs.size() == 1, "banding: the banded decoder must end in the graph output");
