@@ -27,7 +27,7 @@ const bool kDirectConvs = [] { return setenv("GPEN_CPU_CONV", "direct", 1) == 0;
 
 TEST_CASE("banding: GFPGANv1Clean banded at several R, kept features and band counts is bit-identical on the CPU") {
   REQUIRE(kDirectConvs);
-  cpu::set_num_threads(2);
+  cpu::set_num_threads(1);
   for (int batch : {1, 2}) {
     const GfpganNetConfig c = small_gfpgan(batch);
     const GfpganGraph whole = build_gfpgan_graph(c);
