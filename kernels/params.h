@@ -172,18 +172,25 @@ struct ModConvParams {
 // align_corners=False): on each axis the source of output index o is max((o + 0.5) * in / out
 // - 0.5, 0), between its floor and the next index, the last clamped to the edge. GFPGAN resizes
 // by 2 (ResBlock up, upsampling StyleConv, ToRGB's skip) and by 1/2 (ResBlock down).
+// A band of rows (engine/plan/banding_rows.cpp) computes rows [out_row0, out_row0 + y rows) of the
+// whole op's out_h x out_w output from x, the rows [in_row0, in_row0 + x rows) of the whole op's
+// input of in_h rows: the source rows and weights are those of the global rows, so each band row
+// equals the whole op's. in_h = 0: x is the whole input and y the whole output.
 struct ResizeBilinearParams {
   int out_h = 0, out_w = 0;
+  int in_h = 0, in_row0 = 0, out_row0 = 0;
 };
 
 // The clean StyleConv's epilogue after its modulated conv x:
 //   y = act(x * gain + noise_weight * noise[h, w] + bias[c])
-// Inputs: x NHWC [N, H, W, C], noise [H, W], noise_weight [1], bias [C] (has_bias). Elementwise,
-// may run in place.
+// Inputs: x NHWC [N, H, W, C], noise [H', W] with H' >= noise_row0 + H, noise_weight [1], bias [C]
+// (has_bias). Row h of x takes noise row noise_row0 + h (a band of rows reads the whole map's).
+// Elementwise, may run in place.
 struct NoiseBiasActParams {
   float gain = 1.0f;
   bool has_bias = false;
   Activation act;
+  int noise_row0 = 0;
 };
 
 // GFPGAN's Spatial Feature Transform: y = x * scale + shift on the channels from c0 (c0 = C / 2

@@ -149,6 +149,10 @@ void report_single_plan(const PlanArgs& a, const PlanDevice& dev, Graph& g, cons
     j.update(fields);
     j.update({{"device", dev.name}, {"ops", g.nodes().size()}, {"tensors", g.tensors().size()}});
     if (pd.transformed) j["transform"] = transform_json(pd);
+    if (pd.xf.banding_requested) {  // as GPEN's rows (reports/plan_gpen.cpp)
+      j["bands"] = bands_json(pd, pd.arena_budget);
+      j["extra_flops_fraction"] = pd.xf.banding.applied ? pd.xf.banding.extra_flops_fraction() : 0.0;
+    }
     if (all) {
       j["strategies"] = nlohmann::json::array();
       for (const MemoryPlan& q : strategies) j["strategies"].push_back(strategy_json(q));

@@ -1,5 +1,6 @@
 // `gpen plan --arena-budget / --bands` (reports/plan_band.cpp): the JSON's `bands` object and
-// `extra_flops_fraction`, the clear answer when no banding fits, and the refusal for detectors.
+// `extra_flops_fraction`, the clear answer when no banding fits, the refusals for detectors and
+// CodeFormer, and GFPGAN banded.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,4 +72,30 @@ TEST_CASE("gpen plan --bands N forces the band count, an unreachable budget is s
   r = gpen_plan("--arch retinaface-mnet --input-size 320x240 --arena-budget 1MiB");
   CHECK(r.status != 0);
   CHECK_MESSAGE(r.out.find("not the detector") != std::string::npos, r.out);
+}
+
+TEST_CASE("gpen plan --arch gfpgan --bands / --arena-budget band GFPGANv1Clean and report it under bands") {
+  const std::string small = "--arch gfpgan --size 64 --channel-multiplier 1 --narrow 0.0625 ";
+  CliRun r = gpen_plan(small + "--json");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  const size_t whole = nlohmann::json::parse(r.out).at("arena_bytes").get<size_t>();
+  r = gpen_plan(small + "--bands 4 --json");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("bands").at("applied").get<bool>());
+  CHECK(j.at("bands").at("count") == 4);
+  CHECK(j.at("arena_bytes").get<size_t>() < whole);
+  const size_t budget = whole / 2;
+  r = gpen_plan(small + "--arena-budget " + std::to_string(budget) + " --json");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j.at("bands").at("fits").get<bool>());
+  CHECK(j.at("arena_bytes").get<size_t>() <= budget);
+  CHECK(j.at("bands").at("boundaries").back() == 64);
+}
+
+TEST_CASE("gpen plan --bands refuses CodeFormer's graph, naming the shapes banding takes") {
+  const CliRun r = gpen_plan("--arch codeformer --bands 4");
+  CHECK(r.status != 0);
+  CHECK_MESSAGE(r.out.find("banding takes graphs shaped as GPEN's and GFPGAN's") != std::string::npos, r.out);
 }

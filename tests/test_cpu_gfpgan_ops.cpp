@@ -2,11 +2,12 @@
 // (PyTorch's align_corners=False interpolation as a weight matrix per axis, in double; and the
 // closed forms of the 1/2 and x2 cases GFPGAN uses), the clean StyleConv's noise epilogue and
 // the SFT affine (loops in double over NCHW-style indices), with strided views in and out, in
-// place, and the refusals.
+// place, and the refusals; bands of rows (the banding transform's) equal the whole ops' rows.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -187,6 +188,106 @@ TEST_CASE("sft modulates channels from c0 and copies the rest, from channel slic
       CHECK(bad == 0);
       CHECK(worst <= 1e-5);
     }
+}
+
+// A band's input rows: from a row at or above the first one its first output row reads to a row
+// at or below the last one its last output row reads (a row of margin against the float source).
+std::pair<int64_t, int64_t> band_input_rows(int64_t a, int64_t b, int64_t H, int64_t Ho) {
+  auto src = [&](int64_t o) { return std::max((static_cast<double>(o) + 0.5) * double(H) / double(Ho) - 0.5, 0.0); };
+  return {std::max<int64_t>(0, static_cast<int64_t>(std::floor(src(a))) - 1),
+          std::min<int64_t>(H, static_cast<int64_t>(std::floor(src(b - 1))) + 3)};
+}
+
+TEST_CASE("resize_bilinear: every band of rows from its input rows equals the whole op's rows, bit for bit") {
+  struct Case {
+    int64_t H, W, Ho, Wo;
+  };
+  for (Case k : {Case{8, 6, 16, 12}, Case{16, 8, 8, 4}, Case{5, 7, 11, 3}, Case{7, 4, 3, 8}}) {
+    CAPTURE(k.H);
+    CAPTURE(k.Ho);
+    const int64_t N = 2, C = 3;
+    auto x = randn(static_cast<size_t>(N * k.H * k.W * C), 21);
+    std::vector<float> whole(static_cast<size_t>(N * k.Ho * k.Wo * C));
+    TensorView xv = make_view(x.data(), DType::f32, Shape{N, k.H, k.W, C});
+    const ResizeBilinearParams p{static_cast<int>(k.Ho), static_cast<int>(k.Wo)};
+    cpu::resize_bilinear(p, xv, make_view(whole.data(), DType::f32, Shape{N, k.Ho, k.Wo, C}));
+    int64_t bad = 0;
+    for (int64_t a = 0; a < k.Ho; ++a)
+      for (int64_t b = a + 1; b <= k.Ho; ++b) {
+        const auto [lo, hi] = band_input_rows(a, b, k.H, k.Ho);
+        TensorView xb = xv;  // rows [lo, hi) of x, a strided view
+        xb.shape = Shape{N, hi - lo, k.W, C};
+        xb.data = x.data() + lo * k.W * C;
+        std::vector<float> band(static_cast<size_t>(N * (b - a) * k.Wo * C), 999.0f);
+        ResizeBilinearParams q = p;
+        q.in_h = static_cast<int>(k.H);
+        q.in_row0 = static_cast<int>(lo);
+        q.out_row0 = static_cast<int>(a);
+        cpu::resize_bilinear(q, xb, make_view(band.data(), DType::f32, Shape{N, b - a, k.Wo, C}));
+        const int64_t row = k.Wo * C;
+        for (int64_t n = 0; n < N; ++n)
+          bad += std::memcmp(band.data() + n * (b - a) * row, whole.data() + (n * k.Ho + a) * row,
+                             static_cast<size_t>((b - a) * row) * sizeof(float)) != 0;
+      }
+    CHECK(bad == 0);
+    // A band whose input rows miss one its first output row reads is refused.
+    if (k.Ho > 2) {
+      const int64_t a = k.Ho - 1;
+      const auto [lo, hi] = band_input_rows(a, k.Ho, k.H, k.Ho);
+      (void)lo;
+      TensorView xb = xv;
+      xb.shape = Shape{N, 1, k.W, C};
+      xb.data = x.data() + (hi - 1) * k.W * C;
+      std::vector<float> band(static_cast<size_t>(N * k.Wo * C));
+      ResizeBilinearParams q = p;
+      q.in_h = static_cast<int>(k.H);
+      q.in_row0 = static_cast<int>(hi - 1);
+      q.out_row0 = 0;
+      CHECK_THROWS_AS(cpu::resize_bilinear(q, xb, make_view(band.data(), DType::f32, Shape{N, 1, k.Wo, C})), Error);
+    }
+  }
+}
+
+TEST_CASE("noise_bias_act: a band of rows reading the noise from its first row equals the whole op's rows") {
+  const int64_t N = 2, H = 7, W = 5, C = 4;
+  const auto x = randn(static_cast<size_t>(N * H * W * C), 31);
+  const auto noise = randn(static_cast<size_t>(H * W), 32);
+  const auto bias = randn(static_cast<size_t>(C), 33);
+  float nw = 0.61f;
+  NoiseBiasActParams p;
+  p.gain = static_cast<float>(M_SQRT2);
+  p.has_bias = true;
+  p.act = Activation::leaky(0.2f);
+  TensorView bv = make_view(const_cast<float*>(bias.data()), DType::f32, Shape{C});
+  TensorView nv = make_view(const_cast<float*>(noise.data()), DType::f32, Shape{H, W});
+  std::vector<float> whole(x.size());
+  TensorView xv = make_view(const_cast<float*>(x.data()), DType::f32, Shape{N, H, W, C});
+  cpu::noise_bias_act(p, xv, nv, make_view(&nw, DType::f32, Shape{1}), &bv, make_view(whole.data(), DType::f32, Shape{N, H, W, C}));
+  for (int64_t a = 0; a < H; ++a)
+    for (int64_t b = a + 1; b <= H; ++b) {
+      CAPTURE(a);
+      CAPTURE(b);
+      TensorView xb = xv;
+      xb.shape = Shape{N, b - a, W, C};
+      xb.data = const_cast<float*>(x.data()) + a * W * C;
+      std::vector<float> band(static_cast<size_t>(N * (b - a) * W * C));
+      NoiseBiasActParams q = p;
+      q.noise_row0 = static_cast<int>(a);
+      cpu::noise_bias_act(q, xb, nv, make_view(&nw, DType::f32, Shape{1}), &bv,
+                          make_view(band.data(), DType::f32, Shape{N, b - a, W, C}));
+      int64_t bad = 0;
+      for (int64_t n = 0; n < N; ++n)
+        bad += std::memcmp(band.data() + n * (b - a) * W * C, whole.data() + (n * H + a) * W * C,
+                           static_cast<size_t>((b - a) * W * C) * sizeof(float)) != 0;
+      CHECK(bad == 0);
+    }
+  // Noise rows past the map's end are refused.
+  NoiseBiasActParams q = p;
+  q.noise_row0 = 1;
+  std::vector<float> out(x.size());
+  CHECK_THROWS_AS(cpu::noise_bias_act(q, xv, nv, make_view(&nw, DType::f32, Shape{1}), &bv,
+                                      make_view(out.data(), DType::f32, Shape{N, H, W, C})),
+                  Error);
 }
 
 TEST_CASE("the GFPGAN ops refuse mismatched shapes") {

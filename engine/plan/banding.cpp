@@ -112,10 +112,13 @@ Structure analyse(const Graph& g) {
 
 }  // namespace
 
+// Outputs of other ranks (GFPGAN's style code) come from the global part and stay as they are.
 int64_t banding_output_rows(const Graph& g) {
-  const auto outs = g.outputs();
-  GPEN_CHECK(outs.size() == 1 && g.tensor(outs[0]).shape.rank == 4, "banding: the graph must have one NHWC output");
-  return rows_of(g, outs[0]);
+  std::vector<int> maps;
+  for (int t : g.outputs())
+    if (g.tensor(t).shape.rank == 4) maps.push_back(t);
+  GPEN_CHECK(maps.size() == 1, "banding: the graph must have one NHWC output");
+  return rows_of(g, maps[0]);
 }
 
 std::vector<int> banding_resolutions(const Graph& g) {
@@ -214,7 +217,9 @@ BandingResult apply_banding(Graph& g, const BandingSpec& spec, bool allow_inplac
   for (int i : B.nodes) {
     const int t = nodes[i].outputs[0];
     for (int c : st.consumers[t])
-      GPEN_CHECK(in_b[c] || recompute[c] || (in_a[i] && in_a[c]), "banding: " + g.tensor(t).name + " is read outside the banded decoder (by " + nodes[c].name + ")");
+      GPEN_CHECK(in_b[c] || recompute[c] || (in_a[i] && in_a[c]),
+                 "banding: " + g.tensor(t).name + " is read outside the banded decoder (by " + nodes[c].name +
+                     "): banding takes graphs shaped as GPEN's and GFPGAN's");
     if (g.tensor(t).is_output) B.outputs.push_back(t), B.main = t;
   }
   GPEN_CHECK(B.main >= 0 && B.outputs.size() == 1, "banding: the banded decoder must end in the graph output");

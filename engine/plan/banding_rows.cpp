@@ -8,12 +8,26 @@ int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1)
 int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 Range clip(int64_t a, int64_t b, int64_t h) { return {std::max<int64_t>(0, a), std::min<int64_t>(h, b)}; }
 
+// The lower source row of output row y of a bilinear resize from h to out_h rows, in the float
+// arithmetic of the kernels (kernels/cpu/resize_bilinear.cpp).
+int64_t bilinear_source_row(int64_t y, int64_t h, int64_t out_h) {
+  const float scale = static_cast<float>(h) / static_cast<float>(out_h);
+  const float src = std::max(scale * (static_cast<float>(y) + 0.5f) - 0.5f, 0.0f);
+  return std::min(static_cast<int64_t>(src), h - 1);
+}
+
 }  // namespace
 
 std::vector<SpatialInput> spatial_inputs(const Node& n) {
   if (std::holds_alternative<ModConvParams>(n.params)) return {{0, false}, {1, false}, {8, true}};
   if (std::holds_alternative<Conv2dParams>(n.params)) return {{0, false}, {3, true}};
   if (std::holds_alternative<UpFirDn2dParams>(n.params)) return {{0, false}};
+  if (std::holds_alternative<ResizeBilinearParams>(n.params)) return {{0, false}};
+  // Elementwise, row for row: GFPGAN's skip add, SFT (x, scale, shift) and StyleConv epilogue
+  // (its noise map, a weight, stays whole: the band reads it from its first row, noise_row0).
+  if (std::holds_alternative<AddParams>(n.params)) return {{0, false}, {1, false}};
+  if (std::holds_alternative<SftParams>(n.params)) return {{0, false}, {1, false}, {2, false}};
+  if (std::holds_alternative<NoiseBiasActParams>(n.params)) return {{0, false}};
   return {};
 }
 
@@ -77,6 +91,28 @@ OpBand map_rows(const Node& n, int64_t H, Range o) {
       r.computed = o;
     }
     r.exact = r.computed == o;
+  } else if (auto* z = std::get_if<ResizeBilinearParams>(&n.params)) {
+    // Output row y blends input rows i0(y) and i1(y) <= i0(y) + 1, both rising with y: the band
+    // reads [i0(o.a), i1(o.b - 1)] and computes the global rows o with the whole op's taps.
+    GPEN_CHECK(z->in_h == 0, "banding: " + n.name + " is already a band");
+    auto first = [&](int64_t y) { return bilinear_source_row(y, H, z->out_h); };
+    r.in = {first(o.a), std::min(first(o.b - 1) + 1, H - 1) + 1};
+    ResizeBilinearParams q = *z;
+    q.in_h = static_cast<int>(H);
+    q.in_row0 = static_cast<int>(r.in.a);
+    q.out_row0 = static_cast<int>(o.a);
+    r.params = q;
+    r.computed = o;
+  } else if (std::holds_alternative<AddParams>(n.params) || std::holds_alternative<SftParams>(n.params)) {
+    r.in = o;
+    r.computed = o;
+  } else if (auto* e = std::get_if<NoiseBiasActParams>(&n.params)) {
+    GPEN_CHECK(e->noise_row0 == 0, "banding: " + n.name + " is already a band");
+    NoiseBiasActParams q = *e;
+    q.noise_row0 = static_cast<int>(o.a);
+    r.params = q;
+    r.in = o;
+    r.computed = o;
   } else {
     GPEN_CHECK(false, "banding: op " + n.name + " (" + op_name(n.params) + ") cannot run in bands");
   }

@@ -4,7 +4,11 @@
 // indices), which input rows it reads, which output rows it computes from them, and the op's
 // parameters for the band. Every bandable op computes exactly the rows asked for: conv2d and
 // upfirdn2d through their row padding, the same-padded modconv through ModConvParams::pad_top /
-// pad_bottom, the transposed one through its row crop (ModConvParams::crop_top / crop_bottom).
+// pad_bottom, the transposed one through its row crop (ModConvParams::crop_top / crop_bottom),
+// GFPGAN's bilinear resize through the whole op's taps at the band's global rows
+// (ResizeBilinearParams::in_row0 / out_row0: the top edge clamps at global row 0, not the band's),
+// and the elementwise add, SFT and noise epilogue (its noise map read from the band's first row,
+// NoiseBiasActParams::noise_row0) row for row.
 #include <algorithm>
 #include <cstdint>
 #include <vector>

@@ -20,9 +20,10 @@ void noise_bias_act(const NoiseBiasActParams& p, const TensorView& x, const Tens
   detail::check_same_shape(x, y, op, "input", "output");
   GPEN_CHECK(p.has_bias == (bias != nullptr), "noise_bias_act: has_bias does not match the bias argument");
   const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
-  GPEN_CHECK(noise.rank() == 2 && noise.dim(0) == H && noise.dim(1) == W,
-             "noise_bias_act: noise shape " + noise.shape.str() + " must be [" + std::to_string(H) + ", " +
-                 std::to_string(W) + "] (the map of " + x.shape.str() + ")");
+  const int64_t r0 = p.noise_row0;
+  GPEN_CHECK(noise.rank() == 2 && r0 >= 0 && noise.dim(0) >= r0 + H && noise.dim(1) == W,
+             "noise_bias_act: noise shape " + noise.shape.str() + " must hold rows [" + std::to_string(r0) + ", " +
+                 std::to_string(r0 + H) + ") of " + std::to_string(W) + " columns (the map of " + x.shape.str() + ")");
   GPEN_CHECK(noise_weight.numel() == 1, "noise_bias_act: noise weight must hold one value, got " + noise_weight.shape.str());
   if (bias) {
     detail::check_f32(*bias, op, "bias");
@@ -39,7 +40,7 @@ void noise_bias_act(const NoiseBiasActParams& p, const TensorView& x, const Tens
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t h = 0; h < H; ++h) {
       for (int64_t w = 0; w < W; ++w) {
-        const float nz = nw * noise.f32()[h * noise.stride(0) + w * noise.stride(1)];
+        const float nz = nw * noise.f32()[(r0 + h) * noise.stride(0) + w * noise.stride(1)];
         const float* xp = x.f32() + n * x.stride(0) + h * x.stride(1) + w * x.stride(2);
         float* yp = y.f32() + n * y.stride(0) + h * y.stride(1) + w * y.stride(2);
         for (int64_t c = 0; c < C; ++c) {

@@ -31,26 +31,44 @@ Tap tap(int64_t o, int64_t in, int64_t out) {
 }  // namespace
 
 void resize_bilinear(const ResizeBilinearParams& p, const TensorView& x, const TensorView& y) {
-  if (!detail::check_resize(x, y, p.out_h, p.out_w, "resize_bilinear")) return;
-  const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
-  const int64_t Ho = p.out_h, Wo = p.out_w;
+  const char* op = "resize_bilinear";
+  const bool band = p.in_h > 0;
+  if (!band && !detail::check_resize(x, y, p.out_h, p.out_w, op)) return;
+  if (band) {
+    detail::check_f32(x, op, "input");
+    detail::check_f32(y, op, "output");
+    detail::check_rank(x, 4, op, "input");
+    detail::check_rank(y, 4, op, "output");
+    GPEN_CHECK(y.dim(0) == x.dim(0) && y.dim(2) == p.out_w && y.dim(3) == x.dim(3) && p.out_row0 >= 0 &&
+                   p.out_row0 + y.dim(1) <= p.out_h && p.in_row0 >= 0 && p.in_row0 + x.dim(1) <= p.in_h,
+               "resize_bilinear: band of rows " + y.shape.str() + " from " + std::to_string(p.out_row0) + " of " +
+                   std::to_string(p.out_h) + " does not fit the input rows " + x.shape.str() + " from " +
+                   std::to_string(p.in_row0) + " of " + std::to_string(p.in_h));
+    if (y.numel() == 0) return;
+  }
+  // The taps of the whole op (global rows), read from x's rows.
+  const int64_t N = x.dim(0), H = band ? p.in_h : x.dim(1), W = x.dim(2), C = x.dim(3);
+  const int64_t Ho = y.dim(1), Wo = p.out_w, full_ho = p.out_h, r0 = p.out_row0, in0 = p.in_row0;
   const int64_t xc = x.stride(3), yc = y.stride(3);
+  // The taps move down with the output row: the first and last rows bound the rows read.
+  GPEN_CHECK(tap(r0, H, full_ho).i0 >= in0 && tap(r0 + Ho - 1, H, full_ho).i1 < in0 + x.dim(1),
+             "resize_bilinear: output rows from " + std::to_string(r0) + " read input rows outside the band");
   const int T = y.numel() >= detail::kParallelMinElements ? num_threads() : 1;
 #pragma omp parallel for collapse(2) num_threads(T) if (T > 1) schedule(static)
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t oy = 0; oy < Ho; ++oy) {
-      const Tap ty = tap(oy, H, Ho);
+      const Tap ty = tap(r0 + oy, H, full_ho);
       const float h1 = ty.l1, h0 = 1.0f - h1;
-      const float* r0 = x.f32() + n * x.stride(0) + ty.i0 * x.stride(1);
-      const float* r1 = x.f32() + n * x.stride(0) + ty.i1 * x.stride(1);
+      const float* r0p = x.f32() + n * x.stride(0) + (ty.i0 - in0) * x.stride(1);
+      const float* r1p = x.f32() + n * x.stride(0) + (ty.i1 - in0) * x.stride(1);
       float* yrow = y.f32() + n * y.stride(0) + oy * y.stride(1);
       for (int64_t ox = 0; ox < Wo; ++ox) {
         const Tap tx = tap(ox, W, Wo);
         const float w1 = tx.l1, w0 = 1.0f - w1;
-        const float* a = r0 + tx.i0 * x.stride(2);
-        const float* b = r0 + tx.i1 * x.stride(2);
-        const float* c = r1 + tx.i0 * x.stride(2);
-        const float* d = r1 + tx.i1 * x.stride(2);
+        const float* a = r0p + tx.i0 * x.stride(2);
+        const float* b = r0p + tx.i1 * x.stride(2);
+        const float* c = r1p + tx.i0 * x.stride(2);
+        const float* d = r1p + tx.i1 * x.stride(2);
         float* o = yrow + ox * y.stride(2);
         for (int64_t k = 0; k < C; ++k)
           o[k * yc] = h0 * (w0 * a[k * xc] + w1 * b[k * xc]) + h1 * (w0 * c[k * xc] + w1 * d[k * xc]);

@@ -41,9 +41,11 @@ void noise_bias_act(const NoiseBiasActParams& p, const TensorView& x, const Tens
   check_rank(x, 4, op, "input");
   check_same_shape(x, y, op, "input", "output");
   GPEN_CHECK(p.has_bias == (bias != nullptr), "noise_bias_act: has_bias does not match the bias argument");
-  GPEN_CHECK(noise.rank() == 2 && noise.dim(0) == x.dim(1) && noise.dim(1) == x.dim(2),
-             "noise_bias_act: noise shape " + noise.shape.str() + " must be [" + std::to_string(x.dim(1)) + ", " +
-                 std::to_string(x.dim(2)) + "] (the map of " + x.shape.str() + ")");
+  const int64_t r0 = p.noise_row0;
+  GPEN_CHECK(noise.rank() == 2 && r0 >= 0 && noise.dim(0) >= r0 + x.dim(1) && noise.dim(1) == x.dim(2),
+             "noise_bias_act: noise shape " + noise.shape.str() + " must hold rows [" + std::to_string(r0) + ", " +
+                 std::to_string(r0 + x.dim(1)) + ") of " + std::to_string(x.dim(2)) + " columns (the map of " +
+                 x.shape.str() + ")");
   GPEN_CHECK(noise_weight.numel() == 1, "noise_bias_act: noise weight must hold one value, got " + noise_weight.shape.str());
   if (bias) {
     check_view(*bias, x.dtype, op, "bias");
@@ -56,8 +58,8 @@ void noise_bias_act(const NoiseBiasActParams& p, const TensorView& x, const Tens
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     GPEN_LAUNCH(grid_for(x.numel(), kThreads), kThreads, 0, stream, noise_bias_act_kernel<T>)(
-        s, x.as<const T>(), noise.as<const T>(), noise_weight.as<const T>(), bias ? bias->as<const T>() : nullptr,
-        y.as<T>(), p.gain, p.act);
+        s, x.as<const T>(), noise.as<const T>() + r0 * noise.stride(0), noise_weight.as<const T>(),
+        bias ? bias->as<const T>() : nullptr, y.as<T>(), p.gain, p.act);
   });
   check_launch(op);
 }

@@ -1,6 +1,7 @@
 // Bilinear resize of NHWC maps, F.interpolate(mode='bilinear', align_corners=False), the same
 // source index, neighbours and two-level blend as cpu::resize_bilinear. One thread per output
-// element, channels fastest, so reads and writes of a pixel coalesce.
+// element, channels fastest, so reads and writes of a pixel coalesce. A band of rows
+// (ResizeBilinearParams::in_h > 0) takes the whole op's taps at its global rows.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/nhwc_index.cuh"
 #include "kernels/cuda/ops_gfpgan.h"
@@ -12,8 +13,9 @@ namespace {
 constexpr int kThreads = 256;
 
 struct BilinearShape {
-  int64_t n, h, w, c, ho, wo;
-  float scale_y, scale_x;  // in / out, as PyTorch's float scale
+  int64_t n, h, w, c, ho, wo;  // h: the whole op's input rows; ho: y's rows
+  int64_t out_row0, in_row0;   // y's and x's first rows in the whole op (ResizeBilinearParams)
+  float scale_y, scale_x;      // in / out of the whole op, as PyTorch's float scale
   NhwcStrides xs, ys;
 };
 
@@ -30,9 +32,9 @@ __device__ __forceinline__ Tap tap(int64_t o, int64_t in, float scale) {
 template <class T>
 __global__ void __launch_bounds__(kThreads) resize_bilinear_kernel(const BilinearShape s, const T* x, T* y) {
   for_each_nhwc(s.n, s.ho, s.wo, s.c, [&](const NhwcIndex e) {
-    const Tap ty = tap(e.y, s.h, s.scale_y), tx = tap(e.x, s.w, s.scale_x);
+    const Tap ty = tap(s.out_row0 + e.y, s.h, s.scale_y), tx = tap(e.x, s.w, s.scale_x);
     const T* b = x + e.n * s.xs.n + e.c * s.xs.c;
-    auto at = [&](int64_t iy, int64_t ix) { return to_f32(b[iy * s.xs.h + ix * s.xs.w]); };
+    auto at = [&](int64_t iy, int64_t ix) { return to_f32(b[(iy - s.in_row0) * s.xs.h + ix * s.xs.w]); };
     const float h1 = ty.l1, h0 = 1.0f - h1, w1 = tx.l1, w0 = 1.0f - w1;
     // Products and sums rounded one by one, as the CPU op (no fused multiply-add).
     const float top = __fadd_rn(__fmul_rn(w0, at(ty.i0, tx.i0)), __fmul_rn(w1, at(ty.i0, tx.i1)));
@@ -51,14 +53,22 @@ void resize_bilinear(const ResizeBilinearParams& p, const TensorView& x, const T
   check_rank(y, 4, "resize_bilinear", "output");
   GPEN_CHECK(p.out_h > 0 && p.out_w > 0, "resize_bilinear: output size must be positive, got " +
                                              std::to_string(p.out_h) + "x" + std::to_string(p.out_w));
-  const BilinearShape s{x.dim(0), x.dim(1), x.dim(2), x.dim(3), p.out_h, p.out_w,
-                        static_cast<float>(x.dim(1)) / static_cast<float>(p.out_h),
+  // A band (in_h > 0) takes the whole op's taps at its global rows; otherwise x and y are whole.
+  const bool band = p.in_h > 0;
+  const int64_t in_h = band ? p.in_h : x.dim(1), ho = band ? y.dim(1) : p.out_h;
+  const BilinearShape s{x.dim(0), in_h, x.dim(2), x.dim(3), ho, p.out_w, band ? p.out_row0 : 0, band ? p.in_row0 : 0,
+                        static_cast<float>(in_h) / static_cast<float>(p.out_h),
                         static_cast<float>(x.dim(2)) / static_cast<float>(p.out_w), nhwc_strides(x), nhwc_strides(y)};
   GPEN_CHECK(y.dim(0) == s.n && y.dim(1) == s.ho && y.dim(2) == s.wo && y.dim(3) == s.c,
              "resize_bilinear: output shape " + y.shape.str() + " must be [" + std::to_string(s.n) + ", " +
                  std::to_string(s.ho) + ", " + std::to_string(s.wo) + ", " + std::to_string(s.c) + "]");
+  if (band)
+    GPEN_CHECK(s.out_row0 >= 0 && s.out_row0 + s.ho <= p.out_h && s.in_row0 >= 0 && s.in_row0 + x.dim(1) <= in_h,
+               "resize_bilinear: band of rows " + y.shape.str() + " from " + std::to_string(s.out_row0) + " of " +
+                   std::to_string(p.out_h) + " does not fit the input rows " + x.shape.str() + " from " +
+                   std::to_string(s.in_row0) + " of " + std::to_string(in_h));
   if (y.numel() == 0) return;
-  GPEN_CHECK(s.h > 0 && s.w > 0, "resize_bilinear: empty input " + x.shape.str());
+  GPEN_CHECK(x.dim(1) > 0 && s.w > 0, "resize_bilinear: empty input " + x.shape.str());
   dispatch_float(x.dtype, "resize_bilinear", [&](auto tag) {
     using T = typename decltype(tag)::type;
     GPEN_LAUNCH(grid_for(y.numel(), kThreads), kThreads, 0, stream, resize_bilinear_kernel<T>)(s, x.as<const T>(),
