@@ -33,7 +33,7 @@ void F32Network::bind_weights(const Graph& every_weight, const std::string& mode
   GPEN_CHECK(device_weights_ == nullptr, file_.path() + ": " + model + " weights bound twice");
   views_ = f32_weight_views(file_, widened_);
   check_graph_weights(every_weight, views_, file_.path(), model);
-  device_weights_ = upload_weight_views(backend_, views_, widened_, file_.path(), every_weight);
+  device_weights_ = upload_weight_views(backend_, views_, widened_, file_.path(), &every_weight);
 }
 
 size_t F32Network::weights_bytes() const {

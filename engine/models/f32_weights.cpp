@@ -26,11 +26,12 @@ WeightMap f32_weight_views(const GpwFile& f, std::vector<std::vector<float>>& wi
 }
 
 void* upload_weight_views(Backend& backend, WeightMap& views, std::vector<std::vector<float>>& widened,
-                          const std::string& path, const Graph& every_weight) {
+                          const std::string& path, const Graph* every_weight) {
   if (!is_device_backend(backend)) return nullptr;
   std::map<std::string, DType> bound;
-  for (const auto& t : every_weight.tensors())
-    if (t.kind == TensorKind::Weight) bound[t.name] = t.dtype;
+  if (every_weight)
+    for (const auto& t : every_weight->tensors())
+      if (t.kind == TensorKind::Weight) bound[t.name] = t.dtype;
   std::vector<TensorView*> list;
   std::vector<DType> to;
   std::vector<size_t> sizes;

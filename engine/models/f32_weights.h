@@ -17,12 +17,13 @@ namespace gpen {
 WeightMap f32_weight_views(const GpwFile& f, std::vector<std::vector<float>>& widened);
 
 // On a device backend: every view (f32) copied into one device allocation, converted to the dtype
-// `every_weight` declares it in (f32 for a tensor the graph does not bind), and repointed there,
+// `every_weight` declares it in (f32 for a tensor the graph does not bind, and every tensor
+// without a graph), and repointed there,
 // the host widening released; returns that allocation (the caller releases it with the backend), or
 // nullptr on the CPU, where the views stay where they are. Throws naming the file for a view
 // that is not contiguous.
 void* upload_weight_views(Backend& backend, WeightMap& views, std::vector<std::vector<float>>& widened,
-                          const std::string& path, const Graph& every_weight);
+                          const std::string& path, const Graph* every_weight = nullptr);
 
 // Throws naming the file, the model and the tensor when g binds a weight that w lacks or holds
 // with another shape: a clear error at load, not at run.
