@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -25,6 +26,7 @@
 #include "engine/core/rss.h"
 #include "engine/models/gfpgan.h"
 #include "engine/photo/npy.h"
+#include "engine/runtime/device.h"
 #include "kernels/cpu/ops.h"
 
 namespace gpen::cli {
@@ -54,6 +56,8 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
         "gfpgan", [&gc](const std::string& path) { conv::convert(conv::SyntheticGfpganCheckpoint(gc, kSeed), path); });
     if (!a.save_weights.empty()) fs::copy_file(synthetic, a.save_weights, fs::copy_options::overwrite_existing);
   }
+  const std::optional<DType> precision =
+      a.precision.empty() ? std::nullopt : std::optional<DType>(parse_precision(a.precision));
   std::unique_ptr<BenchDevice> device;
   std::unique_ptr<GfpganModel> net;
   // On a device, --accuracy is against the CPU backend on the same weights and input, as GPEN's.
@@ -62,7 +66,7 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
   try {
     device = std::make_unique<BenchDevice>(a.device);
     device->refuse_cpu_comparisons("gfpgan", !a.onnx_peers.empty() || !a.pytorch_pth.empty());
-    net = std::make_unique<GfpganModel>(gpw, *device->backend);
+    net = std::make_unique<GfpganModel>(gpw, *device->backend, precision);
     if (device->dev && a.accuracy) cpu_net = std::make_unique<GfpganModel>(gpw, *(cpu = make_cpu_backend()));
   } catch (...) {
     if (!synthetic.empty()) fs::remove(synthetic);
@@ -101,6 +105,7 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
             {"model", a.model.empty() ? "synthetic" : a.model},
             {"model_name", "GFPGANv1Clean " + std::to_string(S)},
             {"size", S},
+            {"precision", precision_name(net->precision())},
             {"channel_multiplier", c.channel_multiplier},
             {"narrow", c.narrow},
             {"num_style_feat", c.num_style_feat}});
@@ -138,9 +143,10 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
   } else {
     const std::string where = device->dev ? std::string(device->backend->name())
                                           : "cpu (" + std::to_string(cpu::num_threads()) + " threads)";
-    std::printf("GFPGANv1Clean %d (channel multiplier %d, narrow %g, %s weights) on %s, batch %d, "
+    std::printf("GFPGANv1Clean %d (channel multiplier %d, narrow %g, %s weights) on %s, %s, batch %d, "
                 "%.1f GFLOP per face, %d runs after %d warm-up\n",
-                S, c.channel_multiplier, c.narrow, a.model.empty() ? "synthetic" : "converted", where.c_str(), N,
+                S, c.channel_multiplier, c.narrow, a.model.empty() ? "synthetic" : "converted", where.c_str(),
+                precision_name(net->precision()), N,
                 j["gflop_per_face"].get<double>(), a.runs, a.warmup);
     print_timing(j);
     if (j.contains("accuracy_max_abs"))

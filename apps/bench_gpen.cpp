@@ -98,6 +98,7 @@ void run_bench(BenchArgs a) {
     g.peer_timeout = a.pytorch_timeout;
     g.save_weights = a.save_weights;
     g.device = a.device;
+    g.precision = a.precision;
     run_gfpgan_bench(g);
     return;
   }
@@ -120,6 +121,7 @@ void run_bench(BenchArgs a) {
     t.peers_python = peers_py;
     t.peer_timeout = a.pytorch_timeout;
     t.device = a.device;
+    t.precision = a.precision;
     run_transformer_bench(t);
     return;
   }

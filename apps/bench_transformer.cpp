@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -25,8 +26,10 @@
 #include "engine/core/error.h"
 #include "engine/core/rss.h"
 #include "engine/models/codeformer.h"
+#include "engine/models/f32_network.h"
 #include "engine/models/restoreformer.h"
 #include "engine/photo/npy.h"
+#include "engine/runtime/device.h"
 #include "kernels/cpu/ops.h"
 
 namespace gpen::cli {
@@ -82,6 +85,10 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   pc.timeout_s = a.peer_timeout;
   const BenchDevice device(a.device);
   device.refuse_cpu_comparisons(a.arch, !a.onnx_peers.empty() || !a.pytorch_pth.empty());
+  // Refused before the synthetic weights are written: 16 bits on the CPU.
+  const std::optional<DType> precision =
+      a.precision.empty() ? std::nullopt : std::optional<DType>(parse_precision(a.precision));
+  network_precision(precision, *device.backend, codeformer ? "CodeFormer" : "RestoreFormer");
   // The export first: its input is the one the engine and the peers run.
   const nlohmann::json exported = reference && !device.dev ? run_transformer_export(pc) : nlohmann::json();
   const bool have_ref = exported.contains("onnx");
@@ -96,9 +103,9 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   std::function<void(const float*, float*, int32_t*)> cpu_run;
   try {
     if (codeformer)
-      cf = std::make_unique<CodeformerModel>(gpw, backend);
+      cf = std::make_unique<CodeformerModel>(gpw, backend, precision);
     else
-      rf = std::make_unique<RestoreformerModel>(gpw, backend);
+      rf = std::make_unique<RestoreformerModel>(gpw, backend, precision);
     if (device.dev && a.accuracy) {
       cpu = make_cpu_backend();
       const float w = static_cast<float>(a.w);
@@ -144,7 +151,12 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   nlohmann::json j = time_runs(a.runs, a.warmup, N, graph_flops(*net.graph), *net.plan,
                                [&] { net.run(in.data(), out.data(), codes.data()); }, out, backend.name());
   device.add_json(j);
-  j.update({{"arch", a.arch}, {"model", a.model.empty() ? "synthetic" : a.model}, {"model_name", net.name}, {"size", S}});
+  const char* prec = precision_name(codeformer ? cf->precision() : rf->precision());
+  j.update({{"arch", a.arch},
+            {"model", a.model.empty() ? "synthetic" : a.model},
+            {"model_name", net.name},
+            {"size", S},
+            {"precision", prec}});
   if (codeformer) j["fidelity_w"] = a.w;
   if (reference && !device.dev) j["export"] = exported;
   if (cpu_run) {
@@ -203,9 +215,9 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   } else {
     const std::string where =
         device.dev ? std::string(backend.name()) : "cpu (" + std::to_string(cpu::num_threads()) + " threads)";
-    std::printf("%s, %s weights, on %s, batch %d, %.1f GFLOP per face, %d runs after %d warm-up\n", net.name.c_str(),
-                a.model.empty() ? "synthetic" : "converted", where.c_str(), N, j["gflop_per_face"].get<double>(),
-                a.runs, a.warmup);
+    std::printf("%s, %s weights, on %s, %s, batch %d, %.1f GFLOP per face, %d runs after %d warm-up\n",
+                net.name.c_str(), a.model.empty() ? "synthetic" : "converted", where.c_str(), prec, N,
+                j["gflop_per_face"].get<double>(), a.runs, a.warmup);
     print_timing(j);
     if (j.contains("accuracy_max_abs")) {
       std::printf("  accuracy        vs %s (same weights, same input): max abs %.3g, mean abs %.3g",

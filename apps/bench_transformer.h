@@ -20,6 +20,7 @@ struct TransformerBenchArgs {
   std::string peers_python;
   int peer_timeout = 0;  // seconds per export / peer run; 0: none
   std::string device = "cpu";  // cpu, cuda or auto; on a device, --accuracy is against the CPU backend
+  std::string precision;       // fp32, fp16 or bf16 (16 bits on a device only); empty: fp32
 };
 
 void run_transformer_bench(const TransformerBenchArgs& a);

@@ -17,10 +17,10 @@ Command reg(
       sub.add_option("--arch", g_args.arch,
                      "gpen (synthetic weights unless -m), retinaface: time detect() on --image with -d, "
                      "realesrnet: RRDBNet on a --size square input (synthetic weights, --scale), or parsenet: "
-                     "ParseNet (-m PARSENET.gpw) on a --size x --size input, CPU, or gfpgan: GFPGANv1Clean per face (CPU or CUDA, fp32) "
+                     "ParseNet (-m PARSENET.gpw) on a --size x --size input, CPU, or gfpgan: GFPGANv1Clean per face (CPU, or CUDA in --precision) "
                      "(synthetic weights of --size, --channel-multiplier, --narrow unless -m), codeformer: CodeFormer at --fidelity, or "
-                     "restoreformer: RestoreFormer++ (both 512, the CPU, synthetic weights of the released configuration "
-                     "unless -m)")
+                     "restoreformer: RestoreFormer++ (both 512, the CPU or CUDA, synthetic weights of the released "
+                     "configuration unless -m)")
           ->capture_default_str();
       sub.add_option("--scale", g_args.sr_scale, "--arch realesrnet: scale 1, 2 or 4")->capture_default_str();
       sub.add_option("--fidelity", g_args.fidelity, "--arch codeformer: the fidelity weight w in [0, 1]")
@@ -46,7 +46,8 @@ Command reg(
       sub.add_option("--runs", g_args.runs, "Timed runs")->capture_default_str();
       sub.add_option("--warmup", g_args.warmup, "Untimed runs first")->capture_default_str();
       sub.add_option("--device", g_args.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
-      sub.add_option("--precision", g_args.precision, "fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA)");
+      sub.add_option("--precision", g_args.precision, "fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; --arch gfpgan, codeformer, restoreformer: "
+                     "fp32 on every device, as their official flows run, fp16 / bf16 on CUDA when asked)");
       sub.add_option("--weights-dtype", g_args.weights_dtype,
                      "Synthetic weights: the big convs as int8 or fp8 codes (as `gpen convert --dtype`); --accuracy "
                      "then compares with their fp32 originals")
@@ -95,8 +96,8 @@ Command reg(
                    "Also run the same weights on the same input on the CPU backend in fp32 and report max abs and "
                    "max relative difference of the raw output and the PSNR of the 8-bit faces (--arch gfpgan, codeformer, "
                    "restoreformer: against the official PyTorch network on the same weights and input, max and mean "
-                   "abs, the last two also counting the codes picked apart from the official ones; gfpgan on CUDA: "
-                   "against the CPU backend, max and mean abs)");
+                   "abs, the last two also counting the codes picked apart from the official ones; on CUDA: "
+                   "against the CPU backend in fp32, max and mean abs, whatever --precision)");
       sub.add_flag("--profile", g_args.profile,
                    "Also time every node alone (CUDA: events, no graph; median of max(3, --runs) runs) and print "
                    "(GPEN, ParseNet, CodeFormer, RestoreFormer++, RetinaFace: also by part of the detector) "

@@ -54,7 +54,7 @@ Command reg(
                    "time bound at H200 figures (GEMM family from GPEN_CUDA_GEMM), summed per model");
       sub.add_option("--precision", g_args.precision, "Activation and weight precision: fp32, fp16, bf16")
           ->capture_default_str();
-      sub.add_option("--precisions", g_args.precisions, "Several precisions (sweep table)")->delimiter(',');
+      sub.add_option("--precisions", g_args.precisions, "Several precisions (sweep table; --arch gfpgan, codeformer, restoreformer: one row per batch and precision)")->delimiter(',');
       sub.add_option("--weights-dtype", g_args.weights_dtype,
                      "GPEN conv weights as 8-bit codes: int8 or fp8 (default: as the -m file stores them, else "
                      "the precision)")

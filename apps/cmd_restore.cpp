@@ -200,7 +200,8 @@ Command reg(
       sub.add_option("--device", g_args.device, "cpu, cuda or auto (CUDA when a GPU is present)")->capture_default_str();
       sub.add_option("--precision", g_args.precision,
                      "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; the CPU runs fp32 "
-                     "only; the detector always runs fp32)");
+                     "only; the detector always runs fp32); GFPGAN, CodeFormer and RestoreFormer run fp32 on every "
+                     "device, as their official flows, and fp16 / bf16 with --device cuda when asked");
       sub.add_flag("--no-cuda-graphs", g_args.no_cuda_graphs,
                    "CUDA: launch every kernel each run instead of replaying a captured graph");
       sub.add_option("--batch", g_args.batch, "Most faces per GPEN run (default: from --vram-budget); GPEN is planned for the faces the photos have, up to this");

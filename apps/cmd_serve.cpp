@@ -126,7 +126,8 @@ Command reg(
       sub.add_flag("--face-upsample", e.face_upsample,
                    "CodeFormer with --sr: the restored faces upsampled too, as `gpen restore --face-upsample`");
       sub.add_option("--precision", e.precision,
-                     "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; GFPGAN, CodeFormer and RestoreFormer run fp32)");
+                     "GPEN precision: fp32, fp16 or bf16 (default: fp32 on the CPU, fp16 on CUDA; GFPGAN, CodeFormer and RestoreFormer run fp32 "
+                     "unless given fp16 / bf16 with --device cuda)");
       sub.add_option("--memory-budget,--vram-budget", e.vram_budget,
                      "Memory for GPEN (weights + arena + workspace), e.g. 2GiB: GPEN's batch limit is the largest "
                      "that fits, planned once at start (default: half the free RAM on CPU, 80% of the free GPU "

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 #include "apps/restore_common.h"
@@ -19,6 +20,7 @@
 #include "engine/photo/face_flow.h"
 #include "engine/photo/facexlib_flow.h"
 #include "engine/photo/tasks.h"
+#include "engine/runtime/device.h"
 #include "engine/runtime/env_options.h"
 
 namespace fs = std::filesystem;
@@ -93,9 +95,12 @@ void run_aligned_facexlib(const RestoreArgs& a, FaceFlow flow) {
   std::vector<std::string> stems;
   for (const auto& in : a.inputs) stems.push_back(fs::path(in).stem().string());
   const std::vector<std::string> out_paths = aligned_outputs(a, stems);
-  // The network on the device with --device cuda (fp32), else on the CPU backend (as the photo flow).
+  // The network on the device with --device cuda (fp32 unless --precision says fp16 or bf16), else on
+  // the CPU backend in fp32 (as the photo flow; check_config refused 16 bits there).
   auto backend = c.device == DeviceKind::cuda ? make_backend(device_options(a)) : make_cpu_backend();
-  const std::unique_ptr<FacexlibNet> net = open_facexlib_net(a.model, flow, *backend, c.fidelity);
+  const std::optional<DType> precision =
+      c.precision.empty() ? std::nullopt : std::optional<DType>(parse_precision(c.precision));
+  const std::unique_ptr<FacexlibNet> net = open_facexlib_net(a.model, flow, *backend, c.fidelity, precision);
   FacexlibFlowOptions o;
   o.helper = facexlib_helper(flow);
   o.blend = a.alpha;

@@ -105,10 +105,14 @@ void print_strategy(const MemoryPlan& q);
 // text starts with `title`.
 void report_single_plan(const PlanArgs& a, const PlanDevice& dev, Graph& g, const nlohmann::json& fields,
                         const std::string& title);
-// --batches for such a model: `graph(batch)` planned per batch (with the asked-for transforms),
-// one row each (weights, arena, lower bound, workspace, total); JSON: `fields` and "batches", an
-// array of plan_json's objects with their batch.
-void report_batch_sweep(const PlanArgs& a, const PlanDevice& dev, const std::function<Graph(int)>& graph,
+// The activation dtypes a report plans: --precisions, else --precision (fp32, fp16 or bf16; a
+// plan is bytes, so every device plans every precision, as GPEN's table does).
+std::vector<DType> plan_precisions(const PlanArgs& a);
+// --batches (else --batch) and --precisions (else --precision) for such a model: `graph(batch,
+// precision)` planned per pair (with the asked-for transforms), one row each (weights, arena,
+// lower bound, workspace, total); JSON: `fields`, "precisions" ("precision" too when there is
+// one) and "batches", an array of plan_json's objects with their batch and precision.
+void report_batch_sweep(const PlanArgs& a, const PlanDevice& dev, const std::function<Graph(int, DType)>& graph,
                         const nlohmann::json& fields, const std::string& title);
 
 struct Row {
@@ -172,11 +176,14 @@ void run_gpen_memory_budget_plan(const PlanArgs& a);
 // The same with -d: the whole photo flow on a photo of --input-size, planned as `gpen restore
 // --memory-budget` plans it (reports/plan_low_memory_photo.cpp).
 void run_photo_memory_budget_plan(const PlanArgs& a);
-// GFPGANv1Clean plans (reports/plan_gfpgan.cpp): --size, --channel-multiplier, --narrow or -m, fp32.
+// GFPGANv1Clean plans (reports/plan_gfpgan.cpp): --size, --channel-multiplier, --narrow or -m,
+// fp32, fp16 or bf16 (--precision / --precisions).
 void run_gfpgan_plan(const PlanArgs& a, const PlanDevice& dev);
-// CodeFormer plans (reports/plan_codeformer.cpp): the released configuration or -m, 512, fp32.
+// CodeFormer plans (reports/plan_codeformer.cpp): the released configuration or -m, 512, fp32,
+// fp16 or bf16.
 void run_codeformer_plan(const PlanArgs& a, const PlanDevice& dev);
-// RestoreFormer++ plans (reports/plan_restoreformer.cpp): the released configuration or -m, 512, fp32.
+// RestoreFormer++ plans (reports/plan_restoreformer.cpp): the released configuration or -m, 512,
+// fp32, fp16 or bf16.
 void run_restoreformer_plan(const PlanArgs& a, const PlanDevice& dev);
 // The roofline estimate of a graph on the CUDA backend at H200 figures (reports/plan_roofline.cpp):
 // per node FLOPs, bytes moved by the kernel's tiling, intensity, bound; printed when `print`.

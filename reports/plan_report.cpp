@@ -168,31 +168,47 @@ void report_single_plan(const PlanArgs& a, const PlanDevice& dev, Graph& g, cons
   for (const MemoryPlan& q : strategies) print_strategy(q);
 }
 
-void report_batch_sweep(const PlanArgs& a, const PlanDevice& dev, const std::function<Graph(int)>& graph,
+std::vector<DType> plan_precisions(const PlanArgs& a) {
+  std::vector<DType> out;
+  for (const std::string& p : a.precisions.empty() ? std::vector<std::string>{a.precision} : a.precisions)
+    out.push_back(parse_precision(p));
+  return out;
+}
+
+void report_batch_sweep(const PlanArgs& a, const PlanDevice& dev, const std::function<Graph(int, DType)>& graph,
                         const nlohmann::json& fields, const std::string& title) {
   GPEN_CHECK(a.strategy != "all", "--batches with --strategy all: give one of them");
+  const std::vector<DType> precisions = plan_precisions(a);
+  const std::vector<int> batches = a.batches.empty() ? std::vector<int>{a.batch} : a.batches;
   nlohmann::json rows = nlohmann::json::array();
+  nlohmann::json names = nlohmann::json::array();
+  for (DType t : precisions) names.push_back(precision_name(t));
   if (!a.json) {
     std::printf("%s, %s workspace\n", title.c_str(), dev.name.c_str());
-    std::printf("  %5s  %12s  %12s  %12s  %12s  %12s\n", "batch", "weights", "arena", "lower bound", "workspace",
-                "total");
+    std::printf("  %5s  %4s  %12s  %12s  %12s  %12s  %12s\n", "batch", "prec", "weights", "arena", "lower bound",
+                "workspace", "total");
   }
-  for (int b : a.batches) {
+  for (int b : batches) {
     GPEN_CHECK(b >= 1, "--batches: " + std::to_string(b) + " is not a batch size");
-    Graph g = graph(b);
-    const Planned pd = plan_with_transforms(g, dev.ws, plan_options(a, a.strategy));
-    const MemoryPlan& p = pd.plan;
-    nlohmann::json r = plan_json(p);
-    r["batch"] = b;
-    rows.push_back(r);
-    auto mib = [](size_t v) { return human_bytes(static_cast<double>(v)); };
-    if (!a.json)
-      std::printf("  %5d  %12s  %12s  %12s  %12s  %12s\n", b, mib(p.weights_bytes).c_str(), mib(p.arena_bytes).c_str(),
-                  mib(p.lower_bound_bytes).c_str(), mib(p.workspace_bytes).c_str(), mib(p.total_bytes()).c_str());
+    for (DType t : precisions) {
+      Graph g = graph(b, t);
+      const Planned pd = plan_with_transforms(g, dev.ws, plan_options(a, a.strategy));
+      const MemoryPlan& p = pd.plan;
+      nlohmann::json r = plan_json(p);
+      r["batch"] = b;
+      r["precision"] = precision_name(t);
+      rows.push_back(r);
+      auto mib = [](size_t v) { return human_bytes(static_cast<double>(v)); };
+      if (!a.json)
+        std::printf("  %5d  %4s  %12s  %12s  %12s  %12s  %12s\n", b, precision_name(t), mib(p.weights_bytes).c_str(),
+                    mib(p.arena_bytes).c_str(), mib(p.lower_bound_bytes).c_str(), mib(p.workspace_bytes).c_str(),
+                    mib(p.total_bytes()).c_str());
+    }
   }
   if (a.json) {
     nlohmann::json j = fields;
-    j.update({{"device", dev.name}, {"batches", rows}});
+    j.update({{"device", dev.name}, {"precisions", names}, {"batches", rows}});
+    if (precisions.size() == 1) j["precision"] = names[0];
     emit_json(a, j);
   }
 }

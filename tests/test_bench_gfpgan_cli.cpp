@@ -78,6 +78,9 @@ TEST_CASE("gpen bench --arch gfpgan: what it cannot do is refused before any run
                   out);
   else
     CHECK_MESSAGE(out.find("\"device\": \"cuda\"") != std::string::npos, out);
+  // 16 bits run on a device only.
+  CHECK(run(kGpen + kSmall + " --precision fp16", &out) != 0);
+  CHECK_MESSAGE(out.find("the CPU backend runs GFPGAN in fp32 only (precision fp16 asked)") != std::string::npos, out);
   CHECK(run(kGpen + " bench --arch gfpgan --size 48 --runs 1", &out) != 0);
   CHECK_MESSAGE(out.find("power of two") != std::string::npos, out);
   CHECK(run(kGpen + kSmall + " -m /nonexistent.gpw --save-weights /nonexistent-out.gpw", &out) != 0);

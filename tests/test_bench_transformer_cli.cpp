@@ -79,6 +79,9 @@ TEST_CASE("gpen bench --arch codeformer|restoreformer: what it cannot do is refu
     CHECK_MESSAGE(out.find("512 x 512") != std::string::npos, out);
     CHECK(run(bench + " --compare-pytorch", &out) != 0);
     CHECK_MESSAGE(out.find("--accuracy") != std::string::npos, out);
+    // 16 bits run on a device only.
+    CHECK(run(bench + " --precision bf16", &out) != 0);
+    CHECK_MESSAGE(out.find("in fp32 only (precision bf16 asked)") != std::string::npos, out);
   }
   CHECK(run(kGpen + " bench --arch codeformer --runs 1 --fidelity 1.5", &out) != 0);
   CHECK_MESSAGE(out.find("[0, 1]") != std::string::npos, out);

@@ -96,3 +96,39 @@ TEST_CASE("gpen plan --arch gfpgan reports the plan of a size and of a converted
   CHECK(s["batches"][1]["weights_bytes"] == s["batches"][0]["weights_bytes"]);
   CHECK(s["batches"][1]["arena_bytes"].get<size_t>() > s["batches"][0]["arena_bytes"].get<size_t>());
 }
+
+TEST_CASE("GFPGAN in 16 bits: planned on every device, run on a device only") {
+  std::string out;
+  const std::string gpen = gpen_test::binary_dir() + "/gpen";
+  // --precisions: one row per batch and precision; the fp16 graph declares every weight and
+  // activation in 16 bits, so its weights are exactly half the fp32 ones and its arena about half.
+  for (const std::string device : {"cpu", "cuda"}) {
+    CAPTURE(device);
+    const int rc = gpen_test::run(
+        gpen + " plan --arch gfpgan --size 64 --batches 1,2 --precisions fp32,fp16 --device " + device + " --json", &out);
+    if (device == "cuda" && rc != 0) continue;  // a build without CUDA has no cuda workspace figures
+    REQUIRE(rc == 0);
+    const auto j = nlohmann::json::parse(out);
+    REQUIRE(j["batches"].size() == 4);
+    for (int i = 0; i < 4; i += 2) {
+      const auto& f32 = j["batches"][i];
+      const auto& f16 = j["batches"][i + 1];
+      CHECK(f32["precision"] == "fp32");
+      CHECK(f16["precision"] == "fp16");
+      CHECK(f16["batch"] == f32["batch"]);
+      CHECK(2 * f16["weights_bytes"].get<size_t>() == f32["weights_bytes"].get<size_t>());
+      const double arena = f16["arena_bytes"].get<double>() / f32["arena_bytes"].get<double>();
+      MESSAGE("batch " << f32["batch"] << ": fp16 arena / fp32 arena " << arena);
+      CHECK(arena > 0.45);
+      CHECK(arena < 0.55);
+    }
+  }
+  // One precision without --batches: the single report names it.
+  REQUIRE(gpen_test::run(gpen + " plan --arch gfpgan --size 64 --precision fp16 --json", &out) == 0);
+  CHECK(nlohmann::json::parse(out)["precision"] == "fp16");
+
+  // The CPU backend runs fp32 only.
+  auto cpu = make_cpu_backend();
+  CHECK_THROWS_WITH_AS(GfpganModel(convert_gfpgan_fixture("s32"), *cpu, DType::f16),
+                       "the CPU backend runs GFPGAN in fp32 only (precision fp16 asked)", Error);
+}

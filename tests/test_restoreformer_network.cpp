@@ -176,6 +176,16 @@ TEST_CASE("gpen plan --arch restoreformer reports the released configuration's p
   CHECK(j["gflop"].get<double>() > 0);
   CHECK(j["arena_bytes"].get<size_t>() >= j["lower_bound_bytes"].get<size_t>());
   CHECK(gpen_test::run(gpen + " plan --arch restoreformer --size 256 --json", &out) != 0);
+  // fp16 (a device's precision when asked): every weight and activation in 16 bits, half the bytes.
+  REQUIRE(gpen_test::run(gpen + " plan --arch restoreformer --batch 2 --precisions fp32,fp16 --json", &out) == 0);
+  const auto s = nlohmann::json::parse(out);
+  REQUIRE(s["batches"].size() == 2);
+  CHECK(s["batches"][0]["arena_bytes"] == j["arena_bytes"]);
+  CHECK(s["batches"][1]["precision"] == "fp16");
+  CHECK(2 * s["batches"][1]["weights_bytes"].get<size_t>() == s["batches"][0]["weights_bytes"].get<size_t>());
+  // The arena halves but for the planner's alignment of each buffer's offset.
+  CHECK(s["batches"][1]["arena_bytes"].get<double>() / s["batches"][0]["arena_bytes"].get<double>() ==
+        doctest::Approx(0.5).epsilon(0.01));
 }
 
 // RestoreFormer.enhance (the official inference.py's) is GFPGANer.enhance's facexlib flow with this

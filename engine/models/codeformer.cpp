@@ -27,7 +27,7 @@ struct Builder {
 
   int64_t channels(int x) const { return g.tensor(x).shape[3]; }
   int64_t size(int x) const { return g.tensor(x).shape[1]; }
-  int weight(const std::string& name, const Shape& s) { return g.weight(name, DType::f32, s); }
+  int weight(const std::string& name, const Shape& s) { return g.weight(name, g.activation_dtype(), s); }
 
   int conv(int x, const std::string& name, int64_t cout, int stride = 1) { return vqgan_conv3x3(g, x, name, cout, stride); }
   int norm(int x, const std::string& name) { return vqgan_norm(g, x, name, false); }
@@ -111,6 +111,8 @@ void CodeformerNetConfig::check() const {
                "CodeFormer: connect_list entry " + std::to_string(s) + " is not one of 16 .. 512");
   GPEN_CHECK(w >= 0.0f && w <= 1.0f, "CodeFormer: fidelity weight w " + std::to_string(w) + " is not in [0, 1]");
   GPEN_CHECK(batch >= 1 && batch <= 4096, "CodeFormer: batch " + std::to_string(batch) + " is out of range");
+  GPEN_CHECK(act == DType::f32 || act == DType::f16 || act == DType::bf16,
+             std::string("CodeFormer: activation dtype ") + dtype_name(act) + " is not f32, f16 or bf16");
 }
 
 CodeformerNetConfig codeformer_config_from_gpw(const GpwFile& f) {
@@ -140,6 +142,7 @@ CodeformerGraph build_codeformer_graph(const CodeformerNetConfig& c) {
   c.check();
   CodeformerGraph out;
   Graph& g = out.graph;
+  g.set_activation_dtype(c.act);
   Builder b{g};
   const int64_t N = c.batch, S = CodeformerNetConfig::kSize, Z = CodeformerNetConfig::kLatent;
   const int64_t E = c.dim_embd, L = Z * Z;
@@ -148,7 +151,7 @@ CodeformerGraph build_codeformer_graph(const CodeformerNetConfig& c) {
   };
 
   // ---- Encoder, its features at the connect_list sizes kept for the fuse blocks.
-  out.input = g.input("input", DType::f32, Shape{N, S, S, 3});
+  out.input = g.input("input", c.act, Shape{N, S, S, 3});
   std::map<int, int> enc;
   const int lq = b.vqgan(out.input, "encoder.blocks.", true, [&](int i, int x) {
     for (int size : c.connect_list)
@@ -195,8 +198,10 @@ CodeformerGraph build_codeformer_graph(const CodeformerNetConfig& c) {
 
 // ---- CodeformerModel
 
-CodeformerModel::CodeformerModel(const std::string& path, Backend& backend) : net_(path, backend) {
+CodeformerModel::CodeformerModel(const std::string& path, Backend& backend, std::optional<DType> precision)
+    : net_(path, backend, network_precision(precision, backend, "CodeFormer")) {
   config_ = codeformer_config_from_gpw(net_.file());
+  config_.act = net_.precision();
   CodeformerNetConfig all = config_;
   all.w = 1.0f;  // every weight bound, the fuse blocks' included
   net_.bind_weights(build_codeformer_graph(all).graph, "CodeFormer");

@@ -12,6 +12,7 @@
 // with the encoder's by Fuse_sft_blocks at fidelity w (skipped at w = 0, as the official code).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct CodeformerNetConfig {
   std::vector<int> connect_list = {32, 64, 128, 256};
   float w = 0.5f;  // fidelity weight of the fuse blocks, in [0, 1]
   int batch = 1;
+  DType act = DType::f32;  // the activation dtype: every weight, the input and the output in it
 
   static constexpr int kSize = 512;   // input and output resolution (fixed by the official class)
   static constexpr int kLatent = 16;  // the code map's side
@@ -54,13 +56,16 @@ CodeformerGraph build_codeformer_graph(const CodeformerNetConfig& c);
 
 class CodeformerModel {
  public:
-  // A .gpw of arch "codeformer"; half-precision tensors are widened to f32 once.
-  CodeformerModel(const std::string& gpw_path, Backend& backend);
+  // A .gpw of arch "codeformer"; half-precision tensors are widened to f32 once. On a device
+  // backend the weights are uploaded once, in `precision` (fp32 when not given; fp16 and bf16 on a
+  // device only, network_precision()), the precision of the activations too.
+  CodeformerModel(const std::string& gpw_path, Backend& backend, std::optional<DType> precision = std::nullopt);
   ~CodeformerModel();
   CodeformerModel(const CodeformerModel&) = delete;
   CodeformerModel& operator=(const CodeformerModel&) = delete;
 
   const CodeformerNetConfig& config() const { return config_; }
+  DType precision() const { return config_.act; }
   // The graph and plan for `batch` faces at fidelity w (cached: the last pair is kept).
   const MemoryPlan& plan_for(int batch, float w);
   const Graph& graph() const { return net_.graph(); }

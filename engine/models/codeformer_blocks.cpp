@@ -15,16 +15,16 @@ int conv(Graph& g, int x, const std::string& name, int64_t cout, int k, bool lre
   p.has_bias = true;
   p.has_residual = residual >= 0;
   p.act = lrelu ? Activation::leaky(0.2f) : Activation::none();
-  const int w = g.weight(name + ".weight", DType::f32, Shape{k, k, channels(g, x), cout});
-  const int b = g.weight(name + ".bias", DType::f32, Shape{cout});
+  const int w = g.weight(name + ".weight", g.activation_dtype(), Shape{k, k, channels(g, x), cout});
+  const int b = g.weight(name + ".bias", g.activation_dtype(), Shape{cout});
   return g.conv2d(x, w, b, p, residual, -1, name);
 }
 
 // VQGAN's normalize() followed by swish, in one op.
 int norm_swish(Graph& g, int x, const std::string& name) {
   const int64_t c = channels(g, x);
-  const int gamma = g.weight(name + ".weight", DType::f32, Shape{c});
-  const int beta = g.weight(name + ".bias", DType::f32, Shape{c});
+  const int gamma = g.weight(name + ".weight", g.activation_dtype(), Shape{c});
+  const int beta = g.weight(name + ".bias", g.activation_dtype(), Shape{c});
   return g.group_norm(x, gamma, beta, GroupNormParams{32, 1e-6f, true, true}, name);
 }
 
@@ -37,15 +37,15 @@ int vqgan_conv3x3(Graph& g, int x, const std::string& name, int64_t cout, int st
   p.pad_top = p.pad_left = stride == 1 ? 1 : 0;
   p.pad_bottom = p.pad_right = 1;
   p.has_bias = true;
-  const int w = g.weight(name + ".weight", DType::f32, Shape{3, 3, channels(g, x), cout});
-  const int b = g.weight(name + ".bias", DType::f32, Shape{cout});
+  const int w = g.weight(name + ".weight", g.activation_dtype(), Shape{3, 3, channels(g, x), cout});
+  const int b = g.weight(name + ".bias", g.activation_dtype(), Shape{cout});
   return g.conv2d(x, w, b, p, -1, -1, name);
 }
 
 int vqgan_norm(Graph& g, int x, const std::string& name, bool silu) {
   if (silu) return norm_swish(g, x, name);
   const int64_t c = channels(g, x);
-  return g.group_norm(x, g.weight(name + ".weight", DType::f32, Shape{c}), g.weight(name + ".bias", DType::f32, Shape{c}),
+  return g.group_norm(x, g.weight(name + ".weight", g.activation_dtype(), Shape{c}), g.weight(name + ".bias", g.activation_dtype(), Shape{c}),
                       GroupNormParams{32, 1e-6f, true, false}, name);
 }
 
@@ -55,10 +55,10 @@ int vqgan_attn_block(Graph& g, int x, int heads, const std::string& p, const std
   const int64_t C = xs[3];
   const Shape tokens{xs[0], xs[1] * xs[2], C};
   const int h = g.reshape(vqgan_norm(g, x, norm, false), tokens, p + ".tokens");
-  Graph::AttentionInputs in{h, -1, g.weight(p + ".in_proj_weight", DType::f32, Shape{3 * C, C}),
-                            g.weight(p + ".in_proj_bias", DType::f32, Shape{3 * C}),
-                            g.weight(p + ".proj_out.weight", DType::f32, Shape{C, C}),
-                            g.weight(p + ".proj_out.bias", DType::f32, Shape{C}), -1};
+  Graph::AttentionInputs in{h, -1, g.weight(p + ".in_proj_weight", g.activation_dtype(), Shape{3 * C, C}),
+                            g.weight(p + ".in_proj_bias", g.activation_dtype(), Shape{3 * C}),
+                            g.weight(p + ".proj_out.weight", g.activation_dtype(), Shape{C, C}),
+                            g.weight(p + ".proj_out.bias", g.activation_dtype(), Shape{C}), -1};
   if (query >= 0) {
     GPEN_CHECK(g.tensor(query).shape == xs,
                p + ": query feature " + g.tensor(query).shape.str() + " and feature " + xs.str() + " differ");

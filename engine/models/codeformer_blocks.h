@@ -1,7 +1,7 @@
 #pragma once
 // Building blocks of the VQGAN-style networks (CodeFormer, RestoreFormer++) on the transformer ops
-// (kernels/params.h), with the official modules' parameter names under a prefix, weights f32 in the
-// engine's layouts (conv weights HWIO).
+// (kernels/params.h), with the official modules' parameter names under a prefix, weights in the
+// graph's activation dtype and the engine's layouts (conv weights HWIO).
 #include <string>
 
 #include "engine/graph/graph.h"

@@ -1,11 +1,28 @@
 #include "engine/models/f32_network.h"
 
 #include "engine/models/f32_weights.h"
+#include "engine/models/float_convert.h"
+#include "engine/runtime/device.h"
 
 namespace gpen {
 
-F32Network::F32Network(const std::string& path, Backend& backend)
-    : backend_(backend), file_(GpwFile::open(path)) {}
+namespace {
+
+bool half_float(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+}  // namespace
+
+DType network_precision(std::optional<DType> asked, const Backend& backend, const std::string& model) {
+  const DType p = asked.value_or(DType::f32);
+  GPEN_CHECK(p == DType::f32 || half_float(p),
+             model + " precision must be fp32, fp16 or bf16, got " + dtype_name(p));
+  GPEN_CHECK(p == DType::f32 || is_device_backend(backend),
+             "the CPU backend runs " + model + " in fp32 only (precision " + precision_name(p) + " asked)");
+  return p;
+}
+
+F32Network::F32Network(const std::string& path, Backend& backend, DType act)
+    : backend_(backend), act_(act), file_(GpwFile::open(path)) {}
 
 F32Network::~F32Network() {
   ex_.reset();
@@ -16,12 +33,12 @@ void F32Network::bind_weights(const Graph& every_weight, const std::string& mode
   GPEN_CHECK(device_weights_ == nullptr, file_.path() + ": " + model + " weights bound twice");
   views_ = f32_weight_views(file_, widened_);
   check_graph_weights(every_weight, views_, file_.path(), model);
-  device_weights_ = upload_weight_views(backend_, views_, widened_, file_.path());
+  device_weights_ = upload_weight_views(backend_, views_, widened_, file_.path(), &every_weight);
 }
 
 size_t F32Network::weights_bytes() const {
   size_t b = 0;
-  for (const auto& [name, v] : views_) b += static_cast<size_t>(v.numel()) * 4;
+  for (const auto& [name, v] : views_) b += static_cast<size_t>(v.numel()) * dtype_size(v.dtype);
   return b;
 }
 
@@ -76,8 +93,15 @@ void F32Network::prepare() {
 void F32Network::set_inputs(const std::vector<In>& in) {
   prepare();
   for (const auto& i : in) {
-    const int t = port(i.port);
-    ex_->set_input(t, i.data, graph_->tensor(t).bytes());
+    const TensorDesc& t = graph_->tensor(port(i.port));
+    if (!half_float(t.dtype)) {
+      ex_->set_input(port(i.port), i.data, t.bytes());
+      continue;
+    }
+    const size_t n = static_cast<size_t>(t.shape.numel());
+    io_.resize(n);
+    floats_to(static_cast<const float*>(i.data), io_.data(), t.dtype, n);
+    ex_->set_input(port(i.port), io_.data(), t.bytes());
   }
 }
 
@@ -86,8 +110,15 @@ void F32Network::run(const std::vector<In>& in, const std::vector<Out>& out) {
   ex_->run();
   for (const auto& o : out) {
     if (!o.data) continue;
-    const int t = port(o.port);
-    ex_->get_output(t, o.data, graph_->tensor(t).bytes());
+    const TensorDesc& t = graph_->tensor(port(o.port));
+    if (!half_float(t.dtype)) {
+      ex_->get_output(port(o.port), o.data, t.bytes());
+      continue;
+    }
+    const size_t n = static_cast<size_t>(t.shape.numel());
+    io_.resize(n);
+    ex_->get_output(port(o.port), io_.data(), t.bytes());
+    floats_from(io_.data(), t.dtype, static_cast<float*>(o.data), n);
   }
 }
 

@@ -1,12 +1,16 @@
 #pragma once
-// What every f32 network (GFPGAN, CodeFormer, RestoreFormer, ParseNet) does the same way around its
-// graph: its .gpw opened once, half-precision tensors widened to f32 once, checked against a graph
-// that binds every weight (a clear error at load, not at run) and, on a device backend, uploaded in
-// one allocation; then one graph, its memory plan and its executor cached under a key (the batch,
-// the size, the fidelity...) and run with named inputs and outputs. The model classes keep only
-// what is theirs: the configuration, the graph builder and the key.
+// What every network with f32 host inputs and outputs (GFPGAN, CodeFormer, RestoreFormer, ParseNet)
+// does the same way around its graph: its .gpw opened once, half-precision tensors widened to f32
+// once, checked against a graph that binds every weight (a clear error at load, not at run) and, on
+// a device backend, uploaded in one allocation in the dtype the graph declares each weight in; then
+// one graph, its memory plan and its executor cached under a key (the batch, the size, the
+// fidelity...) and run with named inputs and outputs. The graphs run in one activation dtype: fp32,
+// or on a device fp16 / bf16, with the f32 host data converted at the float ports. The model
+// classes keep only what is theirs: the configuration, the graph builder and the key.
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,21 +22,28 @@
 
 namespace gpen {
 
+// The activation dtype `model` runs in on `backend`: `asked`, fp32 when not given (the official
+// flows run fp32, and CodeFormer's code choice moves with the rounding). Throws gpen::Error for
+// fp16 / bf16 on the CPU backend (fp32 only) and for any other dtype.
+DType network_precision(std::optional<DType> asked, const Backend& backend, const std::string& model);
+
 class F32Network {
  public:
   // Opens the .gpw; its tensors are read by bind_weights(), after the model has read (and
-  // checked) its configuration.
-  F32Network(const std::string& gpw_path, Backend& backend);
+  // checked) its configuration. `act`: the activation dtype of the graphs installed (the model's
+  // builder declares it), from network_precision().
+  F32Network(const std::string& gpw_path, Backend& backend, DType act = DType::f32);
   ~F32Network();
   F32Network(const F32Network&) = delete;
   F32Network& operator=(const F32Network&) = delete;
 
   const GpwFile& file() const { return file_; }
   Backend& backend() const { return backend_; }
+  DType precision() const { return act_; }
   // Widens the half-precision tensors (throws naming the file for another dtype); throws naming
   // the file and `model` when `every_weight` binds a weight the file lacks or holds
-  // with another shape; then, on a device backend, uploads every weight once (fp32) and drops the
-  // host widening.
+  // with another shape; then, on a device backend, uploads every weight once (in the dtype
+  // `every_weight` declares it in) and drops the host widening.
   void bind_weights(const Graph& every_weight, const std::string& model);
   size_t weights_bytes() const;
 
@@ -55,13 +66,15 @@ class F32Network {
   void prepare();
   bool prepared() const { return ex_ != nullptr; }
 
+  // Host data of a port's whole tensor: f32 for a float port whatever the graph's dtype (converted
+  // on the way), as the graph holds it otherwise (the i32 code indices).
   struct In {
     std::string port;
-    const void* data;  // host, the port's whole tensor
+    const void* data;
   };
   struct Out {
     std::string port;
-    void* data;  // host, the port's whole tensor; nullptr: not wanted
+    void* data;  // nullptr: not wanted
   };
   void run(const std::vector<In>& in, const std::vector<Out>& out);
   // As run() with each node timed alone (Executor::run_profiled): milliseconds per graph node.
@@ -70,6 +83,8 @@ class F32Network {
  private:
   void set_inputs(const std::vector<In>& in);
   Backend& backend_;
+  DType act_;
+  std::vector<uint16_t> io_;  // a 16-bit port's data on its way in or out
   GpwFile file_;
   std::vector<std::vector<float>> widened_;  // the f16 / bf16 tensors as f32 (host backends)
   WeightMap views_;

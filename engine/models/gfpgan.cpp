@@ -40,6 +40,8 @@ void GfpganNetConfig::check() const {
              "GFPGAN: channel_multiplier " + std::to_string(channel_multiplier) + " is out of range");
   GPEN_CHECK(narrow > 0 && narrow <= 64, "GFPGAN: narrow " + std::to_string(narrow) + " is out of range");
   GPEN_CHECK(batch >= 1 && batch <= 4096, "GFPGAN: batch " + std::to_string(batch) + " is out of range");
+  GPEN_CHECK(act == DType::f32 || act == DType::f16 || act == DType::bf16,
+             std::string("GFPGAN: activation dtype ") + dtype_name(act) + " is not f32, f16 or bf16");
   for (int r = 4; r <= out_size; r *= 2) {
     GPEN_CHECK(unet_channels(r) >= 1, "GFPGAN: no U-Net channels at resolution " + std::to_string(r));
     // The SFT conditions must cover the channels they modulate: half the decoder's, or all.
@@ -88,7 +90,7 @@ struct Builder {
 
   int64_t channels(int x) const { return g.tensor(x).shape[3]; }
   int64_t size(int x) const { return g.tensor(x).shape[1]; }
-  int weight(const std::string& name, const Shape& s) { return g.weight(name, DType::f32, s); }
+  int weight(const std::string& name, const Shape& s) { return g.weight(name, g.activation_dtype(), s); }
 
   // nn.Conv2d (k x k, stride 1, padding k / 2), leaky relu 0.2 when asked; a residual is added
   // after it (ResBlock's out + skip).
@@ -172,12 +174,13 @@ GfpganGraph build_gfpgan_graph(const GfpganNetConfig& c) {
   c.check();
   GfpganGraph out;
   Graph& g = out.graph;
+  g.set_activation_dtype(c.act);
   Builder b{c, g};
   const int S = c.out_size, L = c.log_size(), N = c.batch;
   auto u = [&](int r) { return static_cast<int64_t>(c.unet_channels(r)); };
 
   // ---- U-Net encoder: S down to 4, each level's output kept for the way up.
-  out.input = g.input("input", DType::f32, Shape{N, S, S, 3});
+  out.input = g.input("input", c.act, Shape{N, S, S, 3});
   int feat = b.conv(out.input, "conv_body_first", u(S), 1, true, true);
   std::vector<int> skips(static_cast<size_t>(L - 2));
   for (int i = 0; i < L - 2; ++i) {
@@ -229,8 +232,10 @@ GfpganGraph build_gfpgan_graph(const GfpganNetConfig& c) {
 
 // ---- GfpganModel
 
-GfpganModel::GfpganModel(const std::string& path, Backend& backend) : net_(path, backend) {
+GfpganModel::GfpganModel(const std::string& path, Backend& backend, std::optional<DType> precision)
+    : net_(path, backend, network_precision(precision, backend, "GFPGAN")) {
   config_ = gfpgan_config_from_gpw(net_.file());
+  config_.act = net_.precision();
   net_.bind_weights(build_gfpgan_graph(config_).graph, "GFPGAN");
 }
 

@@ -10,6 +10,7 @@
 // its output (on its second half of channels with sft_half). Noise is the stored buffers
 // (randomize_noise=False), so a run is deterministic.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct GfpganNetConfig {
   bool different_w = true;  // one style code per decoder layer (final_linear's rows) or one shared
   bool sft_half = true;     // SFT on the second half of the decoder's channels, else on all
   int batch = 1;
+  DType act = DType::f32;   // the activation dtype: every weight, the input and the outputs in it
 
   int log_size() const;
   int num_latent() const { return 2 * log_size() - 2; }
@@ -55,13 +57,15 @@ GfpganGraph build_gfpgan_graph(const GfpganNetConfig& c);
 class GfpganModel {
  public:
   // A .gpw of arch "gfpgan"; half-precision tensors are widened to f32 once. On a device
-  // backend the weights are uploaded once (fp32) and the activations are fp32.
-  GfpganModel(const std::string& gpw_path, Backend& backend);
+  // backend the weights are uploaded once, in `precision` (fp32 when not given; fp16 and bf16 on a
+  // device only, network_precision()), the precision of the activations too.
+  GfpganModel(const std::string& gpw_path, Backend& backend, std::optional<DType> precision = std::nullopt);
   ~GfpganModel();
   GfpganModel(const GfpganModel&) = delete;
   GfpganModel& operator=(const GfpganModel&) = delete;
 
   const GfpganNetConfig& config() const { return config_; }
+  DType precision() const { return config_.act; }
   // The graph and plan for `batch` faces (cached: the last batch is kept).
   const MemoryPlan& plan_for(int batch);
   const Graph& graph() const { return net_.graph(); }

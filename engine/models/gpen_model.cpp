@@ -8,66 +8,12 @@
 #include <map>
 #include <random>
 
-#if defined(__F16C__)
-#include <immintrin.h>
-#endif
-
+#include "engine/models/float_convert.h"
 #include "engine/models/gpen_noise.h"
 #include "engine/models/gpen_weights8.h"
 #include "engine/runtime/device_weights.h"
-#include "weights/half.h"
 
 namespace gpen {
-
-namespace {
-
-float load_as_f32(const void* p, DType t, size_t i) {
-  switch (t) {
-    case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
-  }
-}
-
-// n floats into dtype t (f32, f16, bf16), round to nearest even. Faces go through here on every
-// run, so f16 uses the F16C instructions when the build has them.
-void floats_to(const float* src, void* dst, DType t, size_t n) {
-  if (t == DType::f32) {
-    std::memcpy(dst, src, n * 4);
-    return;
-  }
-  uint16_t* d = static_cast<uint16_t*>(dst);
-  size_t i = 0;
-  if (t == DType::f16) {
-#if defined(__F16C__)
-    for (; i + 8 <= n; i += 8)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
-#endif
-    for (; i < n; ++i) d[i] = f32_to_f16(src[i]);
-  } else {
-    for (; i < n; ++i) d[i] = f32_to_bf16(src[i]);
-  }
-}
-
-void floats_from(const void* src, DType t, float* dst, size_t n) {
-  if (t == DType::f32) {
-    std::memcpy(dst, src, n * 4);
-    return;
-  }
-  const uint16_t* s = static_cast<const uint16_t*>(src);
-  size_t i = 0;
-  if (t == DType::f16) {
-#if defined(__F16C__)
-    for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
-#endif
-    for (; i < n; ++i) dst[i] = f16_to_f32(s[i]);
-  } else {
-    for (; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
-  }
-}
-
-}  // namespace
 
 GpenConfig gpen_config_from_gpw(const GpwFile& f) {
   GPEN_CHECK(f.arch() == "gpen", f.path() + " holds a '" + f.arch() + "' model, not GPEN (pass it as the detector?)");
@@ -172,7 +118,7 @@ void GpenModel::load_weights(const WeightMap& src, const std::string& origin) {
       floats_to(static_cast<const float*>(s.v->data), dst, s.t->dtype, n);
     } else {
       std::vector<float> wide(n);
-      for (size_t i = 0; i < n; ++i) wide[i] = load_as_f32(s.v->data, s.v->dtype, i);
+      floats_from(s.v->data, s.v->dtype, wide.data(), n);
       floats_to(wide.data(), dst, s.t->dtype, n);
     }
   });

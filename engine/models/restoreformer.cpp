@@ -20,8 +20,8 @@ int conv1x1(Graph& g, int x, const std::string& name, int64_t cout) {
   p.kh = p.kw = 1;
   p.has_bias = true;
   const int64_t cin = g.tensor(x).shape[3];
-  return g.conv2d(x, g.weight(name + ".weight", DType::f32, Shape{1, 1, cin, cout}),
-                  g.weight(name + ".bias", DType::f32, Shape{cout}), p, -1, -1, name);
+  return g.conv2d(x, g.weight(name + ".weight", g.activation_dtype(), Shape{1, 1, cin, cout}),
+                  g.weight(name + ".bias", g.activation_dtype(), Shape{cout}), p, -1, -1, name);
 }
 
 int resblock(Graph& g, int x, int64_t cout, const std::string& p) { return codeformer_resblock(g, x, cout, p, "nin_shortcut"); }
@@ -47,6 +47,8 @@ void RestoreformerNetConfig::check() const {
                "RestoreFormer: " + std::to_string(int64_t{ch} * kChMult[level]) + " channels do not split into " +
                    std::to_string(head_size) + " heads");
   GPEN_CHECK(batch >= 1 && batch <= 4096, "RestoreFormer: batch " + std::to_string(batch) + " is out of range");
+  GPEN_CHECK(act == DType::f32 || act == DType::f16 || act == DType::bf16,
+             std::string("RestoreFormer: activation dtype ") + dtype_name(act) + " is not f32, f16 or bf16");
 }
 
 RestoreformerNetConfig restoreformer_config_from_gpw(const GpwFile& f) {
@@ -79,13 +81,14 @@ RestoreformerGraph build_restoreformer_graph(const RestoreformerNetConfig& c) {
   c.check();
   RestoreformerGraph out;
   Graph& g = out.graph;
+  g.set_activation_dtype(c.act);
   const int64_t N = c.batch, S = RestoreformerNetConfig::kSize;
   auto width = [&](int level) { return int64_t{c.ch} * kChMult[level]; };
   const int64_t top = width(kLevels - 1);
 
   // ---- Encoder. kept[l]: the feature at level l before its downsampling (the official
   // hs['block_l']), kept[5]: after mid.block_1 (hs['block_5_atten']); mid: hs['mid_atten'].
-  out.input = g.input("input", DType::f32, Shape{N, S, S, 3});
+  out.input = g.input("input", c.act, Shape{N, S, S, 3});
   std::map<int, int> kept;
   int h = vqgan_conv3x3(g, out.input, "encoder.conv_in", c.ch);
   for (int l = 0; l < kLevels; ++l) {
@@ -108,7 +111,7 @@ RestoreformerGraph build_restoreformer_graph(const RestoreformerNetConfig& c) {
 
   // ---- The nearest codebook entry of each position.
   const auto codes = g.code_lookup(conv1x1(g, h, "quant_conv", c.embed_dim),
-                                   g.weight("quantize.embedding.weight", DType::f32, Shape{c.n_embed, c.embed_dim}),
+                                   g.weight("quantize.embedding.weight", c.act, Shape{c.n_embed, c.embed_dim}),
                                    CodeLookup::argmin, "code_lookup");
   out.indices = codes.indices;
   g.mark_output(out.indices);
@@ -137,8 +140,10 @@ RestoreformerGraph build_restoreformer_graph(const RestoreformerNetConfig& c) {
 
 // ---- RestoreformerModel
 
-RestoreformerModel::RestoreformerModel(const std::string& path, Backend& backend) : net_(path, backend) {
+RestoreformerModel::RestoreformerModel(const std::string& path, Backend& backend, std::optional<DType> precision)
+    : net_(path, backend, network_precision(precision, backend, "RestoreFormer")) {
   config_ = restoreformer_config_from_gpw(net_.file());
+  config_.act = net_.precision();
   net_.bind_weights(build_restoreformer_graph(config_).graph, "RestoreFormer");
 }
 

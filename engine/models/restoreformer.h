@@ -11,6 +11,7 @@
 // their queries from those encoder features and their keys and values from the decoder's own.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct RestoreformerNetConfig {
   int head_size = 4;           // attention heads
   int ex_multi_scale_num = 1;  // 1: RestoreFormer++ (decoder attention at 16 and 32), 0: RestoreFormer
   int batch = 1;
+  DType act = DType::f32;      // the activation dtype: every weight, the input and the output in it
 
   static constexpr int kSize = 512;   // input and output resolution
   static constexpr int kLatent = 16;  // the code map's side
@@ -53,12 +55,15 @@ RestoreformerGraph build_restoreformer_graph(const RestoreformerNetConfig& c);
 class RestoreformerModel {
  public:
   // A .gpw of arch "restoreformer"; half-precision tensors are widened to f32 once.
-  RestoreformerModel(const std::string& gpw_path, Backend& backend);
+  // On a device backend the weights are uploaded once, in `precision` (fp32 when not given; fp16
+  // and bf16 on a device only, network_precision()), the precision of the activations too.
+  RestoreformerModel(const std::string& gpw_path, Backend& backend, std::optional<DType> precision = std::nullopt);
   ~RestoreformerModel();
   RestoreformerModel(const RestoreformerModel&) = delete;
   RestoreformerModel& operator=(const RestoreformerModel&) = delete;
 
   const RestoreformerNetConfig& config() const { return config_; }
+  DType precision() const { return config_.act; }
   // The graph and plan for `batch` faces (cached: the last one is kept).
   const MemoryPlan& plan_for(int batch);
   const Graph& graph() const { return net_.graph(); }

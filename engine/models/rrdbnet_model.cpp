@@ -5,33 +5,12 @@
 #include <cstring>
 #include <random>
 
+#include "engine/models/float_convert.h"
 #include "engine/models/rrdbnet.h"
 #include "engine/runtime/device.h"
 #include "engine/runtime/device_weights.h"
-#include "weights/half.h"
 
 namespace gpen {
-
-namespace {
-
-float widen(const void* p, DType t, size_t i) {
-  switch (t) {
-    case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
-  }
-}
-
-void narrow_to(const float* src, void* dst, DType t, size_t n) {
-  if (t == DType::f32) {
-    std::memcpy(dst, src, n * 4);
-    return;
-  }
-  uint16_t* d = static_cast<uint16_t*>(dst);
-  for (size_t i = 0; i < n; ++i) d[i] = t == DType::f16 ? f32_to_f16(src[i]) : f32_to_bf16(src[i]);
-}
-
-}  // namespace
 
 std::unique_ptr<RrdbModel> RrdbModel::open(const std::string& path, Backend& backend, std::optional<DType> precision) {
   std::unique_ptr<RrdbModel> m(new RrdbModel(backend));
@@ -103,7 +82,7 @@ void RrdbModel::load_weights(const GpwFile* f, uint32_t seed) {
       TensorView v = src[i];
       if (v.dtype != DType::f32) {  // a half-precision file is widened once
         host_.emplace_back(static_cast<size_t>(v.numel()));
-        for (size_t k = 0; k < host_.back().size(); ++k) host_.back()[k] = widen(v.data, v.dtype, k);
+        floats_from(v.data, v.dtype, host_.back().data(), host_.back().size());
         v = make_view(host_.back().data(), DType::f32, v.shape);
       }
       weights_[ts[i]->name] = v;
@@ -120,8 +99,8 @@ void RrdbModel::load_weights(const GpwFile* f, uint32_t seed) {
       return;
     }
     std::vector<float> wide(n);
-    for (size_t k = 0; k < n; ++k) wide[k] = widen(v.data, v.dtype, k);
-    narrow_to(wide.data(), dst, ts[i]->dtype, n);
+    floats_from(v.data, v.dtype, wide.data(), n);
+    floats_to(wide.data(), dst, ts[i]->dtype, n);
   });
   device_weights_ = packed.base;
   for (size_t i = 0; i < ts.size(); ++i)
@@ -201,11 +180,11 @@ void RrdbModel::run(const float* in, int h, int w, float* out) {
     s.ex->get_output(s.rg.output, out, no * 4);
   } else {
     io_.resize(std::max(ni, no) * 2);
-    narrow_to(in, io_.data(), act_, ni);
+    floats_to(in, io_.data(), act_, ni);
     s.ex->set_input(s.rg.input, io_.data(), ni * 2);
     s.ex->run();
     s.ex->get_output(s.rg.output, io_.data(), no * 2);
-    for (size_t k = 0; k < no; ++k) out[k] = widen(io_.data(), act_, k);
+    floats_from(io_.data(), act_, out, no);
   }
   run_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -138,20 +138,21 @@ const MemoryPlan& FacexlibNet::plan(float w) const {
   return gfpgan ? gfpgan->plan_for(1) : codeformer ? codeformer->plan_for(1, w) : restoreformer->plan_for(1);
 }
 
-std::unique_ptr<FacexlibNet> open_facexlib_net(const std::string& path, FaceFlow flow, Backend& backend, float w) {
+std::unique_ptr<FacexlibNet> open_facexlib_net(const std::string& path, FaceFlow flow, Backend& backend, float w,
+                                               std::optional<DType> precision) {
   auto n = std::make_unique<FacexlibNet>();
   if (flow == FaceFlow::gfpgan) {
-    n->gfpgan = std::make_unique<GfpganModel>(path, backend);
+    n->gfpgan = std::make_unique<GfpganModel>(path, backend, precision);
     const int size = n->gfpgan->config().out_size;
     GPEN_CHECK(size == kFaceSize, path + ": GFPGAN's flow aligns faces to the 512 x 512 FFHQ template; this model is " +
                                       std::to_string(size) + " x " + std::to_string(size));
     n->run = [g = n->gfpgan.get()](const float* in, float* out) { g->run(in, 1, out); };
   } else if (flow == FaceFlow::restoreformer) {
-    n->restoreformer = std::make_unique<RestoreformerModel>(path, backend);
+    n->restoreformer = std::make_unique<RestoreformerModel>(path, backend, precision);
     n->run = [m = n->restoreformer.get()](const float* in, float* out) { m->run(in, 1, out); };
   } else {
     GPEN_CHECK(flow == FaceFlow::codeformer, path + ": not a GFPGAN, CodeFormer or RestoreFormer model");
-    n->codeformer = std::make_unique<CodeformerModel>(path, backend);
+    n->codeformer = std::make_unique<CodeformerModel>(path, backend, precision);
     n->run = [m = n->codeformer.get(), w](const float* in, float* out) { m->run(in, 1, w, out); };
   }
   return n;

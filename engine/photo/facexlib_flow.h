@@ -16,6 +16,7 @@
 // (cv2.resize INTER_LINEAR), the network, the restored face itself. GPEN's flow is pipeline.h.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,7 +79,8 @@ struct FacexlibFlowOptions {
 using FaceNet = std::function<void(const float* in, float* out)>;
 
 // A GFPGAN, CodeFormer or RestoreFormer .gpw opened on `backend` as the flow's network (CodeFormer
-// at fidelity w). gpen::Error naming the file for a GFPGAN model whose size is not 512.
+// at fidelity w) in `precision` (fp32 when not given; fp16 / bf16 on a device only). gpen::Error
+// naming the file for a GFPGAN model whose size is not 512.
 struct FacexlibNet {
   std::unique_ptr<GfpganModel> gfpgan;
   std::unique_ptr<CodeformerModel> codeformer;
@@ -87,7 +89,8 @@ struct FacexlibNet {
   size_t weights_bytes() const;
   const MemoryPlan& plan(float w) const;  // one face's
 };
-std::unique_ptr<FacexlibNet> open_facexlib_net(const std::string& path, FaceFlow flow, Backend& backend, float w);
+std::unique_ptr<FacexlibNet> open_facexlib_net(const std::string& path, FaceFlow flow, Backend& backend, float w,
+                                               std::optional<DType> precision = std::nullopt);
 
 // The faces of a photo the helper restores, in detection order: those scoring above the threshold
 // (as detected), whose eyes are at least eye_dist_threshold apart, and with only_center_face the

@@ -47,10 +47,12 @@ struct RestoreConfig {
   std::string sr_tile = "auto";  // "auto" (from the budget), "0" (untiled) or a tile size
   // Where and how precisely. GPEN's flow: the detector runs on the same kind of device, always
   // fp32. The facexlib flows: the network and ParseNet on the device only with cuda (automatic
-  // keeps them on the CPU), always fp32, the detector and the photo steps on the host.
+  // keeps them on the CPU), ParseNet in fp32, the detector and the photo steps on the host.
   DeviceKind device = DeviceKind::automatic;
   bool cuda_graphs = true;
-  std::string precision;  // GPEN's and RealESRNet's: "fp32", "fp16", "bf16"; "": fp32 on the CPU, fp16 on a device
+  // "fp32", "fp16", "bf16". GPEN and RealESRNet: "" is fp32 on the CPU, fp16 on a device. The
+  // facexlib networks: "" is fp32 everywhere; 16 bits with cuda only.
+  std::string precision;
   // Memory. The budget covers GPEN's weights, arena and workspace (with SR: GPEN's batch from half
   // of it, RealESRNet's tile from what GPEN's plan leaves); default: default_memory_budget.
   std::optional<size_t> memory_budget;

@@ -1,7 +1,8 @@
 // Restorer with a GFPGAN, CodeFormer or RestoreFormer model: the options each flow takes (one table), and the
 // setup of the facexlib flows (facexlib_flow.h): the network and the face parser on the CPU backend,
-// or with --device cuda on the device backend in fp32, the photo steps (detection, alignment,
-// paste, background upsampling) on the host either way.
+// or with --device cuda on the device backend (the network in fp32, or fp16 / bf16 with
+// --precision; the parser in fp32), the photo steps (detection, alignment, paste, background
+// upsampling) on the host either way.
 #include <string>
 
 #include "engine/core/error.h"
@@ -11,6 +12,7 @@
 #include "engine/models/gfpgan.h"
 #include "engine/photo/facexlib_flow.h"
 #include "engine/photo/super_resolution.h"
+#include "engine/runtime/device.h"
 
 namespace gpen {
 
@@ -45,13 +47,18 @@ constexpr FlowOption kFlowOptions[] = {
 
 unsigned flow_bit(FaceFlow f) { return 1u << static_cast<unsigned>(f); }
 
+// fp32 unless --precision says otherwise (check_config has refused 16 bits on the CPU).
+DType facexlib_precision(const RestoreConfig& c) { return c.precision.empty() ? DType::f32 : parse_precision(c.precision); }
+
 }  // namespace
 
 void check_config(const RestoreConfig& c, FaceFlow flow) {
-  // Only GPEN and RealESRNet have half-precision graphs; the facexlib networks run in fp32.
-  if (flow != FaceFlow::gpen && !c.precision.empty() && c.precision != "fp32")
-    throw Error(std::string(face_flow_name(flow)) + " runs in fp32 only (--precision " + c.precision +
-                " is not built for it); " + c.model + " is a " + face_flow_name(flow) + " model");
+  // The facexlib networks run fp32 unless asked (the official flows' precision), fp16 or bf16 on a
+  // device only: these flows keep the network on the CPU unless --device cuda is given.
+  if (flow != FaceFlow::gpen && !c.precision.empty())
+    GPEN_CHECK(parse_precision(c.precision) == DType::f32 || c.device == DeviceKind::cuda,
+               "--precision " + c.precision + ": the CPU backend runs " + face_flow_name(flow) +
+                   " in fp32 only (use --device cuda)");
   for (const FlowOption& o : kFlowOptions)
     if (!(o.flows & flow_bit(flow)) && o.set(c))
       throw Error(std::string(o.option) + " is an option of " + o.models + " models; " + c.model + " is a " +
@@ -85,7 +92,7 @@ std::unique_ptr<Restorer> Restorer::open_facexlib(const RestoreConfig& c, FaceFl
     r->backend_ = make_cpu_backend();
   }
   Backend& host = r->host_backend_ ? *r->host_backend_ : *r->backend_;
-  r->net_ = open_facexlib_net(c.model, flow, *r->backend_, c.fidelity);
+  r->net_ = open_facexlib_net(c.model, flow, *r->backend_, c.fidelity, facexlib_precision(c));
   r->detector_ = std::make_unique<RetinaFaceDetector>(c.detector);
   if (mask_kind(c) == "parse") r->parser_ = std::make_unique<ParseNetModel>(c.parser, *r->backend_);
   FacexlibFlowOptions o;
@@ -105,7 +112,7 @@ std::unique_ptr<Restorer> Restorer::open_facexlib(const RestoreConfig& c, FaceFl
   r->facexlib_faces_ = std::make_unique<FacexlibRestorer>(r->net_->run, r->detector_.get(), r->parser_.get(), o);
   RestorePlan& p = r->plan_;
   p.device = r->backend_->name();
-  p.precision = "fp32";
+  p.precision = precision_name(facexlib_precision(c));
   p.size = kFacexlibFaceSize;
   p.split.batch = 1;
   p.detector_device = r->detector_->device();
@@ -133,7 +140,7 @@ nlohmann::json Restorer::facexlib_memory_json() const {
   const MemoryPlan& plan = net_->plan(config_.fidelity);
   const size_t weights = net_->weights_bytes();
   return {{"device", backend_->name()},
-          {"precision", "fp32"},
+          {"precision", plan_.precision},
           {"model", face_flow_arch(flow_)},
           {"batch", 1},
           {"batch_limit", 1},

@@ -23,7 +23,7 @@ PackedWeights upload_packed(Backend& backend, const std::vector<size_t>& sizes,
 
 // The views' bytes as they are (contiguous views: the caller names the file in its check) into one
 // device allocation, uploaded once as upload_packed does, each view repointed into it: the
-// detector's and ParseNet's device load.
+// detector's device load.
 PackedWeights upload_views(Backend& backend, const std::vector<TensorView*>& views);
 
 // The same layout for a backend whose memory is the host's (the CPU): one allocation of the
