@@ -14,8 +14,8 @@
 #      families' speeds side by side;
 #   2. PyTorch (tests/reference/gpen_reference.py) on the same GPU: GPEN-512 eager fp16 and fp32,
 #      speed and memory ratios; 3. RetinaFace mobilenet0.25 on a 1024x768 photo on CUDA, against
-#      PyTorch on CUDA; 3b. GFPGAN-512 and 3c. CodeFormer and RestoreFormer++ on CUDA in fp32
-#      against the CPU backend; 4. the whole pipeline on that photo (synthetic GPEN-BFR-256), CUDA and CPU;
+#      PyTorch on CUDA; 3b. GFPGAN-512 and 3c. CodeFormer and RestoreFormer++ on CUDA in fp32,
+#      then fp16, against the CPU backend in fp32; 4. the whole pipeline on that photo (synthetic GPEN-BFR-256), CUDA and CPU;
 #   5. PyTorch at 256 and 1024, batch 8 timings, 512 without CUDA graphs; 6. the test_cuda_*
 #      tests on the GPU (the bundle's test_cuda_all, before step 1; else built here); 7. torch.compile at 512;
 #      8. compute-sanitizer on the CUDA tests; 9. the Google benchmarks; 10. the CPU tests (not
@@ -330,18 +330,22 @@ fi
 
 # ---------------------------------------------------------------- 3b. GFPGAN on CUDA
 if can "3b. GFPGAN" 40; then
-  log "3b. GFPGANv1Clean 512 on CUDA, fp32 (synthetic weights, the released configuration), against the CPU backend"
-  bench gfpgan_cuda_512 30 90 --arch gfpgan --device cuda --size 512 --runs 5 --warmup 2 --accuracy
-  [ -s "$RES/gfpgan_cuda_512.json" ] &&
-    log "    $(field "$RES/gfpgan_cuda_512.json" device ms_per_face device_used_bytes accuracy_max_abs)"
+  log "3b. GFPGANv1Clean 512 on CUDA, fp32 then fp16 (synthetic weights, the released configuration), against the CPU backend"
+  for prec in fp32 fp16; do
+    bench "gfpgan_cuda_512_$prec" 30 90 --arch gfpgan --device cuda --size 512 --precision "$prec" --runs 5 --warmup 2 --accuracy
+    [ -s "$RES/gfpgan_cuda_512_$prec.json" ] &&
+      log "    $(field "$RES/gfpgan_cuda_512_$prec.json" device ms_per_face device_used_bytes accuracy_max_abs)"
+  done
 fi
 # ---------------------------------------------------------------- 3c. CodeFormer, RestoreFormer++ on CUDA
 for arch in codeformer restoreformer; do
   can "3c. $arch" 45 || continue
-  log "3c. $arch 512 on CUDA, fp32 (synthetic weights, the released configuration), against the CPU backend"
-  bench "${arch}_cuda_512" 35 100 --arch "$arch" --device cuda --runs 5 --warmup 2 --accuracy
-  [ -s "$RES/${arch}_cuda_512.json" ] &&
-    log "    $(field "$RES/${arch}_cuda_512.json" device ms_per_face device_used_bytes accuracy_max_abs accuracy_codes_differing)"
+  log "3c. $arch 512 on CUDA, fp32 then fp16 (synthetic weights, the released configuration), against the CPU backend"
+  for prec in fp32 fp16; do
+    bench "${arch}_cuda_512_$prec" 35 100 --arch "$arch" --device cuda --precision "$prec" --runs 5 --warmup 2 --accuracy
+    [ -s "$RES/${arch}_cuda_512_$prec.json" ] &&
+      log "    $(field "$RES/${arch}_cuda_512_$prec.json" device ms_per_face device_used_bytes accuracy_max_abs accuracy_codes_differing)"
+  done
 done
 
 # ---------------------------------------------------------------- 4. the whole pipeline on the photo

@@ -1,6 +1,8 @@
 #pragma once
 // GFPGANv1Clean as a bare graph with random weights, run by an Executor on any backend: the
 // banded and unbanded graphs of tests/test_banding_gfpgan.cpp and test_cuda_banding_gfpgan.cpp.
+#include <doctest/doctest.h>
+
 #include <cstring>
 #include <random>
 #include <string>
@@ -8,6 +10,7 @@
 
 #include "engine/models/f32_weights.h"
 #include "engine/models/gfpgan.h"
+#include "engine/plan/banding.h"
 #include "engine/plan/memory_plan.h"
 #include "engine/runtime/backend.h"
 #include "engine/runtime/executor.h"
@@ -76,6 +79,21 @@ inline GfpganOutputs run_gfpgan_graph(Backend& be, const GfpganGraph& gg, const 
 
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Bands c's graph by spec, checks the transform applied and lowered the liveness bound without
+// removing FLOPs, and that the banded graph gives ref, the unbanded graph's outputs, bit for bit.
+inline void check_banded_equals_whole(Backend& be, const GfpganNetConfig& c, const BandingSpec& spec,
+                                      const GraphWeights& w, const std::vector<float>& in,
+                                      const GfpganOutputs& ref) {
+  GfpganGraph banded = build_gfpgan_graph(c);
+  const BandingResult r = apply_banding(banded.graph, spec);
+  REQUIRE(r.applied);
+  CHECK(r.lower_bound_after < r.lower_bound_before);
+  CHECK(r.flops_after >= r.flops_before * (1 - 1e-12));
+  const GfpganOutputs out = run_gfpgan_graph(be, banded, w, in);
+  CHECK(same_bits(out.image, ref.image));
+  CHECK(same_bits(out.style, ref.style));
 }
 
 inline std::vector<float> random_faces(const GfpganNetConfig& c, uint32_t seed) {

@@ -55,20 +55,13 @@ TEST_CASE("banding: GFPGANv1Clean banded at several R, kept features and band co
       CAPTURE(k.keep);
       CAPTURE(k.bands);
       CAPTURE(k.carry);
-      GfpganGraph banded = build_gfpgan_graph(c);
       BandingSpec spec;
       spec.band_res = k.R;
       spec.keep_res = k.keep;
       spec.bands = k.bands;
       spec.boundaries = k.bounds;
       spec.carry = k.carry;
-      const BandingResult r = apply_banding(banded.graph, spec);
-      REQUIRE(r.applied);
-      CHECK(r.lower_bound_after < r.lower_bound_before);
-      CHECK(r.flops_after >= r.flops_before * (1 - 1e-12));
-      const GfpganOutputs out = run_gfpgan_graph(*be, banded, w, in);
-      CHECK(same_bits(out.image, ref.image));
-      CHECK(same_bits(out.style, ref.style));
+      check_banded_equals_whole(*be, c, spec, w, in, ref);
     }
   }
 }

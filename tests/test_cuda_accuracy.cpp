@@ -11,6 +11,7 @@
 #include "engine/models/gpen_model.h"
 #include "engine/photo/output_diff.h"
 #include "engine/runtime/cuda/backend_cuda.h"
+#include "tests/cuda_emu/sixteen_bit_bounds.h"
 #include "tests/cuda_emu/small_gpen.h"
 
 using namespace gpen;
@@ -42,19 +43,8 @@ TEST_CASE("CUDA accuracy: a small GPEN in fp16 and bf16 against the CPU's fp32 (
   // Measured (emulator, this seed and input; 3072 values):
   //   fp16: max abs 1.9e-3, max rel 2.5e-3 (5 u, u = 2^-11), PSNR 60.5 dB (179 values 1 level off)
   //   bf16: max abs 1.3e-2, max rel 1.7e-2 (4 u, u = 2^-8),  PSNR 52.6 dB (1081 values off, max 2)
-  // Max rel: 10 u, the bound test_cuda_backend.cpp uses (each of the ~20 layers rounds weights and
-  // activations to 11 / 8 significant bits; the errors add up like a random walk).
-  // PSNR: an 8-bit level is 2/255 = 7.8e-3 in model space, so fp16 errors stay well under one
-  // level and only values near a truncation boundary flip: mse ~ the fraction flipped, which grows
-  // linearly with the error. fp16 >= 55 dB leaves 5.5 dB (3.5x the mse) of margin and still lies
-  // above the bf16 figure, so an fp16 path that rounded like bf16 (52.6 dB here) fails.
-  // bf16 >= 45 dB leaves 7.6 dB (5.8x the mse: errors of ~2.4x, the mse growing with their square
-  // once they exceed a level).
-  struct Case {
-    DType t;
-    double min_psnr, max_rel;
-  } cases[] = {{DType::f16, 55.0, 10.0 / 2048}, {DType::bf16, 45.0, 10.0 / 256}};
-  for (const Case& c : cases) {
+  // The bounds and why: tests/cuda_emu/sixteen_bit_bounds.h.
+  for (const cuda_test::SixteenBitBound& c : cuda_test::kSixteenBitBounds) {
     const std::string name = dtype_name(c.t);
     CAPTURE(name);
     auto be = cuda::make_cuda_backend(o);

@@ -42,18 +42,12 @@ TEST_CASE("CUDA banding: banded GFPGANv1Clean equals unbanded bit for bit in fp3
       CAPTURE(batch);
       CAPTURE(k.R);
       CAPTURE(k.carry);
-      GfpganGraph banded = build_gfpgan_graph(c);
       BandingSpec spec;
       spec.band_res = k.R;
       spec.keep_res = k.keep;
       spec.boundaries = k.bounds;
       spec.carry = k.carry;
-      const BandingResult r = apply_banding(banded.graph, spec);
-      REQUIRE(r.applied);
-      CHECK(r.lower_bound_after < r.lower_bound_before);
-      const GfpganOutputs out = run_gfpgan_graph(*be, banded, w, in);
-      CHECK(same_bits(out.image, ref.image));
-      CHECK(same_bits(out.style, ref.style));
+      check_banded_equals_whole(*be, c, spec, w, in, ref);
     }
   }
 }

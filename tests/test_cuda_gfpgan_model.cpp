@@ -15,6 +15,7 @@
 #include "engine/photo/output_diff.h"
 #include "engine/runtime/cuda/backend_cuda.h"
 #include "engine/runtime/device.h"
+#include "tests/cuda_emu/sixteen_bit_bounds.h"
 #include "tests/cuda_emu/test_util.h"
 #include "tests/gfpgan_fixture.h"
 
@@ -73,16 +74,11 @@ TEST_CASE("GfpganModel on the CUDA backend in fp16 and bf16 against the CPU's fp
   const int faces = 2, size = 32;
   REQUIRE(ref.output.size() == static_cast<size_t>(faces) * size * size * 3);
   const GfpganRun f32 = run_s32(*emulated_cuda(), DType::f32);
-  // GPEN's bounds (test_cuda_accuracy.cpp says why): max rel 10 u (u = 2^-11, 2^-8), 8-bit PSNR
-  // >= 55 dB in fp16 (above bf16's figure, so an fp16 path rounding like bf16 fails) and >= 45 dB
-  // in bf16. Measured (emulator, both faces of s32, 6144 values):
+  // The bounds and why: tests/cuda_emu/sixteen_bit_bounds.h. Measured (emulator, both faces of
+  // s32, 6144 values):
   //   fp16: max abs 2.9e-3, max rel 1.0e-3 (2 u), PSNR 60.7 dB (342 values 1 level off)
   //   bf16: max abs 2.1e-2, max rel 7.2e-3 (1.8 u), PSNR 51.8 dB (2362 values off, max 3)
-  struct Case {
-    DType t;
-    double min_psnr, max_rel;
-  } cases[] = {{DType::f16, 55.0, 10.0 / 2048}, {DType::bf16, 45.0, 10.0 / 256}};
-  for (const Case& c : cases) {
+  for (const cuda_test::SixteenBitBound& c : cuda_test::kSixteenBitBounds) {
     const std::string name = dtype_name(c.t);
     CAPTURE(name);
     const GfpganRun r = run_s32(*emulated_cuda(), c.t);
