@@ -56,8 +56,7 @@ void run_gfpgan_bench(const GfpganBenchArgs& a) {
         "gfpgan", [&gc](const std::string& path) { conv::convert(conv::SyntheticGfpganCheckpoint(gc, kSeed), path); });
     if (!a.save_weights.empty()) fs::copy_file(synthetic, a.save_weights, fs::copy_options::overwrite_existing);
   }
-  const std::optional<DType> precision =
-      a.precision.empty() ? std::nullopt : std::optional<DType>(parse_precision(a.precision));
+  const std::optional<DType> precision = parse_precision_flag(a.precision);
   std::unique_ptr<BenchDevice> device;
   std::unique_ptr<GfpganModel> net;
   // On a device, --accuracy is against the CPU backend on the same weights and input, as GPEN's.

@@ -148,7 +148,7 @@ void run_bench(BenchArgs a) {
   dopt.cuda_graphs = !a.no_cuda_graphs;
   auto backend = make_backend(dopt);
   DeviceBackend* dev = dynamic_cast<DeviceBackend*>(backend.get());
-  const DType precision = a.precision.empty() ? default_precision(*backend) : parse_precision(a.precision);
+  const DType precision = parse_precision_flag(a.precision).value_or(default_precision(*backend));
   const DeviceBackend::MemoryInfo mem_before = dev ? dev->memory_info() : DeviceBackend::MemoryInfo{};
   GPEN_CHECK(a.pytorch_variants.empty() || (dev && a.compare_pytorch),
              "--pytorch-variants is for --compare-pytorch on --device cuda");

@@ -86,8 +86,7 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   const BenchDevice device(a.device);
   device.refuse_cpu_comparisons(a.arch, !a.onnx_peers.empty() || !a.pytorch_pth.empty());
   // Refused before the synthetic weights are written: 16 bits on the CPU.
-  const std::optional<DType> precision =
-      a.precision.empty() ? std::nullopt : std::optional<DType>(parse_precision(a.precision));
+  const std::optional<DType> precision = parse_precision_flag(a.precision);
   network_precision(precision, *device.backend, codeformer ? "CodeFormer" : "RestoreFormer");
   // The export first: its input is the one the engine and the peers run.
   const nlohmann::json exported = reference && !device.dev ? run_transformer_export(pc) : nlohmann::json();

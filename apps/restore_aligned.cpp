@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <optional>
 #include <string>
 #include <vector>
 #include "apps/restore_common.h"
@@ -98,9 +97,8 @@ void run_aligned_facexlib(const RestoreArgs& a, FaceFlow flow) {
   // The network on the device with --device cuda (fp32 unless --precision says fp16 or bf16), else on
   // the CPU backend in fp32 (as the photo flow; check_config refused 16 bits there).
   auto backend = c.device == DeviceKind::cuda ? make_backend(device_options(a)) : make_cpu_backend();
-  const std::optional<DType> precision =
-      c.precision.empty() ? std::nullopt : std::optional<DType>(parse_precision(c.precision));
-  const std::unique_ptr<FacexlibNet> net = open_facexlib_net(a.model, flow, *backend, c.fidelity, precision);
+  const std::unique_ptr<FacexlibNet> net =
+      open_facexlib_net(a.model, flow, *backend, c.fidelity, parse_precision_flag(c.precision));
   FacexlibFlowOptions o;
   o.helper = facexlib_helper(flow);
   o.blend = a.alpha;

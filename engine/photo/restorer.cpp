@@ -45,7 +45,7 @@ void check_config(const RestoreConfig& c) {
 }
 
 std::unique_ptr<GpenModel> open_gpen_model(const std::string& path, Backend& backend, const std::string& precision) {
-  const DType p = precision.empty() ? default_precision(backend) : parse_precision(precision);
+  const DType p = parse_precision_flag(precision).value_or(default_precision(backend));
   GPEN_CHECK(p == DType::f32 || is_device_backend(backend),
              "--precision " + precision + ": the CPU backend runs fp32 only (use --device cuda)");
   return GpenModel::open(path, backend, p);

@@ -48,7 +48,7 @@ constexpr FlowOption kFlowOptions[] = {
 unsigned flow_bit(FaceFlow f) { return 1u << static_cast<unsigned>(f); }
 
 // fp32 unless --precision says otherwise (check_config has refused 16 bits on the CPU).
-DType facexlib_precision(const RestoreConfig& c) { return c.precision.empty() ? DType::f32 : parse_precision(c.precision); }
+DType facexlib_precision(const RestoreConfig& c) { return parse_precision_flag(c.precision).value_or(DType::f32); }
 
 }  // namespace
 

@@ -215,8 +215,7 @@ Image super_resolve(RrdbModel& model, ImageView img, const SrOptions& opt, SrRep
 }
 
 std::unique_ptr<RrdbModel> open_sr_model(const std::string& path, Backend& backend, const std::string& precision) {
-  std::optional<DType> p;
-  if (!precision.empty()) p = parse_precision(precision);
+  const std::optional<DType> p = parse_precision_flag(precision);
   GPEN_CHECK(!p || *p == DType::f32 || is_device_backend(backend),
              "--precision " + precision + ": the CPU backend runs fp32 only (use --device cuda)");
   return RrdbModel::open(path, backend, p);

@@ -27,6 +27,11 @@ DType parse_precision(const std::string& s) {
   return d;
 }
 
+std::optional<DType> parse_precision_flag(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  return parse_precision(s);
+}
+
 const char* precision_name(DType d) {
   switch (d) {
     case DType::f16: return "fp16";

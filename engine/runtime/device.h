@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/runtime/backend.h"
@@ -20,6 +21,9 @@ enum class DeviceKind { cpu, cuda, automatic };
 DeviceKind parse_device(const std::string& s);
 // "fp32", "fp16", "bf16" (also f32 / f16 / bfloat16 ...); gpen::Error otherwise.
 DType parse_precision(const std::string& s);
+// A --precision flag that may be empty: nullopt (the model's own default) when it is, else
+// parse_precision.
+std::optional<DType> parse_precision_flag(const std::string& s);
 const char* precision_name(DType d);  // "fp32", "fp16", "bf16"
 
 struct DeviceOptions {
