@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/strided.h"
+#include "kernels/resize_band_check.h"
 #include "engine/core/no_fp_contract.h"  // NOLINT: must follow the other includes
 
 namespace gpen::cpu {
@@ -39,11 +40,7 @@ void resize_bilinear(const ResizeBilinearParams& p, const TensorView& x, const T
     detail::check_f32(y, op, "output");
     detail::check_rank(x, 4, op, "input");
     detail::check_rank(y, 4, op, "output");
-    GPEN_CHECK(y.dim(0) == x.dim(0) && y.dim(2) == p.out_w && y.dim(3) == x.dim(3) && p.out_row0 >= 0 &&
-                   p.out_row0 + y.dim(1) <= p.out_h && p.in_row0 >= 0 && p.in_row0 + x.dim(1) <= p.in_h,
-               "resize_bilinear: band of rows " + y.shape.str() + " from " + std::to_string(p.out_row0) + " of " +
-                   std::to_string(p.out_h) + " does not fit the input rows " + x.shape.str() + " from " +
-                   std::to_string(p.in_row0) + " of " + std::to_string(p.in_h));
+    check_resize_band(p, x, y);
     if (y.numel() == 0) return;
   }
   // The taps of the whole op (global rows), read from x's rows.

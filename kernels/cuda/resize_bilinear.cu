@@ -5,6 +5,7 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/nhwc_index.cuh"
 #include "kernels/cuda/ops_gfpgan.h"
+#include "kernels/resize_band_check.h"
 
 GPEN_CUDA_NAMESPACE_BEGIN
 
@@ -62,11 +63,7 @@ void resize_bilinear(const ResizeBilinearParams& p, const TensorView& x, const T
   GPEN_CHECK(y.dim(0) == s.n && y.dim(1) == s.ho && y.dim(2) == s.wo && y.dim(3) == s.c,
              "resize_bilinear: output shape " + y.shape.str() + " must be [" + std::to_string(s.n) + ", " +
                  std::to_string(s.ho) + ", " + std::to_string(s.wo) + ", " + std::to_string(s.c) + "]");
-  if (band)
-    GPEN_CHECK(s.out_row0 >= 0 && s.out_row0 + s.ho <= p.out_h && s.in_row0 >= 0 && s.in_row0 + x.dim(1) <= in_h,
-               "resize_bilinear: band of rows " + y.shape.str() + " from " + std::to_string(s.out_row0) + " of " +
-                   std::to_string(p.out_h) + " does not fit the input rows " + x.shape.str() + " from " +
-                   std::to_string(s.in_row0) + " of " + std::to_string(in_h));
+  if (band) check_resize_band(p, x, y);
   if (y.numel() == 0) return;
   GPEN_CHECK(x.dim(1) > 0 && s.w > 0, "resize_bilinear: empty input " + x.shape.str());
   dispatch_float(x.dtype, "resize_bilinear", [&](auto tag) {
